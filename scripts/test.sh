@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The project's test command: go vet and go test -race over every module of
+# the workspace (a plain `go test ./...` at the root reaches none of them),
+# then a short run of each fuzz target's seed corpus (part of go test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+status=0
+for dir in $(scripts/modules.sh); do
+	rel=${dir#"$PWD"/}
+	echo "== $rel"
+	(cd "$dir" && go vet ./... && go test -race -count=1 -timeout 600s ./...) || status=1
+done
+exit $status

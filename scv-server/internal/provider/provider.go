@@ -1,0 +1,180 @@
+// Package provider defines how the agent loop talks to a model: one
+// streaming request at a time, with the reply's text delivered as it
+// arrives and its tool calls delivered whole at the end.
+//
+// Implementations live in subpackages: openai (any OpenAI-compatible Chat
+// Completions endpoint) and demo (the built-in scripted model).
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Role is the author of a message in the history.
+type Role string
+
+// Roles of history messages.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of the conversation sent to the model.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content"`
+	// ToolCalls are the calls an assistant message asked for.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID links a tool message to the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is one tool call the model asked for. Arguments is the raw JSON
+// text the model produced; it may be invalid, and the loop reports that to
+// the model rather than failing the turn.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolSpec is a tool offered to the model.
+type ToolSpec struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // JSON Schema of the arguments object
+}
+
+// Request is one model request.
+type Request struct {
+	Model    string
+	System   string
+	Messages []Message
+	Tools    []ToolSpec
+}
+
+// Usage is the token usage a provider reported for one request.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// Response is a complete model reply.
+type Response struct {
+	Content   string
+	ToolCalls []ToolCall
+	// Usage is nil when the provider reported none.
+	Usage        *Usage
+	FinishReason string
+}
+
+// Handler receives streamed text. A non-nil error from OnDelta stops the
+// stream and is returned by Stream unchanged.
+type Handler interface {
+	OnDelta(text string) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(text string) error
+
+// OnDelta calls f.
+func (f HandlerFunc) OnDelta(text string) error { return f(text) }
+
+// Provider is a model endpoint.
+type Provider interface {
+	// Name is the configured provider name, such as "openai" or "demo".
+	Name() string
+	// Model is the default model.
+	Model() string
+	// ContextMaxTokens is the model's context size.
+	ContextMaxTokens() int64
+	// Stream sends req and streams the reply. It returns the complete reply,
+	// or an error: a *Error for failures the turn reports with a stable
+	// code, ctx.Err() when cancelled, or the handler's error.
+	Stream(ctx context.Context, req Request, h Handler) (*Response, error)
+}
+
+// Code classifies a provider failure; the values are the turn.failed codes
+// the failure maps to.
+type Code string
+
+// Failure codes.
+const (
+	CodeProviderError Code = "provider_error"
+	CodeResponseLimit Code = "response_limit"
+	CodeToolLimit     Code = "tool_limit"
+)
+
+// Error is a provider failure with a stable code and a bounded message a
+// person can act on. It never contains a credential.
+type Error struct {
+	Code    Code
+	Message string
+	// Status is the HTTP status, when there was one.
+	Status int
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with code c.
+func Errorf(c Code, format string, args ...any) *Error {
+	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// AsError returns err as a *Error when it is one.
+func AsError(err error) (*Error, bool) {
+	var pe *Error
+	ok := errors.As(err, &pe)
+	return pe, ok
+}
+
+// Limits of a streamed reply (protocol-v1.md, "Ordering and backpressure").
+const (
+	MaxSSEEventBytes     = 1 << 20
+	MaxResponseBytes     = 4 << 20
+	MaxAssistantBytes    = 1 << 20
+	MaxToolArgumentBytes = 256 << 10
+	MaxToolCalls         = 32
+)
+
+// Limits bounds one streamed reply. The zero value means the defaults above.
+type Limits struct {
+	SSEEventBytes     int
+	ResponseBytes     int
+	AssistantBytes    int
+	ToolArgumentBytes int
+	ToolCalls         int
+}
+
+// WithDefaults fills zero fields with the protocol's limits.
+func (l Limits) WithDefaults() Limits {
+	if l.SSEEventBytes <= 0 {
+		l.SSEEventBytes = MaxSSEEventBytes
+	}
+	if l.ResponseBytes <= 0 {
+		l.ResponseBytes = MaxResponseBytes
+	}
+	if l.AssistantBytes <= 0 {
+		l.AssistantBytes = MaxAssistantBytes
+	}
+	if l.ToolArgumentBytes <= 0 {
+		l.ToolArgumentBytes = MaxToolArgumentBytes
+	}
+	if l.ToolCalls <= 0 {
+		l.ToolCalls = MaxToolCalls
+	}
+	return l
+}

@@ -1,0 +1,74 @@
+// Package tools is the tool extension contract: a Tool has a unique name, a
+// description, a JSON Schema for its arguments, and Prepare, which checks a
+// call and returns its declared risk, approval summary and executor. The
+// agent loop runs every tool through the same path (validate, prepare,
+// approve, run) and has no name-specific code.
+//
+// Built-in tools live in subpackages, one per tool.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"time"
+
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+// Spec describes a tool to the model.
+type Spec struct {
+	Name        string
+	Description string
+	// Schema is the JSON Schema of the arguments object.
+	Schema json.RawMessage
+}
+
+// Env is what a call receives from the server.
+type Env struct {
+	// Workspace is the canonical absolute workspace directory.
+	Workspace string
+	// Root is the workspace opened as a capability-contained root; every
+	// file access goes through it.
+	Root *os.Root
+	// Timeout is the call's default time limit.
+	Timeout time.Duration
+	// MaxTimeout is the ceiling a call may ask for.
+	MaxTimeout time.Duration
+	// OutputLimit bounds the output returned to the model, in bytes.
+	OutputLimit int
+	// Progress reports one progress line of a running call (tool.progress);
+	// it may be nil.
+	Progress func(line string)
+}
+
+// Result is the outcome of a call, read by the model.
+type Result struct {
+	Success   bool
+	Output    string
+	Truncated bool
+	// Jobs are background jobs the call started.
+	Jobs []string
+}
+
+// Plan is a checked call, ready for approval and execution.
+type Plan struct {
+	Risk    protocol.Risk
+	Summary string
+	// Run executes the call. It must return when ctx is cancelled. A
+	// failure the model should read is a Result with Success false; an
+	// error means the infrastructure broke.
+	Run func(ctx context.Context) (Result, error)
+}
+
+// Tool is one tool the model can call.
+type Tool interface {
+	Spec() Spec
+	// Prepare checks args, which already match the schema, beyond what the
+	// schema says. An error is a refusal the model reads; nothing runs and
+	// no approval is asked.
+	Prepare(env Env, args json.RawMessage) (*Plan, error)
+}
+
+// Failed returns a failed result with a message for the model.
+func Failed(msg string) Result { return Result{Success: false, Output: msg} }

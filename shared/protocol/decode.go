@@ -1,0 +1,137 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// DecodeError is a client frame the server refuses. Code is invalid_json or
+// invalid_request; RequestID is the frame's request_id when one could be
+// read, so the error can be matched to the request.
+type DecodeError struct {
+	Code      ErrorCode
+	RequestID string
+	Message   string
+}
+
+func (e *DecodeError) Error() string { return string(e.Code) + ": " + e.Message }
+
+// probe reads the envelope before the typed decode.
+type probe struct {
+	Type      json.RawMessage `json:"type"`
+	RequestID json.RawMessage `json:"request_id"`
+}
+
+// DecodeClientMessage decodes one client frame. Unknown fields are ignored.
+// It returns a *DecodeError for a frame that is not JSON, not an object,
+// lacks a string type or request_id, names an unknown type, or has a field
+// of the wrong JSON type.
+func DecodeClientMessage(frame []byte) (ClientMessage, error) {
+	kind, reqID, err := decodeEnvelope(frame, true)
+	if err != nil {
+		return nil, err
+	}
+	m := NewClientMessage(kind)
+	if m == nil {
+		return nil, &DecodeError{Code: ErrInvalidRequest, RequestID: reqID,
+			Message: fmt.Sprintf("unknown message type %q", kind)}
+	}
+	if err := json.Unmarshal(frame, m); err != nil {
+		return nil, &DecodeError{Code: ErrInvalidRequest, RequestID: reqID,
+			Message: fmt.Sprintf("%s: %s", kind, describeUnmarshalError(err))}
+	}
+	return m, nil
+}
+
+// DecodeEvent decodes one server frame, for clients.
+func DecodeEvent(frame []byte) (Event, error) {
+	kind, _, err := decodeEnvelope(frame, false)
+	if err != nil {
+		return nil, err
+	}
+	e := NewEvent(kind)
+	if e == nil {
+		return nil, &DecodeError{Code: ErrInvalidRequest, Message: fmt.Sprintf("unknown event type %q", kind)}
+	}
+	if err := json.Unmarshal(frame, e); err != nil {
+		return nil, &DecodeError{Code: ErrInvalidRequest, Message: fmt.Sprintf("%s: %s", kind, describeUnmarshalError(err))}
+	}
+	return e, nil
+}
+
+// PeekType returns the "type" of a frame, or "" when it has none.
+func PeekType(frame []byte) string {
+	var p probe
+	if json.Unmarshal(frame, &p) != nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(p.Type, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+func decodeEnvelope(frame []byte, needRequestID bool) (kind, reqID string, err error) {
+	if !json.Valid(frame) {
+		return "", "", &DecodeError{Code: ErrInvalidJSON, Message: "the frame is not valid JSON; send one JSON object per line"}
+	}
+	trimmed := bytes.TrimLeft(frame, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return "", "", &DecodeError{Code: ErrInvalidRequest, Message: "the frame is JSON but not an object; send one JSON object per line"}
+	}
+	var p probe
+	if err := json.Unmarshal(frame, &p); err != nil {
+		return "", "", &DecodeError{Code: ErrInvalidRequest, Message: describeUnmarshalError(err)}
+	}
+	if len(p.RequestID) > 0 && string(p.RequestID) != "null" {
+		if json.Unmarshal(p.RequestID, &reqID) != nil {
+			return "", "", &DecodeError{Code: ErrInvalidRequest,
+				Message: "request_id must be a string, such as \"1\""}
+		}
+	}
+	if len(p.Type) == 0 || string(p.Type) == "null" {
+		return "", reqID, &DecodeError{Code: ErrInvalidRequest, RequestID: reqID,
+			Message: "the frame has no \"type\"; every message needs one, such as \"turn.start\""}
+	}
+	if json.Unmarshal(p.Type, &kind) != nil || kind == "" {
+		return "", reqID, &DecodeError{Code: ErrInvalidRequest, RequestID: reqID,
+			Message: "\"type\" must be a non-empty string, such as \"turn.start\""}
+	}
+	if needRequestID && reqID == "" {
+		return kind, "", &DecodeError{Code: ErrInvalidRequest,
+			Message: fmt.Sprintf("%s has no request_id; every client message needs a non-empty string request_id", kind)}
+	}
+	return kind, reqID, nil
+}
+
+func describeUnmarshalError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return fmt.Sprintf("field %q must be %s, not JSON %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+		}
+		return fmt.Sprintf("expected %s, not JSON %s", jsonKind(te.Type.Kind().String()), te.Value)
+	}
+	return err.Error()
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int64", "int32", "uint64", "uint32", "uint":
+		return "an integer"
+	case "float64", "float32":
+		return "a number"
+	case "struct", "map", "ptr":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	}
+	return goKind
+}

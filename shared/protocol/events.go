@@ -1,0 +1,372 @@
+package protocol
+
+import "encoding/json"
+
+// Event is an event the server sends to a client. The set is closed.
+type Event interface {
+	// Kind is the event's "type" on the wire.
+	Kind() string
+	isEvent()
+}
+
+// Sequenced is an event that carries its session's sequence number. The
+// session assigns the number when it emits the event.
+type Sequenced interface {
+	Event
+	SetSeq(seq uint64)
+	SeqNum() uint64
+	Session() string
+}
+
+// ServerInfo names the server in initialized.
+type ServerInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// SessionHeader is the envelope of a session event that belongs to no turn.
+type SessionHeader struct {
+	RequestID string `json:"request_id,omitempty"`
+	SessionID string `json:"session_id"`
+	Seq       uint64 `json:"seq"`
+}
+
+// TurnHeader is the envelope of every event of a turn. RequestID is the
+// turn.start that began the turn; a server-started turn has none.
+type TurnHeader struct {
+	RequestID string `json:"request_id,omitempty"`
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+	Seq       uint64 `json:"seq"`
+}
+
+// SetSeq sets the sequence number.
+func (h *SessionHeader) SetSeq(seq uint64) { h.Seq = seq }
+
+// SeqNum returns the sequence number.
+func (h *SessionHeader) SeqNum() uint64 { return h.Seq }
+
+// Session returns the session id.
+func (h *SessionHeader) Session() string { return h.SessionID }
+
+// SetSeq sets the sequence number.
+func (h *TurnHeader) SetSeq(seq uint64) { h.Seq = seq }
+
+// SeqNum returns the sequence number.
+func (h *TurnHeader) SeqNum() uint64 { return h.Seq }
+
+// Session returns the session id.
+func (h *TurnHeader) Session() string { return h.SessionID }
+
+// Initialized answers initialize. ProtocolVersion echoes the client's.
+type Initialized struct {
+	RequestID       string     `json:"request_id"`
+	ProtocolVersion int        `json:"protocol_version"`
+	Server          ServerInfo `json:"server"`
+}
+
+// SessionStarted answers session.start with the session's limits.
+type SessionStarted struct {
+	RequestID             string `json:"request_id"`
+	SessionID             string `json:"session_id"`
+	Cwd                   string `json:"cwd"`
+	Model                 string `json:"model"`
+	ContextMaxTokens      int64  `json:"context_max_tokens"`
+	MaxServerFrameBytes   int64  `json:"max_server_frame_bytes"`
+	MaxTranscriptBytes    int64  `json:"max_transcript_bytes"`
+	MaxTranscriptItems    int64  `json:"max_transcript_items"`
+	MaxPromptHistoryBytes int64  `json:"max_prompt_history_bytes"`
+	MaxPromptHistoryItems int64  `json:"max_prompt_history_items"`
+}
+
+// Origin says why the server started a turn by itself (v3).
+type Origin struct {
+	Kind string   `json:"kind"`
+	Jobs []string `json:"jobs,omitempty"`
+}
+
+// TurnStarted opens a turn.
+type TurnStarted struct {
+	TurnHeader
+	Origin *Origin `json:"origin,omitempty"`
+}
+
+// AssistantDelta is append-only streamed assistant text.
+type AssistantDelta struct {
+	TurnHeader
+	Content string `json:"content"`
+}
+
+// AssistantCompleted is the canonical complete assistant message of one
+// model response; Content is empty when the response only requests tools.
+type AssistantCompleted struct {
+	TurnHeader
+	Content string `json:"content"`
+}
+
+// ToolProposed announces a tool call the model asked for.
+type ToolProposed struct {
+	TurnHeader
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ApprovalRequested asks the client to approve a tool call.
+type ApprovalRequested struct {
+	TurnHeader
+	ApprovalID string `json:"approval_id"`
+	CallID     string `json:"call_id"`
+	Name       string `json:"name"`
+	Risk       Risk   `json:"risk"`
+	Cwd        string `json:"cwd"`
+	Summary    string `json:"summary"`
+}
+
+// ToolStarted says a tool call began executing.
+type ToolStarted struct {
+	TurnHeader
+	CallID string `json:"call_id"`
+	Name   string `json:"name"`
+}
+
+// ToolProgress is one progress line of a running call (v3). It is never
+// part of the model's history.
+type ToolProgress struct {
+	TurnHeader
+	CallID string `json:"call_id"`
+	Name   string `json:"name"`
+	Line   string `json:"line"`
+}
+
+// ToolCompleted ends a tool call.
+type ToolCompleted struct {
+	TurnHeader
+	CallID    string   `json:"call_id"`
+	Name      string   `json:"name"`
+	Success   bool     `json:"success"`
+	Output    string   `json:"output"`
+	Truncated bool     `json:"truncated"`
+	Jobs      []string `json:"jobs,omitempty"`
+}
+
+// ContextCompacted reports a compaction of the session's history.
+type ContextCompacted struct {
+	TurnHeader
+	BeforeTokens    int64 `json:"before_tokens"`
+	AfterTokens     int64 `json:"after_tokens"`
+	RemovedMessages int64 `json:"removed_messages"`
+}
+
+// Usage is a turn's token usage over all its provider requests.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// TurnCompleted ends a turn that finished.
+type TurnCompleted struct {
+	TurnHeader
+	Steps  int     `json:"steps"`
+	Usage  *Usage  `json:"usage,omitempty"`
+	Origin *Origin `json:"origin,omitempty"`
+}
+
+// TurnCancelled ends a cancelled turn.
+type TurnCancelled struct {
+	TurnHeader
+	Origin *Origin `json:"origin,omitempty"`
+}
+
+// TurnFailed ends a turn that failed.
+type TurnFailed struct {
+	TurnHeader
+	Code    FailureCode `json:"code"`
+	Message string      `json:"message"`
+	Origin  *Origin     `json:"origin,omitempty"`
+}
+
+// SessionTrimmed reports that old history was dropped to stay within bounds.
+type SessionTrimmed struct {
+	SessionHeader
+	RemovedMessages int64 `json:"removed_messages"`
+	HistoryBytes    int64 `json:"history_bytes"`
+}
+
+// SessionCleared answers session.clear.
+type SessionCleared struct {
+	SessionHeader
+}
+
+// SessionPaused answers session.pause.
+type SessionPaused struct {
+	SessionHeader
+	Paused bool `json:"paused"`
+}
+
+// QueueEntry is one queued prompt.
+type QueueEntry struct {
+	QueueID   string `json:"queue_id"`
+	Revision  int64  `json:"revision"`
+	Prompt    string `json:"prompt"`
+	Submitter string `json:"submitter"`
+	Position  int    `json:"position"`
+}
+
+// QueueSnapshot lists the queue in order, on session start.
+type QueueSnapshot struct {
+	SessionHeader
+	Entries []QueueEntry `json:"entries"`
+}
+
+// QueueEnqueued reports a prompt added to the queue.
+type QueueEnqueued struct {
+	SessionHeader
+	Entry QueueEntry `json:"entry"`
+}
+
+// QueueUpdated reports a queued prompt replaced.
+type QueueUpdated struct {
+	SessionHeader
+	Entry QueueEntry `json:"entry"`
+}
+
+// QueueMoved reports a queued prompt moved.
+type QueueMoved struct {
+	SessionHeader
+	Entry QueueEntry `json:"entry"`
+}
+
+// QueueRemoved reports a queued prompt removed.
+type QueueRemoved struct {
+	SessionHeader
+	Entry QueueEntry `json:"entry"`
+}
+
+// QueueDequeued reports a queued prompt taken off the queue to run.
+type QueueDequeued struct {
+	SessionHeader
+	Entry QueueEntry `json:"entry"`
+}
+
+// Error reports a request the server refused, or a server failure. Only
+// version_mismatch is fatal.
+type Error struct {
+	RequestID string      `json:"request_id,omitempty"`
+	Code      ErrorCode   `json:"code"`
+	Message   string      `json:"message"`
+	Fatal     bool        `json:"fatal"`
+	Entry     *QueueEntry `json:"entry,omitempty"`
+}
+
+func (*Initialized) Kind() string        { return TypeInitialized }
+func (*SessionStarted) Kind() string     { return TypeSessionStarted }
+func (*TurnStarted) Kind() string        { return TypeTurnStarted }
+func (*AssistantDelta) Kind() string     { return TypeAssistantDelta }
+func (*AssistantCompleted) Kind() string { return TypeAssistantCompleted }
+func (*ToolProposed) Kind() string       { return TypeToolProposed }
+func (*ApprovalRequested) Kind() string  { return TypeApprovalRequested }
+func (*ToolStarted) Kind() string        { return TypeToolStarted }
+func (*ToolProgress) Kind() string       { return TypeToolProgress }
+func (*ToolCompleted) Kind() string      { return TypeToolCompleted }
+func (*ContextCompacted) Kind() string   { return TypeContextCompacted }
+func (*TurnCompleted) Kind() string      { return TypeTurnCompleted }
+func (*TurnCancelled) Kind() string      { return TypeTurnCancelled }
+func (*TurnFailed) Kind() string         { return TypeTurnFailed }
+func (*SessionTrimmed) Kind() string     { return TypeSessionTrimmed }
+func (*SessionCleared) Kind() string     { return TypeSessionCleared }
+func (*SessionPaused) Kind() string      { return TypeSessionPaused }
+func (*QueueSnapshot) Kind() string      { return TypeQueueSnapshot }
+func (*QueueEnqueued) Kind() string      { return TypeQueueEnqueued }
+func (*QueueUpdated) Kind() string       { return TypeQueueUpdated }
+func (*QueueMoved) Kind() string         { return TypeQueueMoved }
+func (*QueueRemoved) Kind() string       { return TypeQueueRemoved }
+func (*QueueDequeued) Kind() string      { return TypeQueueDequeued }
+func (*Error) Kind() string              { return TypeError }
+
+func (*Initialized) isEvent()        {}
+func (*SessionStarted) isEvent()     {}
+func (*TurnStarted) isEvent()        {}
+func (*AssistantDelta) isEvent()     {}
+func (*AssistantCompleted) isEvent() {}
+func (*ToolProposed) isEvent()       {}
+func (*ApprovalRequested) isEvent()  {}
+func (*ToolStarted) isEvent()        {}
+func (*ToolProgress) isEvent()       {}
+func (*ToolCompleted) isEvent()      {}
+func (*ContextCompacted) isEvent()   {}
+func (*TurnCompleted) isEvent()      {}
+func (*TurnCancelled) isEvent()      {}
+func (*TurnFailed) isEvent()         {}
+func (*SessionTrimmed) isEvent()     {}
+func (*SessionCleared) isEvent()     {}
+func (*SessionPaused) isEvent()      {}
+func (*QueueSnapshot) isEvent()      {}
+func (*QueueEnqueued) isEvent()      {}
+func (*QueueUpdated) isEvent()       {}
+func (*QueueMoved) isEvent()         {}
+func (*QueueRemoved) isEvent()       {}
+func (*QueueDequeued) isEvent()      {}
+func (*Error) isEvent()              {}
+
+// IsTerminal reports whether e ends a turn.
+func IsTerminal(e Event) bool {
+	switch e.(type) {
+	case *TurnCompleted, *TurnCancelled, *TurnFailed:
+		return true
+	}
+	return false
+}
+
+var events = map[string]func() Event{
+	TypeInitialized:        func() Event { return new(Initialized) },
+	TypeSessionStarted:     func() Event { return new(SessionStarted) },
+	TypeTurnStarted:        func() Event { return new(TurnStarted) },
+	TypeAssistantDelta:     func() Event { return new(AssistantDelta) },
+	TypeAssistantCompleted: func() Event { return new(AssistantCompleted) },
+	TypeToolProposed:       func() Event { return new(ToolProposed) },
+	TypeApprovalRequested:  func() Event { return new(ApprovalRequested) },
+	TypeToolStarted:        func() Event { return new(ToolStarted) },
+	TypeToolProgress:       func() Event { return new(ToolProgress) },
+	TypeToolCompleted:      func() Event { return new(ToolCompleted) },
+	TypeContextCompacted:   func() Event { return new(ContextCompacted) },
+	TypeTurnCompleted:      func() Event { return new(TurnCompleted) },
+	TypeTurnCancelled:      func() Event { return new(TurnCancelled) },
+	TypeTurnFailed:         func() Event { return new(TurnFailed) },
+	TypeSessionTrimmed:     func() Event { return new(SessionTrimmed) },
+	TypeSessionCleared:     func() Event { return new(SessionCleared) },
+	TypeSessionPaused:      func() Event { return new(SessionPaused) },
+	TypeQueueSnapshot:      func() Event { return new(QueueSnapshot) },
+	TypeQueueEnqueued:      func() Event { return new(QueueEnqueued) },
+	TypeQueueUpdated:       func() Event { return new(QueueUpdated) },
+	TypeQueueMoved:         func() Event { return new(QueueMoved) },
+	TypeQueueRemoved:       func() Event { return new(QueueRemoved) },
+	TypeQueueDequeued:      func() Event { return new(QueueDequeued) },
+	TypeError:              func() Event { return new(Error) },
+}
+
+// NewEvent returns a zero value of the event type t, or nil.
+func NewEvent(t string) Event {
+	if f, ok := events[t]; ok {
+		return f()
+	}
+	return nil
+}
+
+// EventTypes returns every server event type.
+func EventTypes() []string {
+	out := make([]string, 0, len(events))
+	for t := range events {
+		out = append(out, t)
+	}
+	return out
+}
+
+// ClientMessageTypes returns every client message type.
+func ClientMessageTypes() []string {
+	out := make([]string, 0, len(clientMessages))
+	for t := range clientMessages {
+		out = append(out, t)
+	}
+	return out
+}

@@ -1,0 +1,68 @@
+package protocol
+
+// Client message types.
+const (
+	TypeInitialize      = "initialize"
+	TypeSessionStart    = "session.start"
+	TypeTurnStart       = "turn.start"
+	TypeTurnCancel      = "turn.cancel"
+	TypeApprovalResolve = "approval.resolve"
+	TypeSessionClear    = "session.clear"
+	TypeSessionPause    = "session.pause"
+	TypeSessionCompact  = "session.compact"
+	TypeQueueUpdate     = "queue.update"
+	TypeQueueMove       = "queue.move"
+	TypeQueueRemove     = "queue.remove"
+)
+
+// Server event types.
+const (
+	TypeInitialized        = "initialized"
+	TypeSessionStarted     = "session.started"
+	TypeTurnStarted        = "turn.started"
+	TypeAssistantDelta     = "assistant.delta"
+	TypeAssistantCompleted = "assistant.completed"
+	TypeToolProposed       = "tool.proposed"
+	TypeApprovalRequested  = "approval.requested"
+	TypeToolStarted        = "tool.started"
+	TypeToolProgress       = "tool.progress"
+	TypeToolCompleted      = "tool.completed"
+	TypeContextCompacted   = "context.compacted"
+	TypeTurnCompleted      = "turn.completed"
+	TypeTurnCancelled      = "turn.cancelled"
+	TypeTurnFailed         = "turn.failed"
+	TypeSessionTrimmed     = "session.trimmed"
+	TypeSessionCleared     = "session.cleared"
+	TypeSessionPaused      = "session.paused"
+	TypeQueueSnapshot      = "queue.snapshot"
+	TypeQueueEnqueued      = "queue.enqueued"
+	TypeQueueUpdated       = "queue.updated"
+	TypeQueueMoved         = "queue.moved"
+	TypeQueueRemoved       = "queue.removed"
+	TypeQueueDequeued      = "queue.dequeued"
+	TypeError              = "error"
+)
+
+// Protocol versions this package speaks. The server implements Latest and
+// serves clients that declare any version from Oldest to Latest with that
+// version's semantics.
+const (
+	Version1 = 1
+	Version2 = 2
+	Version3 = 3
+	Oldest   = Version1
+	Latest   = Version3
+)
+
+// Limits of the protocol. Frame limits count encoded JSON bytes without the
+// newline; the prompt limit counts UTF-8 bytes.
+const (
+	MaxClientFrameBytes = 1 << 20 // 1 MiB
+	MaxServerFrameBytes = 8 << 20 // 8 MiB
+	MaxPromptBytes      = 256 << 10
+
+	DefaultMaxTranscriptBytes    = 8 << 20
+	DefaultMaxTranscriptItems    = 10000
+	DefaultMaxPromptHistoryBytes = 1 << 20
+	DefaultMaxPromptHistoryItems = 200
+)
