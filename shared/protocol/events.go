@@ -370,3 +370,13 @@ func ClientMessageTypes() []string {
 	}
 	return out
 }
+
+// Turn returns the header, so code that fills headers can treat every turn
+// event alike.
+func (h *TurnHeader) Turn() *TurnHeader { return h }
+
+// TurnEvent is an event of a turn.
+type TurnEvent interface {
+	Sequenced
+	Turn() *TurnHeader
+}

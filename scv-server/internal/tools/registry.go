@@ -8,7 +8,12 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
+
+// printer renders schema errors; the library needs one.
+var printer = message.NewPrinter(language.English)
 
 // Registry holds the tools of a session, each with its compiled schema.
 type Registry struct {
@@ -116,7 +121,7 @@ func schemaMessage(err error) string {
 func collectLeaves(ve *jsonschema.ValidationError, out *[]string) {
 	if len(ve.Causes) == 0 {
 		loc := "/" + strings.Join(ve.InstanceLocation, "/")
-		msg := ve.ErrorKind.LocalizedString(nil)
+		msg := ve.ErrorKind.LocalizedString(printer)
 		if loc == "/" {
 			*out = append(*out, msg)
 		} else {

@@ -1,0 +1,350 @@
+// Package agent is the agent loop of one turn: it sends the system prompt,
+// history and tool schemas to the provider, streams the reply to the client,
+// runs the tool calls the reply asks for one at a time through the approval
+// gate, feeds the results back, and repeats until the model answers without
+// tools or the step limit is reached.
+//
+// The loop owns no goroutines of its own: Run returns when the turn ends,
+// and cancelling its context reaches the provider stream, a running tool and
+// an approval wait alike.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/scv-cli/scv/scv-server/internal/approval"
+	"github.com/scv-cli/scv/scv-server/internal/provider"
+	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+// Sink receives the events of a turn. Emit fills the event's TurnHeader,
+// assigns its sequence number and waits while the client is behind; it
+// fails when ctx ends or the event cannot be delivered.
+type Sink interface {
+	Emit(ctx context.Context, ev protocol.TurnEvent) error
+}
+
+// Config is what one turn runs with.
+type Config struct {
+	Provider  provider.Provider
+	Model     string
+	System    string
+	Tools     *tools.Registry // nil for a tool-free turn
+	ToolEnv   tools.Env
+	Policy    approval.Policy
+	Approvals *approval.Pending
+	MaxSteps  int
+	// Progress enables tool.progress events (protocol v3).
+	Progress bool
+}
+
+// Failure is a turn that ended with a stable turn.failed code.
+type Failure struct {
+	Code    protocol.FailureCode
+	Message string
+	Err     error
+}
+
+func (f *Failure) Error() string { return f.Message }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Outcome is how a turn ended.
+type Outcome struct {
+	Steps int
+	// Usage sums the provider's reports over the turn; nil when it gave none.
+	Usage *protocol.Usage
+	// Messages are the history entries the turn produced, starting with the
+	// user's prompt. On cancellation or failure they hold the completed
+	// steps, with every requested call answered, so the history stays valid.
+	Messages []provider.Message
+	// Err is nil for a completed turn, a context error for a cancelled one,
+	// and a *Failure otherwise.
+	Err error
+}
+
+// DefaultMaxSteps is the step limit when Config.MaxSteps is zero.
+const DefaultMaxSteps = 32
+
+// progressInterval bounds tool.progress to two lines a second per call.
+const progressInterval = 500 * time.Millisecond
+
+// Run runs one turn for prompt on top of history.
+func Run(ctx context.Context, cfg Config, history []provider.Message, prompt string, sink Sink) Outcome {
+	l := &loop{cfg: cfg, sink: sink}
+	if l.cfg.MaxSteps <= 0 {
+		l.cfg.MaxSteps = DefaultMaxSteps
+	}
+	l.out.Messages = []provider.Message{{Role: provider.RoleUser, Content: prompt}}
+	l.out.Err = l.run(ctx, history)
+	return l.out
+}
+
+type loop struct {
+	cfg  Config
+	sink Sink
+	out  Outcome
+}
+
+func (l *loop) run(ctx context.Context, history []provider.Message) error {
+	var specs []provider.ToolSpec
+	if l.cfg.Tools != nil {
+		for _, s := range l.cfg.Tools.Specs() {
+			specs = append(specs, provider.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.Schema})
+		}
+	}
+	for step := 1; step <= l.cfg.MaxSteps; step++ {
+		l.out.Steps = step
+		msgs := make([]provider.Message, 0, len(history)+len(l.out.Messages))
+		msgs = append(append(msgs, history...), l.out.Messages...)
+		req := provider.Request{Model: l.cfg.Model, System: l.cfg.System, Messages: msgs, Tools: specs}
+
+		resp, err := l.cfg.Provider.Stream(ctx, req, provider.HandlerFunc(func(text string) error {
+			return l.sink.Emit(ctx, &protocol.AssistantDelta{Content: text})
+		}))
+		if err != nil {
+			return l.classify(ctx, err)
+		}
+		l.addUsage(resp.Usage)
+		if err := l.sink.Emit(ctx, &protocol.AssistantCompleted{Content: resp.Content}); err != nil {
+			return l.classify(ctx, err)
+		}
+		l.out.Messages = append(l.out.Messages, provider.Message{
+			Role: provider.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls,
+		})
+		if len(resp.ToolCalls) == 0 {
+			return nil
+		}
+		if step == l.cfg.MaxSteps {
+			l.answerRest(resp.ToolCalls, fmt.Sprintf("not run: the turn reached its limit of %d steps", l.cfg.MaxSteps))
+			return &Failure{Code: protocol.FailStepLimit, Message: fmt.Sprintf("agent reached %d steps", l.cfg.MaxSteps)}
+		}
+		for i, call := range resp.ToolCalls {
+			res, err := l.runCall(ctx, call)
+			if err != nil {
+				l.answerRest(resp.ToolCalls[i:], "not run: the turn was stopped before this call finished")
+				return l.classify(ctx, err)
+			}
+			l.out.Messages = append(l.out.Messages, provider.Message{
+				Role: provider.RoleTool, ToolCallID: call.ID, Content: modelText(res),
+			})
+		}
+	}
+	return &Failure{Code: protocol.FailStepLimit, Message: fmt.Sprintf("agent reached %d steps", l.cfg.MaxSteps)}
+}
+
+// answerRest gives every call in calls a result, so the history never holds
+// a request without its answer.
+func (l *loop) answerRest(calls []provider.ToolCall, note string) {
+	for _, c := range calls {
+		l.out.Messages = append(l.out.Messages, provider.Message{Role: provider.RoleTool, ToolCallID: c.ID, Content: note})
+	}
+}
+
+func (l *loop) addUsage(u *provider.Usage) {
+	if u == nil {
+		return
+	}
+	if l.out.Usage == nil {
+		l.out.Usage = &protocol.Usage{}
+	}
+	l.out.Usage.InputTokens += u.InputTokens
+	l.out.Usage.OutputTokens += u.OutputTokens
+}
+
+// classify turns an error into the outcome's Err.
+func (l *loop) classify(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if pe, ok := provider.AsError(err); ok {
+		return &Failure{Code: protocol.FailureCode(pe.Code), Message: pe.Error(), Err: err}
+	}
+	var big *protocol.ErrFrameTooLarge
+	if errors.As(err, &big) {
+		return &Failure{Code: protocol.FailResponseLimit, Err: err,
+			Message: fmt.Sprintf("the model's reply does not fit in a %d-byte server frame", big.Limit)}
+	}
+	var f *Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &Failure{Code: protocol.FailInternal, Message: "internal error: " + err.Error(), Err: err}
+}
+
+// runCall takes one call through validation, preparation, the approval
+// gate and execution. A returned error ends the turn; everything the model
+// should read comes back as the result.
+func (l *loop) runCall(ctx context.Context, call provider.ToolCall) (tools.Result, error) {
+	if err := l.sink.Emit(ctx, &protocol.ToolProposed{CallID: call.ID, Name: call.Name, Arguments: argumentsJSON(call.Arguments)}); err != nil {
+		return tools.Result{}, err
+	}
+	rep := &reporter{ctx: ctx, sink: l.sink, call: call}
+	defer rep.stop()
+	var progress func(string)
+	if l.cfg.Progress {
+		progress = rep.report
+	}
+	res, plan := l.check(call, progress)
+	if plan != nil {
+		var err error
+		res, err = l.gateAndRun(ctx, call, plan, rep)
+		if err != nil {
+			return tools.Result{}, err
+		}
+	}
+	res = l.bound(res)
+	ev := &protocol.ToolCompleted{CallID: call.ID, Name: call.Name, Success: res.Success,
+		Output: res.Output, Truncated: res.Truncated, Jobs: res.Jobs}
+	if err := l.sink.Emit(ctx, ev); err != nil {
+		return tools.Result{}, err
+	}
+	return res, nil
+}
+
+// check validates and prepares a call; a refusal comes back as a result.
+func (l *loop) check(call provider.ToolCall, progress func(string)) (tools.Result, *tools.Plan) {
+	if l.cfg.Tools == nil || l.cfg.Tools.Len() == 0 {
+		return tools.Failed(fmt.Sprintf("there are no tools in this session; answer without calling %q", call.Name)), nil
+	}
+	args, err := l.cfg.Tools.Validate(call.Name, call.Arguments)
+	if err != nil {
+		return tools.Failed(err.Error()), nil
+	}
+	t, _ := l.cfg.Tools.Lookup(call.Name)
+	env := l.cfg.ToolEnv
+	env.Progress = progress
+	plan, err := t.Prepare(env, args)
+	if err != nil {
+		return tools.Failed(err.Error()), nil
+	}
+	return tools.Result{}, plan
+}
+
+func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *tools.Plan, rep *reporter) (tools.Result, error) {
+	switch l.cfg.Policy.Decide(plan.Risk) {
+	case approval.Deny:
+		return tools.Failed(fmt.Sprintf("denied: the approval policy %q does not allow %s calls (%s risk) without asking, and it never asks; do not retry this call",
+			l.cfg.Policy, call.Name, plan.Risk)), nil
+	case approval.Ask:
+		id := l.cfg.Approvals.Open()
+		ev := &protocol.ApprovalRequested{ApprovalID: id, CallID: call.ID, Name: call.Name,
+			Risk: plan.Risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: plan.Summary}
+		if err := l.sink.Emit(ctx, ev); err != nil {
+			l.cfg.Approvals.Forget(id)
+			return tools.Result{}, err
+		}
+		ok, err := l.cfg.Approvals.Wait(ctx, id)
+		if err != nil {
+			return tools.Result{}, err
+		}
+		if !ok {
+			return tools.Failed(fmt.Sprintf("denied: the user did not approve this %s call; do not retry it unless the user asks", call.Name)), nil
+		}
+	}
+	if err := l.sink.Emit(ctx, &protocol.ToolStarted{CallID: call.ID, Name: call.Name}); err != nil {
+		return tools.Result{}, err
+	}
+	rep.start()
+	res, err := plan.Run(ctx)
+	rep.stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			return tools.Result{}, ctx.Err()
+		}
+		// The tool's infrastructure broke; the model reads that, the turn
+		// goes on.
+		return tools.Failed("the tool failed: " + err.Error()), nil
+	}
+	if ctx.Err() != nil {
+		return tools.Result{}, ctx.Err()
+	}
+	return res, nil
+}
+
+// reporter turns a call's progress lines into tool.progress events: only
+// while the call runs, and at most two a second.
+type reporter struct {
+	ctx  context.Context
+	sink Sink
+	call provider.ToolCall
+
+	mu      sync.Mutex
+	running bool      // guarded by mu
+	last    time.Time // guarded by mu
+}
+
+func (r *reporter) start() {
+	r.mu.Lock()
+	r.running = true
+	r.mu.Unlock()
+}
+
+func (r *reporter) stop() {
+	r.mu.Lock()
+	r.running = false
+	r.mu.Unlock()
+}
+
+func (r *reporter) report(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.running || (!r.last.IsZero() && time.Since(r.last) < progressInterval) {
+		return
+	}
+	r.last = time.Now()
+	// Emitting under the lock keeps a line from landing after stop.
+	_ = r.sink.Emit(r.ctx, &protocol.ToolProgress{CallID: r.call.ID, Name: r.call.Name, Line: line})
+}
+
+// bound caps a result's output at the output limit on a character boundary.
+func (l *loop) bound(res tools.Result) tools.Result {
+	limit := l.cfg.ToolEnv.OutputLimit
+	if limit > 0 && len(res.Output) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(res.Output[cut]) {
+			cut--
+		}
+		res.Output = res.Output[:cut]
+		res.Truncated = true
+	}
+	if !utf8.ValidString(res.Output) {
+		res.Output = strings.ToValidUTF8(res.Output, "\uFFFD")
+	}
+	return res
+}
+
+// modelText is what the model reads for a result.
+func modelText(res tools.Result) string {
+	text := res.Output
+	if res.Truncated {
+		text += "\n[output truncated]"
+	}
+	if !res.Success {
+		return "error: " + text
+	}
+	return text
+}
+
+// argumentsJSON returns the call's arguments for tool.proposed: the object
+// itself when it is valid JSON, else the raw text as a JSON string.
+func argumentsJSON(raw string) json.RawMessage {
+	if strings.TrimSpace(raw) == "" {
+		return json.RawMessage("{}")
+	}
+	if json.Valid([]byte(raw)) {
+		return json.RawMessage(raw)
+	}
+	b, _ := json.Marshal(raw)
+	return b
+}

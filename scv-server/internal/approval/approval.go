@@ -1,0 +1,134 @@
+// Package approval decides which tool calls need the user's consent and
+// keeps the approvals a session is waiting on.
+//
+// A Policy maps a call's declared risk to a Decision. Pending holds the
+// outstanding requests of one session: each has a server-generated UUID
+// that is never reused, resolves at most once, and is forgotten when its
+// waiter gives up (a cancelled turn), so a late answer is refused.
+package approval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+// Policy is the tools.approval_policy setting.
+type Policy string
+
+// Policies (spec README, decision 3).
+const (
+	// OnRisk runs read-only calls and asks for every other risk.
+	OnRisk Policy = "on-risk"
+	// Never runs read-only calls and denies the rest without asking.
+	Never Policy = "never"
+	// Auto runs every call without asking.
+	Auto Policy = "auto"
+)
+
+// ParsePolicy validates a policy name.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(s); p {
+	case OnRisk, Never, Auto:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown approval policy %q: use on-risk, never or auto", s)
+}
+
+// Decision is what happens to a call before it runs.
+type Decision int
+
+// Decisions.
+const (
+	Run Decision = iota
+	Ask
+	Deny
+)
+
+// Decide returns what p does with a call of risk r.
+func (p Policy) Decide(r protocol.Risk) Decision {
+	if r == protocol.RiskReadOnly || p == Auto {
+		return Run
+	}
+	if p == Never {
+		return Deny
+	}
+	return Ask
+}
+
+// ErrNotFound is returned by Resolve for an id that is unknown or already
+// resolved; the caller answers approval_not_found.
+var ErrNotFound = errors.New("approval not found")
+
+// Pending is a session's outstanding approval requests. The zero value is
+// not usable; call NewPending.
+type Pending struct {
+	mu      sync.Mutex
+	waiting map[string]chan bool // guarded by mu
+}
+
+// NewPending returns an empty set.
+func NewPending() *Pending { return &Pending{waiting: map[string]chan bool{}} }
+
+// Open registers a new request and returns its id. The caller must call
+// Wait (or Forget) with it.
+func (p *Pending) Open() string {
+	id := uuid.NewString()
+	p.mu.Lock()
+	p.waiting[id] = make(chan bool, 1)
+	p.mu.Unlock()
+	return id
+}
+
+// Wait blocks until id is resolved or ctx ends. On ctx's end the request is
+// forgotten, so a later Resolve fails.
+func (p *Pending) Wait(ctx context.Context, id string) (bool, error) {
+	p.mu.Lock()
+	ch, ok := p.waiting[id]
+	p.mu.Unlock()
+	if !ok {
+		return false, ErrNotFound
+	}
+	select {
+	case approved := <-ch:
+		return approved, nil
+	case <-ctx.Done():
+		p.Forget(id)
+		// An answer may have raced the cancellation; the turn is over either
+		// way, so the cancellation wins.
+		return false, ctx.Err()
+	}
+}
+
+// Forget drops id without an answer.
+func (p *Pending) Forget(id string) {
+	p.mu.Lock()
+	delete(p.waiting, id)
+	p.mu.Unlock()
+}
+
+// Resolve answers id. It fails with ErrNotFound for an unknown id or one
+// already resolved or forgotten.
+func (p *Pending) Resolve(id string, approved bool) error {
+	p.mu.Lock()
+	ch, ok := p.waiting[id]
+	delete(p.waiting, id)
+	p.mu.Unlock()
+	if !ok {
+		return ErrNotFound
+	}
+	ch <- approved // buffered; never blocks
+	return nil
+}
+
+// Len returns the number of outstanding requests.
+func (p *Pending) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.waiting)
+}

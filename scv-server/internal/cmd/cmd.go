@@ -1,0 +1,170 @@
+// Package cmd is the scv-server command line: `scv-server --stdio` serves
+// the protocol on standard input and output, `scv-server schema --out DIR`
+// writes the protocol's JSON Schema. Main maps errors to exit codes in one
+// place.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
+	"github.com/scv-cli/scv/scv-server/internal/server"
+	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/protocol/schema"
+	"github.com/scv-cli/scv/shared/version"
+)
+
+// Exit codes.
+const (
+	ExitOK              = 0
+	ExitError           = 1
+	ExitUsage           = 2
+	ExitVersionMismatch = 3
+	ExitConfig          = 78 // EX_CONFIG
+)
+
+// IO is the process's standard streams and environment.
+type IO struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	Env    paths.Env
+}
+
+// Main runs the command with os.Args and returns the exit code.
+func Main() int {
+	return Run(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Env: paths.OSEnv()})
+}
+
+// usageError marks a command-line mistake.
+type usageError struct{ error }
+
+// Run runs the command with args and returns the exit code.
+func Run(args []string, stdio IO) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := NewCmdRoot(stdio)
+	root.SetArgs(args)
+	root.SetOut(stdio.ErrOut) // help and usage never touch the protocol stream
+	root.SetErr(stdio.ErrOut)
+	err := root.ExecuteContext(ctx)
+	return exitCode(err, stdio.ErrOut)
+}
+
+func exitCode(err error, errOut io.Writer) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(errOut, "scv-server: %v\n", err)
+		return ExitUsage
+	case errors.Is(err, ndjson.ErrVersionMismatch):
+		fmt.Fprintf(errOut, "scv-server: %v\n", err)
+		return ExitVersionMismatch
+	case errors.Is(err, server.ErrConfig):
+		fmt.Fprintf(errOut, "scv-server: %v\n", err)
+		return ExitConfig
+	case errors.Is(err, context.Canceled):
+		return ExitError
+	}
+	fmt.Fprintf(errOut, "scv-server: %v\n", err)
+	return ExitError
+}
+
+// NewCmdRoot returns the root command.
+func NewCmdRoot(stdio IO) *cobra.Command {
+	var (
+		useStdio bool
+		policy   string
+		logLevel string
+	)
+	root := &cobra.Command{
+		Use:           "scv-server --stdio",
+		Short:         "SCV's agent runtime, serving the SCV protocol",
+		Long:          "scv-server runs SCV's agent loop behind a newline-delimited JSON protocol on standard input and output (see docs/protocol.md).",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !useStdio {
+				return usageError{errors.New("nothing to do: run `scv-server --stdio` to serve the protocol on stdin and stdout (see --help)")}
+			}
+			log, err := newLogger(stdio.ErrOut, logLevel, stdio.Env)
+			if err != nil {
+				return usageError{err}
+			}
+			return server.RunStdio(cmd.Context(), server.Options{Env: stdio.Env, ApprovalPolicy: policy, Logger: log}, stdio.In, stdio.Out)
+		},
+	}
+	root.Flags().BoolVar(&useStdio, "stdio", false, "serve the protocol on standard input and output")
+	root.Flags().StringVar(&policy, "approval-policy", "", "override tools.approval_policy: on-risk, never or auto")
+	root.Flags().StringVar(&logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default warn, or $SCV_LOG_LEVEL)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio))
+	return root
+}
+
+func newCmdSchema(stdio IO) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "schema --out DIR",
+		Short: "Write the JSON Schema of every protocol message into DIR",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if out == "" {
+				return usageError{errors.New("schema needs --out DIR")}
+			}
+			if err := schema.Write(out); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdio.ErrOut, "wrote the protocol schema to %s\n", out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory to write the schema files into")
+	return cmd
+}
+
+func newCmdVersion(stdio IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintf(stdio.Out, "scv-server %s (protocol versions %d-%d)\n", version.Version, 1, 3)
+			return nil
+		},
+	}
+}
+
+func newLogger(w io.Writer, level string, env paths.Env) (*slog.Logger, error) {
+	if level == "" {
+		level = env.Getenv("SCV_LOG_LEVEL")
+	}
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "", "warn", "warning":
+		l = slog.LevelWarn
+	case "debug":
+		l = slog.LevelDebug
+	case "info":
+		l = slog.LevelInfo
+	case "error":
+		l = slog.LevelError
+	default:
+		return nil, fmt.Errorf("unknown log level %q: use debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}

@@ -1,0 +1,368 @@
+// Package ndjson is the NDJSON protocol dialect (versions 1 to 3): it reads
+// client frames from a transport, dispatches them to the session runtime,
+// and writes events back through a bounded frame queue.
+//
+// Goroutines of one connection, all owned by Serve and joined before it
+// returns (except an I/O goroutine blocked in a system call on a transport
+// that cannot be interrupted, which the process exit ends):
+//   - the reader splits the input into frames and hands them over;
+//   - the writer drains the frame queue to the output;
+//   - Serve's own goroutine dispatches frames and watches both.
+//
+// Shutdown: at end of input the running turns are cancelled and their
+// terminal events flushed; on a write failure or a connection-level send
+// stuck for SendTimeout the same cleanup runs. Either way turns get Grace
+// to end before their work is aborted and joined.
+package ndjson
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/scv-cli/scv/scv-server/internal/framequeue"
+	"github.com/scv-cli/scv/scv-server/internal/session"
+	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/version"
+)
+
+// Transport is a bidirectional byte stream. Close unblocks a pending Read
+// and Write where the transport can.
+type Transport interface {
+	io.Reader
+	io.Writer
+	Close() error
+}
+
+// Options configure a connection.
+type Options struct {
+	MaxClientFrameBytes int
+	MaxServerFrameBytes int
+	// SendTimeout bounds a connection-level send waiting for room.
+	SendTimeout time.Duration
+	// Grace is how long work may take to wind down in cleanup.
+	Grace time.Duration
+	// ServerName is reported in initialized.
+	ServerName string
+	// CloseManager makes the end of the connection the end of the
+	// manager's turns, as for stdio, where the client's EOF ends the
+	// server. Otherwise sessions outlive the connection.
+	CloseManager bool
+	Logger     *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxClientFrameBytes <= 0 {
+		o.MaxClientFrameBytes = protocol.MaxClientFrameBytes
+	}
+	if o.MaxServerFrameBytes <= 0 {
+		o.MaxServerFrameBytes = protocol.MaxServerFrameBytes
+	}
+	if o.SendTimeout <= 0 {
+		o.SendTimeout = 3 * time.Second
+	}
+	if o.Grace <= 0 {
+		o.Grace = 3 * time.Second
+	}
+	if o.ServerName == "" {
+		o.ServerName = "scv-server"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// QueueBytes is the writer queue's byte bound for a frame limit: at least
+// 16 MiB, else twice the frame limit.
+func QueueBytes(maxFrame int) int64 {
+	return max(16<<20, 2*int64(maxFrame))
+}
+
+// QueueFrames is the writer queue's frame bound.
+const QueueFrames = 256
+
+// Ending errors of Serve.
+var (
+	// ErrVersionMismatch ends a connection whose client speaks a version
+	// this server does not.
+	ErrVersionMismatch = errors.New("client protocol version not supported")
+	// ErrBackpressure ends a connection whose client stopped reading.
+	ErrBackpressure = errors.New("client stopped reading: a send waited too long for room")
+)
+
+type conn struct {
+	opts Options
+	log  *slog.Logger
+	mgr  *session.Manager
+	q    *framequeue.Queue
+	// ctx ends when the connection is torn down; every wait of a send ends
+	// with it.
+	ctx context.Context
+
+	version int
+	client  protocol.ClientInfo
+
+	mu       sync.Mutex
+	attached map[string]func() // guarded by mu; session id → unsubscribe
+}
+
+type inbound struct {
+	frame []byte
+	err   error
+}
+
+// Serve runs one connection over t until the client's input ends, the
+// output fails, or ctx is cancelled. It returns nil after a clean end of
+// input, ErrVersionMismatch after a fatal version error, and another error
+// when the output failed or the client stopped reading.
+func Serve(ctx context.Context, mgr *session.Manager, t Transport, opts Options) error {
+	opts = opts.withDefaults()
+	connCtx, abort := context.WithCancel(context.Background())
+	defer abort()
+	c := &conn{
+		opts: opts, log: opts.Logger, mgr: mgr, ctx: connCtx,
+		q:        framequeue.New(QueueFrames, QueueBytes(opts.MaxServerFrameBytes)),
+		attached: map[string]func(){},
+	}
+
+	writerDone := make(chan error, 1)
+	stuck := make(chan struct{}, 1)
+	go func() { writerDone <- c.writeLoop(t, stuck) }()
+
+	frames := make(chan inbound)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		c.readLoop(t, frames)
+	}()
+
+	endErr := c.dispatchLoop(ctx, frames, writerDone, stuck)
+
+	// Cleanup: detach, cancel this connection's turns, give them the grace
+	// period to emit their ends, then abort the rest.
+	c.detachAll()
+	graceCtx, cancelGrace := context.WithTimeout(context.Background(), opts.Grace)
+	defer cancelGrace()
+	c.q.Close()
+	select {
+	case err := <-writerDone:
+		if endErr == nil && err != nil {
+			endErr = err
+		}
+		writerDone <- err
+	case <-graceCtx.Done():
+	}
+	abort()
+	_ = t.Close()
+	// Join the I/O goroutines where the transport let Close unblock them.
+	join := time.NewTimer(opts.Grace)
+	defer join.Stop()
+	select {
+	case <-writerDone:
+	case <-join.C:
+		c.log.Warn("Output writer is still blocked after the grace period; leaving it to process exit")
+	}
+	select {
+	case <-readerDone:
+	case <-join.C:
+	}
+	return endErr
+}
+
+// dispatchLoop selects over input, writer failure and ctx.
+func (c *conn) dispatchLoop(ctx context.Context, frames <-chan inbound, writerDone chan error, stuck <-chan struct{}) error {
+	for {
+		select {
+		case <-stuck:
+			c.log.Error("The client has not read its output for the send timeout; cleaning up", "timeout", c.opts.SendTimeout)
+			c.cleanupTurns()
+			return fmt.Errorf("%w: a write to the client was blocked for %v", ErrBackpressure, c.opts.SendTimeout)
+		case in, ok := <-frames:
+			if !ok {
+				c.log.Info("Client input ended; shutting down")
+				c.finishTurns()
+				return nil
+			}
+			if in.err != nil {
+				var big *protocol.ErrFrameTooLarge
+				if errors.As(in.err, &big) {
+					if err := c.sendError("", protocol.ErrInvalidRequest,
+						fmt.Sprintf("the frame is %d bytes, over the %d-byte limit; it was discarded (split large content into files the tools can read)", big.Size, big.Limit), nil); err != nil {
+						return err
+					}
+					continue
+				}
+				c.log.Warn("Reading client input failed", "err", in.err)
+				c.finishTurns()
+				return nil
+			}
+			if err := c.handle(in.frame); err != nil {
+				c.cleanupTurns()
+				return err
+			}
+		case err := <-writerDone:
+			writerDone <- err
+			c.log.Error("Writing to the client failed; cleaning up", "err", err)
+			c.cleanupTurns()
+			if err == nil {
+				err = errors.New("writer stopped")
+			}
+			return err
+		case <-ctx.Done():
+			c.cleanupTurns()
+			return ctx.Err()
+		}
+	}
+}
+
+// finishTurns cancels the turns and waits (up to the grace period) for
+// their terminal events to be queued, so a client that closed its input
+// still reads how each turn ended.
+func (c *conn) finishTurns() { c.cleanupTurns() }
+
+func (c *conn) cleanupTurns() {
+	if !c.opts.CloseManager {
+		return
+	}
+	graceCtx, cancel := context.WithTimeout(context.Background(), c.opts.Grace)
+	defer cancel()
+	c.mgr.Close(graceCtx)
+}
+
+func (c *conn) readLoop(r io.Reader, out chan<- inbound) {
+	defer close(out)
+	fr := protocol.NewFrameReader(r, c.opts.MaxClientFrameBytes)
+	for {
+		frame, err := fr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		var in inbound
+		if err != nil {
+			in.err = err
+		} else {
+			in.frame = append([]byte(nil), frame...)
+		}
+		select {
+		case out <- in:
+		case <-c.ctx.Done():
+			return
+		}
+		var big *protocol.ErrFrameTooLarge
+		if err != nil && !errors.As(err, &big) {
+			return
+		}
+	}
+}
+
+// writeLoop drains the queue to w. A write blocked for SendTimeout (the
+// client stopped reading) is reported on stuck; the write itself cannot be
+// interrupted, so cleanup proceeds around it.
+func (c *conn) writeLoop(w io.Writer, stuck chan<- struct{}) error {
+	watchdog := time.AfterFunc(time.Hour, func() {
+		select {
+		case stuck <- struct{}{}:
+		default:
+		}
+	})
+	watchdog.Stop()
+	defer watchdog.Stop()
+	for {
+		frame, ok := c.q.Pop(c.ctx)
+		if !ok {
+			return nil
+		}
+		watchdog.Reset(c.opts.SendTimeout)
+		_, err := w.Write(frame)
+		watchdog.Stop()
+		if err != nil {
+			return fmt.Errorf("writing a frame: %w", err)
+		}
+	}
+}
+
+// encode returns ev's frame with its newline, or *protocol.ErrFrameTooLarge.
+func (c *conn) encode(ev protocol.Event) ([]byte, error) {
+	buf, err := protocol.AppendEvent(make([]byte, 0, 256), ev)
+	if err != nil {
+		return nil, err
+	}
+	if len(buf) > c.opts.MaxServerFrameBytes {
+		return nil, &protocol.ErrFrameTooLarge{Size: len(buf), Limit: c.opts.MaxServerFrameBytes}
+	}
+	return append(buf, '\n'), nil
+}
+
+// Deliver implements session.Subscriber: session events wait for room
+// until ctx (the turn's or the request's) or the connection ends.
+func (c *conn) Deliver(ctx context.Context, ev protocol.Sequenced) error {
+	frame, err := c.encode(ev)
+	if err != nil {
+		return err
+	}
+	ctx, stop := mergeDone(ctx, c.ctx)
+	defer stop()
+	return c.q.Push(ctx, frame)
+}
+
+// send queues a connection-level event, waiting at most SendTimeout.
+func (c *conn) send(ev protocol.Event) error {
+	frame, err := c.encode(ev)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.SendTimeout)
+	defer cancel()
+	if err := c.q.Push(ctx, frame); err != nil {
+		return fmt.Errorf("%w (%v)", ErrBackpressure, err)
+	}
+	return nil
+}
+
+func (c *conn) sendError(requestID string, code protocol.ErrorCode, msg string, entry *protocol.QueueEntry) error {
+	return c.send(&protocol.Error{RequestID: requestID, Code: code, Message: msg, Entry: entry})
+}
+
+// requestCtx bounds a request's wait on the session to SendTimeout.
+func (c *conn) requestCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.ctx, c.opts.SendTimeout)
+}
+
+func (c *conn) attach(s *session.Session) error {
+	ctx, cancel := c.requestCtx()
+	defer cancel()
+	unsub, err := s.Subscribe(ctx, c)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.attached[s.ID()] = unsub
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *conn) detachAll() {
+	c.mu.Lock()
+	subs := c.attached
+	c.attached = map[string]func(){}
+	c.mu.Unlock()
+	for _, unsub := range subs {
+		unsub()
+	}
+}
+
+// mergeDone returns a context that ends when either a or b ends.
+func mergeDone(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a)
+	stop := context.AfterFunc(b, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+func serverInfo(name string) protocol.ServerInfo {
+	return protocol.ServerInfo{Name: name, Version: version.Version}
+}

@@ -1,0 +1,212 @@
+package ndjson
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/scv-cli/scv/scv-server/internal/session"
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+// handle dispatches one frame. A returned error ends the connection; every
+// refusal of a request is answered with an error event instead.
+func (c *conn) handle(frame []byte) error {
+	msg, err := protocol.DecodeClientMessage(frame)
+	if err != nil {
+		var de *protocol.DecodeError
+		if errors.As(err, &de) {
+			return c.sendError(de.RequestID, de.Code, de.Message, nil)
+		}
+		return c.sendError("", protocol.ErrInvalidRequest, err.Error(), nil)
+	}
+	if c.version == 0 {
+		init, ok := msg.(*protocol.Initialize)
+		if !ok {
+			return c.sendError(msg.Request(), protocol.ErrNotInitialized,
+				fmt.Sprintf("%s before initialize: send initialize with your protocol_version first", msg.Kind()), nil)
+		}
+		return c.initialize(init)
+	}
+	if since, _ := protocol.ClientMessageSince(msg.Kind()); since > c.version {
+		return c.sendError(msg.Request(), protocol.ErrInvalidRequest,
+			fmt.Sprintf("unknown message type %q for protocol version %d (it needs version %d or later)", msg.Kind(), c.version, since), nil)
+	}
+	err = c.dispatch(msg)
+	return c.answer(msg.Request(), err)
+}
+
+// answer turns a request's error into an error event, or ends the
+// connection for a send that timed out.
+func (c *conn) answer(requestID string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *session.Error
+	switch {
+	case errors.As(err, &se):
+		return c.sendError(requestID, se.Code, se.Message, se.Entry)
+	case errors.Is(err, ErrBackpressure), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return fmt.Errorf("%w: %v", ErrBackpressure, err)
+	default:
+		c.log.Error("Request failed", "request_id", requestID, "err", err)
+		return c.sendError(requestID, protocol.ErrInternal, err.Error(), nil)
+	}
+}
+
+func (c *conn) initialize(m *protocol.Initialize) error {
+	if m.ProtocolVersion < protocol.Oldest || m.ProtocolVersion > protocol.Latest {
+		err := c.send(&protocol.Error{RequestID: m.RequestID, Code: protocol.ErrVersionMismatch, Fatal: true,
+			Message: fmt.Sprintf("protocol version %d is not supported: this server speaks versions %d to %d", m.ProtocolVersion, protocol.Oldest, protocol.Latest)})
+		if err != nil {
+			return err
+		}
+		return ErrVersionMismatch
+	}
+	c.version = m.ProtocolVersion
+	c.client = m.Client
+	c.log.Info("Client initialized", "client", m.Client.Name, "client_version", m.Client.Version, "protocol_version", m.ProtocolVersion)
+	return c.send(&protocol.Initialized{RequestID: m.RequestID, ProtocolVersion: m.ProtocolVersion, Server: serverInfo(c.opts.ServerName)})
+}
+
+func (c *conn) dispatch(msg protocol.ClientMessage) error {
+	switch m := msg.(type) {
+	case *protocol.Initialize:
+		return &session.Error{Code: protocol.ErrInvalidRequest, Message: "the connection is already initialized; send initialize once"}
+	case *protocol.SessionStart:
+		return c.startSession(m)
+	case *protocol.TurnStart:
+		s, err := c.session(m.SessionID)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := c.requestCtx()
+		defer cancel()
+		return s.StartTurn(ctx, m.RequestID, m.Prompt, c.client.Name)
+	case *protocol.TurnCancel:
+		s, err := c.session(m.SessionID)
+		if err != nil {
+			return err
+		}
+		if m.TurnID == "" {
+			return &session.Error{Code: protocol.ErrInvalidRequest, Message: "turn.cancel needs the turn_id of the running turn"}
+		}
+		return s.CancelTurn(m.TurnID)
+	case *protocol.ApprovalResolve:
+		s, err := c.session(m.SessionID)
+		if err != nil {
+			return err
+		}
+		return s.ResolveApproval(m.ApprovalID, m.Approved)
+	case *protocol.SessionClear:
+		s, err := c.session(m.SessionID)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := c.requestCtx()
+		defer cancel()
+		return s.Clear(ctx, m.RequestID)
+	case *protocol.SessionPause:
+		s, err := c.session(m.SessionID)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := c.requestCtx()
+		defer cancel()
+		return s.Pause(ctx, m.RequestID, m.Paused)
+	case *protocol.QueueUpdate:
+		s, err := c.session(m.SessionID)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := c.requestCtx()
+		defer cancel()
+		return s.UpdateQueued(ctx, m.RequestID, m.QueueID, m.Revision, m.Prompt)
+	case *protocol.QueueMove:
+		s, err := c.session(m.SessionID)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := c.requestCtx()
+		defer cancel()
+		return s.MoveQueued(ctx, m.RequestID, m.QueueID, m.Revision, m.BeforeQueueID)
+	case *protocol.QueueRemove:
+		s, err := c.session(m.SessionID)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := c.requestCtx()
+		defer cancel()
+		return s.RemoveQueued(ctx, m.RequestID, m.QueueID, m.Revision)
+	case *protocol.SessionCompact:
+		if _, err := c.session(m.SessionID); err != nil {
+			return err
+		}
+		return &session.Error{Code: protocol.ErrInvalidRequest, Message: "session.compact is not available yet in this server version"}
+	}
+	return &session.Error{Code: protocol.ErrInvalidRequest, Message: fmt.Sprintf("unknown message type %q", msg.Kind())}
+}
+
+// session returns an attached session.
+func (c *conn) session(id string) (*session.Session, error) {
+	if id == "" {
+		return nil, &session.Error{Code: protocol.ErrInvalidRequest, Message: "session_id is missing: send the id from session.started"}
+	}
+	c.mu.Lock()
+	_, ok := c.attached[id]
+	c.mu.Unlock()
+	if !ok {
+		return nil, &session.Error{Code: protocol.ErrSessionNotFound,
+			Message: fmt.Sprintf("no session %q on this connection; start one with session.start", id)}
+	}
+	return c.mgr.Get(id)
+}
+
+func (c *conn) startSession(m *protocol.SessionStart) error {
+	opts := session.StartOptions{Cwd: m.Cwd, ProtocolVersion: c.version}
+	if c.version >= protocol.Version3 {
+		opts.Model = m.Model
+		opts.AutoApprove = m.AutoApprove
+		opts.Channel = m.Channel
+		if m.Tools != nil && !*m.Tools {
+			opts.ToolsOff = true
+		}
+		if m.DelegationDepth != nil {
+			if *m.DelegationDepth < 0 {
+				return &session.Error{Code: protocol.ErrInvalidRequest, Message: "delegation_depth must be 0 or more"}
+			}
+			opts.DelegationDepth = *m.DelegationDepth
+		}
+		if m.Channel != nil && m.Channel.Platform == "" {
+			return &session.Error{Code: protocol.ErrInvalidRequest, Message: "channel.platform is missing: name the chat platform, such as \"wechat\""}
+		}
+	}
+	s, err := c.mgr.Start(opts)
+	if err != nil {
+		return err
+	}
+	if err := c.attach(s); err != nil {
+		return err
+	}
+	err = c.send(&protocol.SessionStarted{
+		RequestID:             m.RequestID,
+		SessionID:             s.ID(),
+		Cwd:                   s.Cwd(),
+		Model:                 s.Model(),
+		ContextMaxTokens:      s.ContextMaxTokens(),
+		MaxServerFrameBytes:   int64(c.opts.MaxServerFrameBytes),
+		MaxTranscriptBytes:    protocol.DefaultMaxTranscriptBytes,
+		MaxTranscriptItems:    protocol.DefaultMaxTranscriptItems,
+		MaxPromptHistoryBytes: protocol.DefaultMaxPromptHistoryBytes,
+		MaxPromptHistoryItems: protocol.DefaultMaxPromptHistoryItems,
+	})
+	if err != nil {
+		return err
+	}
+	if c.version >= protocol.Version2 {
+		ctx, cancel := c.requestCtx()
+		defer cancel()
+		return s.EmitSnapshot(ctx, m.RequestID)
+	}
+	return nil
+}

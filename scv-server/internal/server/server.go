@@ -1,0 +1,189 @@
+// Package server wires a server process together: configuration, the
+// provider, the tools, the session manager and a connection dialect over a
+// transport. It holds no protocol or session logic of its own.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/scv-cli/scv/scv-server/internal/approval"
+	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
+	"github.com/scv-cli/scv/scv-server/internal/instructions"
+	"github.com/scv-cli/scv/scv-server/internal/provider"
+	"github.com/scv-cli/scv/scv-server/internal/provider/demo"
+	"github.com/scv-cli/scv/scv-server/internal/provider/openai"
+	"github.com/scv-cli/scv/scv-server/internal/session"
+	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/scv-server/internal/tools/read"
+	"github.com/scv-cli/scv/scv-server/internal/transport/stdio"
+	"github.com/scv-cli/scv/shared/config"
+	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/version"
+)
+
+// Options configure a server process.
+type Options struct {
+	// Env is the process environment (SCV_HOME, keys, overrides).
+	Env paths.Env
+	// ApprovalPolicy overrides tools.approval_policy when not empty.
+	ApprovalPolicy string
+	Logger         *slog.Logger
+	// Tools builds each session's tools; nil means the built-in tools.
+	Tools session.ToolsFunc
+	// Grace and SendTimeout override the protocol's 3 s (tests only).
+	Grace       time.Duration
+	SendTimeout time.Duration
+}
+
+// ErrConfig marks a configuration the server cannot start with.
+var ErrConfig = errors.New("configuration error")
+
+// Runtime is a configured session runtime, ready to serve connections.
+type Runtime struct {
+	Config   *config.Config
+	Provider provider.Provider
+	Manager  *session.Manager
+	log      *slog.Logger
+	opts     Options
+}
+
+// New loads the configuration and builds the runtime. Configuration
+// problems are reported before any client input is read.
+func New(opts Options) (*Runtime, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Env == nil {
+		opts.Env = paths.OSEnv()
+	}
+	log := opts.Logger
+	home, err := paths.Home(opts.Env)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	cfg, diags, err := config.Load(config.LoadOptions{Home: home, Env: opts.Env})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	for _, d := range diags {
+		log.Warn(d.String())
+	}
+	policyName := string(cfg.Tools.ApprovalPolicy)
+	if opts.ApprovalPolicy != "" {
+		policyName = opts.ApprovalPolicy
+	}
+	policy, err := approval.ParsePolicy(policyName)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if policy == approval.Auto {
+		log.Warn("Approval policy is auto: every tool call runs without asking; use it only for trusted automation")
+	}
+	prov, err := NewProvider(cfg, opts.Env, log)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if prov.Name() == demo.Name {
+		log.Info("No provider is configured: running the built-in demo model")
+	}
+	toolsFn := opts.Tools
+	if toolsFn == nil {
+		toolsFn = Tools
+	}
+	mgr := session.NewManager(session.Options{
+		Provider: prov,
+		Tools:    toolsFn,
+		System: func(ws string, reg *tools.Registry) string {
+			var names []string
+			if reg != nil {
+				names = reg.Names()
+			}
+			return instructions.Build(instructions.Options{Override: cfg.Agent.SystemPrompt, Workspace: ws, Tools: names})
+		},
+		Policy:          policy,
+		MaxSteps:        cfg.Agent.MaxSteps,
+		ToolTimeout:     cfg.Tools.CommandTimeout(),
+		MaxToolTimeout:  cfg.Tools.MaxTimeout(),
+		ToolOutputLimit: int(cfg.Tools.OutputLimitBytes),
+		Logger:          log,
+	})
+	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, log: log, opts: opts}, nil
+}
+
+// Tools builds the built-in tool registry of a session.
+func Tools(workspace string) (*tools.Registry, error) {
+	reg := tools.NewRegistry()
+	for _, t := range []tools.Tool{read.New()} {
+		if err := reg.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// NewProvider builds the active provider of cfg.
+func NewProvider(cfg *config.Config, env paths.Env, log *slog.Logger) (provider.Provider, error) {
+	name, pc, isDemo := cfg.ActiveProvider()
+	if isDemo {
+		return demo.New(), nil
+	}
+	if pc.Kind != config.KindOpenAI {
+		return nil, fmt.Errorf("provider %q has kind %q, which this server cannot run; use kind = \"openai\"", name, pc.Kind)
+	}
+	if pc.WireAPI == config.WireResponses {
+		return nil, fmt.Errorf("provider %q sets wire_api = \"responses\", which this server version does not support yet; use wire_api = \"chat\"", name)
+	}
+	key, err := config.ResolveAPIKey(pc, env)
+	if err != nil {
+		return nil, err
+	}
+	retries := pc.MaxRetries
+	if retries == 0 {
+		retries = -1 // the config's 0 means never; the provider's 0 means its default
+	}
+	return openai.New(openai.Config{
+		Name:             name,
+		BaseURL:          pc.BaseURL,
+		APIKey:           key,
+		Model:            pc.Model,
+		ContextMaxTokens: pc.ContextMaxTokens,
+		Timeout:          pc.Timeout(),
+		IdleTimeout:      pc.StreamIdleTimeout(),
+		Headers:          pc.Headers,
+		MaxRetries:       retries,
+		Logger:           log,
+		UserAgent:        version.UserAgent(),
+	})
+}
+
+// Serve runs one connection over t. The end of the connection ends the
+// runtime's turns: this is the stdio model, where the client's EOF ends the
+// server.
+func (r *Runtime) Serve(ctx context.Context, t ndjson.Transport) error {
+	return ndjson.Serve(ctx, r.Manager, t, ndjson.Options{
+		MaxClientFrameBytes: protocol.MaxClientFrameBytes,
+		MaxServerFrameBytes: protocol.MaxServerFrameBytes,
+		SendTimeout:         r.opts.SendTimeout,
+		Grace:               r.opts.Grace,
+		ServerName:          "scv-server",
+		Logger:              r.log,
+		CloseManager:        true,
+	})
+}
+
+// RunStdio serves the protocol on in and out until the client's input ends.
+func RunStdio(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
+	rt, err := New(opts)
+	if err != nil {
+		return err
+	}
+	t := stdio.New(in, out)
+	defer t.Close()
+	return rt.Serve(ctx, t)
+}

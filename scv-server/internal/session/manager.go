@@ -1,0 +1,217 @@
+// Package session is SCV's session runtime: sessions, their turns, their
+// history and their event streams. It knows nothing of connections or wire
+// dialects. A client attaches to a session by subscribing to it; the
+// session assigns every event its sequence number and delivers it, in
+// order, to every subscriber, so several clients can watch one session.
+//
+// Goroutines: the Manager owns one goroutine per running turn. Close
+// cancels them and waits for them to finish; each turn still emits its
+// terminal event unless the manager's context ends first.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/scv-cli/scv/scv-server/internal/approval"
+	"github.com/scv-cli/scv/scv-server/internal/provider"
+	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+// ToolsFunc builds the tool registry of a new session.
+type ToolsFunc func(workspace string) (*tools.Registry, error)
+
+// SystemFunc builds a session's system prompt.
+type SystemFunc func(workspace string, reg *tools.Registry) string
+
+// Options configure a Manager.
+type Options struct {
+	Provider provider.Provider
+	Tools    ToolsFunc  // nil: every session is tool-free
+	System   SystemFunc // nil: no system prompt
+	Policy   approval.Policy
+	MaxSteps int
+
+	ToolTimeout     time.Duration
+	MaxToolTimeout  time.Duration
+	ToolOutputLimit int
+
+	Logger *slog.Logger
+}
+
+// Manager owns the sessions of a server process.
+type Manager struct {
+	opts Options
+	log  *slog.Logger
+
+	// ctx bounds every turn; cancel aborts them after the grace period.
+	ctx    context.Context
+	cancel context.CancelFunc
+	turns  sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[string]*Session // guarded by mu
+	closed   bool                // guarded by mu
+}
+
+// NewManager returns a manager.
+func NewManager(opts Options) *Manager {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Policy == "" {
+		opts.Policy = approval.OnRisk
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Manager{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel, sessions: map[string]*Session{}}
+}
+
+// StartOptions are the client's choices for a new session.
+type StartOptions struct {
+	Cwd             string
+	Model           string
+	ProtocolVersion int
+	AutoApprove     bool
+	ToolsOff        bool
+	DelegationDepth int
+	Channel         *protocol.Channel
+}
+
+// Start creates a session in opts.Cwd, which must be an absolute path to a
+// directory; it is canonicalized.
+func (m *Manager) Start(opts StartOptions) (*Session, error) {
+	cwd, err := canonicalWorkspace(opts.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	var reg *tools.Registry
+	if !opts.ToolsOff && m.opts.Tools != nil {
+		reg, err = m.opts.Tools(cwd)
+		if err != nil {
+			return nil, fmt.Errorf("setting up the tools of %s: %w", cwd, err)
+		}
+	}
+	root, err := os.OpenRoot(cwd)
+	if err != nil {
+		return nil, errorf(protocol.ErrInvalidRequest, "cannot open the workspace %s: %v", cwd, err)
+	}
+	model := opts.Model
+	if model == "" {
+		model = m.opts.Provider.Model()
+	}
+	policy := m.opts.Policy
+	if opts.AutoApprove {
+		policy = approval.Auto
+	}
+	s := &Session{
+		id:        uuid.NewString(),
+		cwd:       cwd,
+		model:     model,
+		version:   opts.ProtocolVersion,
+		depth:     opts.DelegationDepth,
+		channel:   opts.Channel,
+		mgr:       m,
+		root:      root,
+		tools:     reg,
+		policy:    policy,
+		approvals: approval.NewPending(),
+		emitLock:  make(chan struct{}, 1),
+	}
+	if m.opts.System != nil {
+		s.system = m.opts.System(cwd, reg)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		_ = root.Close()
+		return nil, errorf(protocol.ErrInternal, "the server is shutting down")
+	}
+	m.sessions[s.id] = s
+	m.log.Info("Session started", "session", s.id, "cwd", cwd, "model", model, "policy", policy)
+	return s, nil
+}
+
+// Get returns the session with id.
+func (m *Manager) Get(id string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return nil, errorf(protocol.ErrSessionNotFound, "no session has id %q; start one with session.start", id)
+	}
+	return s, nil
+}
+
+// Provider returns the provider sessions run on.
+func (m *Manager) Provider() provider.Provider { return m.opts.Provider }
+
+// CancelAll cancels every running turn. Turns still emit their terminal
+// events.
+func (m *Manager) CancelAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.sessions {
+		s.cancelActive()
+	}
+}
+
+// Close cancels every turn and waits for them to end. When ctx ends first,
+// the turns' remaining emission is aborted and Close still waits for their
+// goroutines, which then return promptly.
+func (m *Manager) Close(ctx context.Context) {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.CancelAll()
+	done := make(chan struct{})
+	go func() { m.turns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		m.log.Warn("Turns did not finish within the grace period; aborting them")
+		m.cancel()
+		<-done
+	}
+	m.cancel()
+	m.mu.Lock()
+	for _, s := range m.sessions {
+		_ = s.root.Close()
+	}
+	m.mu.Unlock()
+}
+
+// Abort ends every turn's emission at once. Close must still be called.
+func (m *Manager) Abort() { m.cancel() }
+
+func canonicalWorkspace(cwd string) (string, error) {
+	if cwd == "" {
+		return "", errorf(protocol.ErrInvalidRequest, "cwd is missing: send the workspace as an absolute path")
+	}
+	if !filepath.IsAbs(cwd) {
+		return "", errorf(protocol.ErrInvalidRequest, "cwd %q is not an absolute path: send the workspace as an absolute path", cwd)
+	}
+	real, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", errorf(protocol.ErrInvalidRequest, "cwd %s does not exist", cwd)
+		}
+		return "", errorf(protocol.ErrInvalidRequest, "cwd %s cannot be resolved: %v", cwd, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", errorf(protocol.ErrInvalidRequest, "cwd %s cannot be read: %v", cwd, err)
+	}
+	if !fi.IsDir() {
+		return "", errorf(protocol.ErrInvalidRequest, "cwd is not a directory: %s", cwd)
+	}
+	return filepath.Clean(real), nil
+}

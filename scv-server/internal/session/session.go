@@ -1,0 +1,390 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/scv-cli/scv/scv-server/internal/agent"
+	"github.com/scv-cli/scv/scv-server/internal/approval"
+	"github.com/scv-cli/scv/scv-server/internal/provider"
+	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+// Subscriber receives a session's events. Deliver must keep events in the
+// order it is called and may block for backpressure until ctx ends.
+type Subscriber interface {
+	Deliver(ctx context.Context, ev protocol.Sequenced) error
+}
+
+// Session is one conversation in one workspace.
+type Session struct {
+	id      string
+	cwd     string
+	model   string
+	version int
+	depth   int
+	channel *protocol.Channel
+	system  string
+	mgr     *Manager
+	root    *os.Root
+	tools   *tools.Registry
+	policy  approval.Policy
+
+	approvals *approval.Pending
+
+	// emitLock serializes emission and the turn transitions that must not
+	// interleave with it (a terminal event and the next turn.started). It is
+	// a channel so waiting for it can honour a context.
+	emitLock chan struct{}
+	seq      uint64       // guarded by emitLock
+	subs     []Subscriber // guarded by emitLock
+
+	mu      sync.Mutex
+	active  *turn              // guarded by mu
+	history []provider.Message // guarded by mu
+	usage   protocol.Usage     // guarded by mu; session totals
+	queue   []*queued          // guarded by mu
+	paused  bool               // guarded by mu
+}
+
+type turn struct {
+	id        string
+	requestID string
+	cancel    context.CancelFunc
+}
+
+type queued struct {
+	entry     protocol.QueueEntry
+	requestID string
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// Cwd returns the canonical workspace.
+func (s *Session) Cwd() string { return s.cwd }
+
+// Model returns the session's model.
+func (s *Session) Model() string { return s.model }
+
+// Version returns the protocol version the session was started with.
+func (s *Session) Version() int { return s.version }
+
+// ContextMaxTokens returns the model's context size.
+func (s *Session) ContextMaxTokens() int64 { return s.mgr.opts.Provider.ContextMaxTokens() }
+
+// Subscribe attaches sub. The returned function detaches it; it waits for
+// an emission in progress.
+func (s *Session) Subscribe(ctx context.Context, sub Subscriber) (unsubscribe func(), err error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	s.subs = append(s.subs, sub)
+	s.unlock()
+	return func() {
+		s.emitLock <- struct{}{}
+		for i, x := range s.subs {
+			if x == sub {
+				s.subs = append(s.subs[:i:i], s.subs[i+1:]...)
+				break
+			}
+		}
+		s.unlock()
+	}, nil
+}
+
+func (s *Session) lock(ctx context.Context) error {
+	select {
+	case s.emitLock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Session) unlock() { <-s.emitLock }
+
+// emitLocked assigns ev the next sequence number and delivers it to every
+// subscriber. The emit lock must be held. When the first delivery fails
+// the number is taken back, so no subscriber ever sees a gap.
+func (s *Session) emitLocked(ctx context.Context, ev protocol.Sequenced) error {
+	s.seq++
+	ev.SetSeq(s.seq)
+	for i, sub := range s.subs {
+		if err := sub.Deliver(ctx, ev); err != nil {
+			if i == 0 {
+				s.seq--
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// emit takes the emit lock and emits ev.
+func (s *Session) emit(ctx context.Context, ev protocol.Sequenced) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	return s.emitLocked(ctx, ev)
+}
+
+// EmitSnapshot emits queue.snapshot, for a client that just attached.
+func (s *Session) EmitSnapshot(ctx context.Context, requestID string) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	s.mu.Lock()
+	entries := s.entriesLocked()
+	s.mu.Unlock()
+	return s.emitLocked(ctx, &protocol.QueueSnapshot{
+		SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id},
+		Entries:       entries,
+	})
+}
+
+// CheckPrompt validates a prompt for turn.start and queue.update.
+func CheckPrompt(prompt string) error {
+	if prompt == "" {
+		return errorf(protocol.ErrInvalidRequest, "prompt is empty: send the text of the request")
+	}
+	if len(prompt) > protocol.MaxPromptBytes {
+		return errorf(protocol.ErrInvalidRequest, "prompt is %d bytes, over the %d-byte limit: shorten it or put the long part in a workspace file and refer to it",
+			len(prompt), protocol.MaxPromptBytes)
+	}
+	if !utf8.ValidString(prompt) {
+		return errorf(protocol.ErrInvalidRequest, "prompt is not valid UTF-8")
+	}
+	return nil
+}
+
+// StartTurn starts a turn for prompt, or (protocol v2 and later) queues it
+// while another turn runs. ctx bounds only the wait to emit turn.started or
+// queue.enqueued; the turn itself runs until it ends or is cancelled.
+// submitter is the client's name, recorded on a queue entry.
+func (s *Session) StartTurn(ctx context.Context, requestID, prompt, submitter string) error {
+	if err := CheckPrompt(prompt); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	s.mu.Lock()
+	if s.active != nil {
+		if s.version < protocol.Version2 {
+			s.mu.Unlock()
+			return errorf(protocol.ErrTurnActive, "a turn is already running in this session; wait for it to end or cancel it with turn.cancel")
+		}
+		q := &queued{requestID: requestID, entry: protocol.QueueEntry{
+			QueueID: uuid.NewString(), Revision: 1, Prompt: prompt, Submitter: submitter, Position: len(s.queue),
+		}}
+		s.queue = append(s.queue, q)
+		entry := q.entry
+		s.mu.Unlock()
+		return s.emitLocked(ctx, &protocol.QueueEnqueued{
+			SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id}, Entry: entry})
+	}
+	s.mu.Unlock()
+	return s.launchLocked(ctx, requestID, prompt)
+}
+
+// launchLocked emits turn.started and starts the turn's goroutine. The emit
+// lock must be held and no turn may be active.
+func (s *Session) launchLocked(ctx context.Context, requestID, prompt string) error {
+	m := s.mgr
+	turnCtx, cancel := context.WithCancel(m.ctx)
+	t := &turn{id: uuid.NewString(), requestID: requestID, cancel: cancel}
+	started := &protocol.TurnStarted{TurnHeader: protocol.TurnHeader{RequestID: requestID, SessionID: s.id, TurnID: t.id}}
+	if err := s.emitLocked(ctx, started); err != nil {
+		cancel()
+		return err
+	}
+	s.mu.Lock()
+	s.active = t
+	history := append([]provider.Message(nil), s.history...)
+	s.mu.Unlock()
+
+	cfg := agent.Config{
+		Provider:  m.opts.Provider,
+		Model:     s.model,
+		System:    s.system,
+		Tools:     s.tools,
+		Policy:    s.policy,
+		Approvals: s.approvals,
+		MaxSteps:  m.opts.MaxSteps,
+		Progress:  s.version >= protocol.Version3,
+		ToolEnv: tools.Env{
+			Workspace:   s.cwd,
+			Root:        s.root,
+			Timeout:     m.opts.ToolTimeout,
+			MaxTimeout:  m.opts.MaxToolTimeout,
+			OutputLimit: m.opts.ToolOutputLimit,
+		},
+	}
+	m.turns.Add(1)
+	go func() {
+		defer m.turns.Done()
+		defer cancel()
+		out := agent.Run(turnCtx, cfg, history, prompt, &turnSink{s: s, t: t})
+		s.finish(t, out)
+	}()
+	return nil
+}
+
+// finish records a turn's outcome, emits its terminal event and starts the
+// next queued prompt unless the session is paused.
+func (s *Session) finish(t *turn, out agent.Outcome) {
+	m := s.mgr
+	hdr := protocol.TurnHeader{RequestID: t.requestID, SessionID: s.id, TurnID: t.id}
+	var terminal protocol.Sequenced
+	var failure *agent.Failure
+	switch {
+	case out.Err == nil:
+		terminal = &protocol.TurnCompleted{TurnHeader: hdr, Steps: out.Steps, Usage: out.Usage}
+	case errors.As(out.Err, &failure):
+		terminal = &protocol.TurnFailed{TurnHeader: hdr, Code: failure.Code, Message: failure.Message}
+		m.log.Warn("Turn failed", "session", s.id, "turn", t.id, "code", failure.Code, "err", out.Err)
+	default:
+		terminal = &protocol.TurnCancelled{TurnHeader: hdr}
+	}
+	// The terminal event waits for the client like any other, bounded by
+	// the manager's lifetime rather than the (already ended) turn.
+	if err := s.lock(m.ctx); err != nil {
+		s.clearActive(t, out)
+		return
+	}
+	defer s.unlock()
+	if err := s.emitLocked(m.ctx, terminal); err != nil {
+		m.log.Warn("Could not deliver the end of a turn", "session", s.id, "turn", t.id, "err", err)
+	}
+	s.clearActive(t, out)
+	s.dequeueLocked(m.ctx)
+}
+
+func (s *Session) clearActive(t *turn, out agent.Outcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active == t {
+		s.active = nil
+	}
+	s.history = append(s.history, out.Messages...)
+	if out.Usage != nil {
+		s.usage.InputTokens += out.Usage.InputTokens
+		s.usage.OutputTokens += out.Usage.OutputTokens
+	}
+}
+
+// dequeueLocked starts the next queued prompt when the session is idle and
+// not paused. The emit lock must be held.
+func (s *Session) dequeueLocked(ctx context.Context) {
+	s.mu.Lock()
+	if s.active != nil || s.paused || len(s.queue) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	q := s.queue[0]
+	s.queue = s.queue[1:]
+	s.renumberLocked()
+	entry := q.entry
+	entry.Position = 0
+	s.mu.Unlock()
+	if err := s.emitLocked(ctx, &protocol.QueueDequeued{
+		SessionHeader: protocol.SessionHeader{RequestID: q.requestID, SessionID: s.id}, Entry: entry}); err != nil {
+		return
+	}
+	if err := s.launchLocked(ctx, q.requestID, entry.Prompt); err != nil {
+		s.mgr.log.Warn("Could not start a queued turn", "session", s.id, "err", err)
+	}
+}
+
+func (s *Session) cancelActive() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active != nil {
+		s.active.cancel()
+	}
+}
+
+// CancelTurn cancels the running turn turnID.
+func (s *Session) CancelTurn(turnID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active == nil || s.active.id != turnID {
+		return errorf(protocol.ErrTurnNotFound, "turn %q is not running in this session", turnID)
+	}
+	s.active.cancel()
+	return nil
+}
+
+// ResolveApproval answers an approval request.
+func (s *Session) ResolveApproval(approvalID string, approved bool) error {
+	if err := s.approvals.Resolve(approvalID, approved); err != nil {
+		return errorf(protocol.ErrApprovalNotFound, "approval %q is unknown or already resolved", approvalID)
+	}
+	return nil
+}
+
+// Active reports whether a turn is running.
+func (s *Session) Active() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active != nil
+}
+
+// Clear drops the idle session's history, usage totals and queue, keeping
+// the sequence, and emits session.cleared.
+func (s *Session) Clear(ctx context.Context, requestID string) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	s.mu.Lock()
+	if s.active != nil {
+		s.mu.Unlock()
+		return errorf(protocol.ErrTurnActive, "a turn is running; session.clear needs an idle session, so cancel the turn or wait for it to end")
+	}
+	s.history = nil
+	s.usage = protocol.Usage{}
+	s.queue = nil
+	s.mu.Unlock()
+	return s.emitLocked(ctx, &protocol.SessionCleared{SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id}})
+}
+
+// History returns a copy of the session's history.
+func (s *Session) History() []provider.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]provider.Message(nil), s.history...)
+}
+
+// Usage returns the session's usage totals.
+func (s *Session) Usage() protocol.Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.usage
+}
+
+// turnSink fills turn headers and emits under the session's lock.
+type turnSink struct {
+	s *Session
+	t *turn
+}
+
+func (k *turnSink) Emit(ctx context.Context, ev protocol.TurnEvent) error {
+	h := ev.Turn()
+	h.RequestID, h.SessionID, h.TurnID = k.t.requestID, k.s.id, k.t.id
+	if err := k.s.emit(ctx, ev); err != nil {
+		return fmt.Errorf("emitting %s: %w", ev.Kind(), err)
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+// Package read is the read tool: a byte range of a workspace file, or a
+// directory listing, through the workspace's os.Root.
+package read
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/scv-server/internal/tools/workspace"
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+//go:embed description.md
+var description string
+
+const schema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "minLength": 1, "description": "File or directory path relative to the workspace."},
+    "offset": {"type": "integer", "minimum": 0, "description": "First byte to read (default 0)."},
+    "limit": {"type": "integer", "minimum": 1, "description": "Most bytes to read (default: the output limit)."}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`
+
+// maxListing bounds a directory listing.
+const maxListing = 1000
+
+// Tool is the read tool.
+type Tool struct{}
+
+// New returns the read tool.
+func New() *Tool { return &Tool{} }
+
+type args struct {
+	Path   string `json:"path"`
+	Offset *int64 `json:"offset"`
+	Limit  *int64 `json:"limit"`
+}
+
+// Spec describes the tool.
+func (*Tool) Spec() tools.Spec {
+	return tools.Spec{Name: "read", Description: strings.TrimSpace(description), Schema: json.RawMessage(schema)}
+}
+
+// Prepare checks the path. Secret-like names are filesystem risk, so they
+// ask for approval under on-risk; every other read is read-only.
+func (*Tool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) {
+	var a args
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, fmt.Errorf("read arguments: %w", err)
+	}
+	rel, err := workspace.Rel(env.Workspace, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	risk := protocol.RiskReadOnly
+	if workspace.SecretLike(rel) {
+		risk = protocol.RiskFilesystem
+	}
+	summary := "Read " + rel
+	if risk != protocol.RiskReadOnly {
+		summary += " (the name looks like a secret)"
+	}
+	return &tools.Plan{
+		Risk:    risk,
+		Summary: summary,
+		Run: func(ctx context.Context) (tools.Result, error) {
+			return run(ctx, env, rel, a)
+		},
+	}, nil
+}
+
+func run(ctx context.Context, env tools.Env, rel string, a args) (tools.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return tools.Result{}, err
+	}
+	// O_NONBLOCK keeps a FIFO from blocking the open; it is refused below.
+	f, err := env.Root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return tools.Failed(describeOpenError(rel, err)), nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return tools.Failed(fmt.Sprintf("cannot stat %s: %v", rel, err)), nil
+	}
+	if fi.IsDir() {
+		return list(f, rel)
+	}
+	if !fi.Mode().IsRegular() {
+		return tools.Failed(fmt.Sprintf("%s is not a regular file (%s); read reads files and directories only", rel, fi.Mode().Type())), nil
+	}
+	total := fi.Size()
+	var offset int64
+	if a.Offset != nil {
+		offset = *a.Offset
+	}
+	if offset > total {
+		return tools.Failed(fmt.Sprintf("offset %d is past the end of %s, which has %d bytes", offset, rel, total)), nil
+	}
+	limit := int64(env.OutputLimit)
+	if limit <= 0 {
+		limit = 64 << 10
+	}
+	explicit := a.Limit != nil
+	if explicit && *a.Limit < limit {
+		limit = *a.Limit
+	}
+	want := min(limit, total-offset)
+	buf := make([]byte, want)
+	n, err := f.ReadAt(buf, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return tools.Failed(fmt.Sprintf("reading %s: %v", rel, err)), nil
+	}
+	buf = buf[:n]
+	end := offset + int64(n)
+	if !explicit && end < total {
+		// The default limit may cut a character; end the range before it.
+		if start := lastRuneStart(buf); len(buf)-start < utf8.UTFMax && !utf8.FullRune(buf[start:]) {
+			buf = buf[:start]
+			end = offset + int64(start)
+		}
+	}
+	if pos, bad := invalidAt(buf); bad {
+		return tools.Failed(fmt.Sprintf("bytes %d-%d of %s are not valid UTF-8 (first bad byte at position %d); the file may be binary, or the range may cut a multi-byte character: choose another offset or limit",
+			offset, end, rel, offset+int64(pos))), nil
+	}
+	truncated := end < total
+	header := fmt.Sprintf("[%s: %d bytes; bytes %d-%d]", rel, total, offset, end)
+	if truncated {
+		header = fmt.Sprintf("[%s: %d bytes; bytes %d-%d shown, truncated; read with offset %d for the rest]", rel, total, offset, end, end)
+	}
+	return tools.Result{Success: true, Output: header + "\n" + string(buf), Truncated: truncated}, nil
+}
+
+func lastRuneStart(b []byte) int {
+	i := len(b) - 1
+	for i > 0 && !utf8.RuneStart(b[i]) {
+		i--
+	}
+	return max(i, 0)
+}
+
+func invalidAt(b []byte) (int, bool) {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i, true
+		}
+		i += size
+	}
+	return 0, false
+}
+
+func list(f *os.File, rel string) (tools.Result, error) {
+	entries, err := f.ReadDir(maxListing + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return tools.Failed(fmt.Sprintf("listing %s: %v", rel, err)), nil
+	}
+	more := len(entries) > maxListing
+	if more {
+		entries = entries[:maxListing]
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case e.IsDir():
+			name += "/"
+		case e.Type()&fs.ModeSymlink != 0:
+			name += "@"
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%s: directory, %d entries", rel, len(names))
+	if more {
+		fmt.Fprintf(&b, " shown (more not listed)")
+	}
+	b.WriteString("]\n")
+	for _, n := range names {
+		b.WriteString(n)
+		b.WriteByte('\n')
+	}
+	return tools.Result{Success: true, Output: b.String(), Truncated: more}, nil
+}
+
+func describeOpenError(rel string, err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("%s does not exist in the workspace", rel)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf("permission denied reading %s", rel)
+	case strings.Contains(err.Error(), "path escapes from parent"):
+		return fmt.Sprintf("%s leads outside the workspace (through a symlink or ..) and cannot be read", rel)
+	}
+	return fmt.Sprintf("cannot open %s: %v", rel, err)
+}
