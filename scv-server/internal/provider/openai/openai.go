@@ -1,0 +1,361 @@
+// Package openai implements provider.Provider for any OpenAI-compatible
+// Chat Completions endpoint, streaming with tools through
+// github.com/sashabaranov/go-openai.
+//
+// go-openai parses the stream; this package owns the HTTP layer underneath
+// it (an openai.HTTPDoer) so that it can:
+//
+//   - retry 429, 408 and 5xx replies and connection errors before any byte
+//     of a response body reaches the parser, with capped exponential
+//     backoff that honours Retry-After, and never afterwards (so no text or
+//     tool call is ever delivered twice);
+//   - enforce the reply limits of protocol-v1.md while reading: an SSE
+//     event (1 MiB) and the whole body (4 MiB) in the body reader, before
+//     go-openai buffers anything past them; assistant text (1 MiB), each
+//     tool call's arguments (256 KiB) and the number of tool calls (32) as
+//     chunks are decoded;
+//   - fail a stream that stays silent for IdleTimeout, measured only while
+//     the reader waits for the provider (time spent in the Handler does not
+//     count);
+//   - turn every failure into a *provider.Error with a bounded message that
+//     never contains the API key.
+//
+// A stream that ends without "data: [DONE]" succeeds only if a
+// finish_reason was received: some compatible servers drop the terminator,
+// but a stream cut before the model finished is a provider_error ("stream
+// ended early"), never a silently truncated reply.
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/scv-cli/scv/scv-server/internal/provider"
+	"github.com/scv-cli/scv/shared/version"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultName             = "openai"
+	DefaultIdleTimeout      = 120 * time.Second
+	DefaultMaxRetries       = 3
+	DefaultRetryBaseDelay   = 500 * time.Millisecond
+	DefaultRetryMaxDelay    = 10 * time.Second
+	DefaultContextMaxTokens = 128000
+)
+
+// maxRetryAfter caps how long a Retry-After header can make us wait: a
+// turn should fail visibly rather than sit silent for minutes.
+const maxRetryAfter = 30 * time.Second
+
+// Config configures a Provider. Zero fields take the defaults above.
+type Config struct {
+	// Name is the configured provider name, used in messages and logs.
+	Name string
+	// BaseURL is the API root, such as https://api.openai.com/v1; requests
+	// go to BaseURL + "/chat/completions".
+	BaseURL string
+	// APIKey is the resolved key, sent as "Authorization: Bearer" when not
+	// empty. It never appears in errors or logs.
+	APIKey string
+	// Model is the default model, used when a Request names none.
+	Model            string
+	ContextMaxTokens int64
+	// Timeout bounds a whole Stream call, retries included; 0 means none.
+	Timeout time.Duration
+	// IdleTimeout fails a request when the provider sends no byte for that
+	// long while we wait for it (default 120s; negative disables).
+	IdleTimeout time.Duration
+	// Headers are extra HTTP headers sent with every request.
+	Headers map[string]string
+	// MaxRetries is how many times a retryable failure is retried (default
+	// 3; negative means never).
+	MaxRetries int
+	// RetryBaseDelay is the first backoff (default 500ms); each retry
+	// doubles it up to RetryMaxDelay (default 10s).
+	RetryBaseDelay time.Duration
+	RetryMaxDelay  time.Duration
+	// Limits bound each reply; zero fields mean the protocol's limits.
+	Limits provider.Limits
+	// Logger receives retry and failure diagnostics (default: discarded).
+	Logger *slog.Logger
+	// UserAgent is sent as User-Agent (default version.UserAgent()).
+	UserAgent string
+	// HTTPClient sends the requests (default: a client with its own
+	// transport). Leave its Timeout zero: it would cut long streams; use
+	// Timeout and IdleTimeout instead.
+	HTTPClient *http.Client
+}
+
+// Provider streams chat completions from an OpenAI-compatible endpoint.
+// It is safe for concurrent use.
+type Provider struct {
+	cfg    Config
+	limits provider.Limits
+	log    *slog.Logger
+	client *goopenai.Client
+	http   *http.Client
+	// sleep waits between retries; tests replace it to observe backoff.
+	sleep func(ctx context.Context, d time.Duration) error
+	// jitter maps a backoff to the actual wait; tests make it exact.
+	jitter func(d time.Duration) time.Duration
+	// secrets are redacted from every message.
+	secrets []string
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// New validates cfg and returns a Provider.
+func New(cfg Config) (*Provider, error) {
+	if cfg.Name == "" {
+		cfg.Name = DefaultName
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("provider %q: base_url %q is not an http(s) URL", cfg.Name, redactURL(cfg.BaseURL))
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if cfg.ContextMaxTokens <= 0 {
+		cfg.ContextMaxTokens = DefaultContextMaxTokens
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	} else if cfg.MaxRetries < 0 {
+		cfg.MaxRetries = 0
+	}
+	if cfg.RetryBaseDelay <= 0 {
+		cfg.RetryBaseDelay = DefaultRetryBaseDelay
+	}
+	if cfg.RetryMaxDelay <= 0 {
+		cfg.RetryMaxDelay = DefaultRetryMaxDelay
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = version.UserAgent()
+	}
+	for k := range cfg.Headers {
+		if !validHeaderName(k) {
+			return nil, fmt.Errorf("provider %q: invalid header name %q", cfg.Name, k)
+		}
+	}
+	p := &Provider{
+		cfg:    cfg,
+		limits: cfg.Limits.WithDefaults(),
+		log:    cfg.Logger,
+		http:   cfg.HTTPClient,
+		sleep:  sleepCtx,
+		jitter: halfJitter,
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	p.log = p.log.With("provider", cfg.Name)
+	if p.http == nil {
+		p.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	if cfg.APIKey != "" {
+		p.secrets = append(p.secrets, cfg.APIKey)
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		p.secrets = append(p.secrets, pw)
+	}
+	for _, v := range cfg.Headers {
+		// Header values may be credentials too (api-key, X-Token...); short
+		// ones are not worth redacting and would mangle messages.
+		if len(v) >= 8 {
+			p.secrets = append(p.secrets, v)
+		}
+	}
+	// Redact longer secrets first, so one that contains another is gone whole.
+	slices.SortFunc(p.secrets, func(a, b string) int { return len(b) - len(a) })
+
+	gc := goopenai.DefaultConfig(cfg.APIKey)
+	gc.BaseURL = cfg.BaseURL
+	gc.HTTPClient = &doer{p: p}
+	// go-openai counts non-data lines (comments, blank lines, "event:")
+	// between events and fails past this; keep-alive comments on a long
+	// think must not trip it. The body reader's limits bound the memory.
+	gc.EmptyMessagesLimit = 1 << 30
+	p.client = goopenai.NewClientWithConfig(gc)
+	return p, nil
+}
+
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range []byte(k) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Name is the configured provider name.
+func (p *Provider) Name() string { return p.cfg.Name }
+
+// Model is the default model.
+func (p *Provider) Model() string { return p.cfg.Model }
+
+// ContextMaxTokens is the configured context size.
+func (p *Provider) ContextMaxTokens() int64 { return p.cfg.ContextMaxTokens }
+
+// CloseIdleConnections closes the keep-alive connections of the HTTP
+// client, for shutdown and for leak-checked tests.
+func (p *Provider) CloseIdleConnections() { p.http.CloseIdleConnections() }
+
+// errTimeout is the cause of the context that enforces Config.Timeout.
+var errTimeout = errors.New("provider request timeout")
+
+// Stream sends req and streams the reply; see provider.Provider.
+func (p *Provider) Stream(ctx context.Context, req provider.Request, h provider.Handler) (*provider.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	creq, err := p.buildRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	sctx := ctx
+	if p.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeoutCause(ctx, p.cfg.Timeout, errTimeout)
+		defer cancel()
+	}
+	c := &call{}
+	sctx = context.WithValue(sctx, callKey{}, c)
+
+	stream, err := p.client.CreateChatCompletionStream(sctx, creq)
+	if err != nil {
+		return nil, p.classify(ctx, sctx, c, err)
+	}
+	defer stream.Close()
+
+	acc := newAccumulator(p, h)
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			if ferr := c.body.failure(); ferr != nil {
+				return nil, ferr
+			}
+			if !c.body.done() && acc.finish == "" {
+				return nil, p.errorf(provider.CodeProviderError, "stream ended early: no [DONE] and no finish_reason")
+			}
+			return acc.response(), nil
+		}
+		if err != nil {
+			return nil, p.classify(ctx, sctx, c, err)
+		}
+		if err := acc.add(&chunk); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// classify maps a failure of the request or of the stream to what Stream
+// returns: ctx.Err() when the caller cancelled, a *provider.Error otherwise.
+func (p *Provider) classify(ctx, sctx context.Context, c *call, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if context.Cause(sctx) == errTimeout {
+		return p.errorf(provider.CodeProviderError, "request timed out after %s", seconds(p.cfg.Timeout))
+	}
+	if pe, ok := provider.AsError(err); ok {
+		return pe
+	}
+	if ferr := c.body.failure(); ferr != nil {
+		return ferr
+	}
+	// The provider's own text is redacted into the message and the error
+	// carrying it is dropped: an unwrapped cause must not leak a key.
+	var apiErr *goopenai.APIError
+	if errors.As(err, &apiErr) {
+		return p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", apiErr.Message)
+	}
+	var reqErr *goopenai.RequestError
+	if errors.As(err, &reqErr) {
+		return p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", providerMessage(reqErr.Body))
+	}
+	if errors.Is(err, goopenai.ErrTooManyEmptyStreamMessages) {
+		return p.wrapf(provider.CodeProviderError, err, "malformed stream: too many lines without data")
+	}
+	if isJSONError(err) {
+		return p.wrapf(provider.CodeProviderError, err, "malformed stream: %v", err)
+	}
+	return p.wrapf(provider.CodeProviderError, err, "request failed: %v", err)
+}
+
+// buildRequest maps a provider.Request to a streaming chat request.
+func (p *Provider) buildRequest(req provider.Request) (goopenai.ChatCompletionRequest, error) {
+	model := req.Model
+	if model == "" {
+		model = p.cfg.Model
+	}
+	if model == "" {
+		return goopenai.ChatCompletionRequest{}, p.errorf(provider.CodeProviderError, "no model configured")
+	}
+	msgs := make([]goopenai.ChatCompletionMessage, 0, len(req.Messages)+1)
+	if req.System != "" {
+		msgs = append(msgs, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleSystem, Content: req.System})
+	}
+	for i, m := range req.Messages {
+		cm := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content}
+		switch m.Role {
+		case provider.RoleSystem, provider.RoleUser:
+		case provider.RoleAssistant:
+			for _, tc := range m.ToolCalls {
+				cm.ToolCalls = append(cm.ToolCalls, goopenai.ToolCall{
+					ID:       tc.ID,
+					Type:     goopenai.ToolTypeFunction,
+					Function: goopenai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
+				})
+			}
+		case provider.RoleTool:
+			cm.ToolCallID = m.ToolCallID
+			if cm.Content == "" {
+				// go-openai omits an empty content, and OpenAI rejects a
+				// tool message without one.
+				cm.Content = "(no output)"
+			}
+		default:
+			return goopenai.ChatCompletionRequest{}, p.errorf(provider.CodeProviderError, "message %d has unknown role %q", i, m.Role)
+		}
+		msgs = append(msgs, cm)
+	}
+	var tools []goopenai.Tool
+	for _, t := range req.Tools {
+		var params any = emptySchema
+		if len(t.Parameters) > 0 {
+			params = t.Parameters
+		}
+		tools = append(tools, goopenai.Tool{
+			Type:     goopenai.ToolTypeFunction,
+			Function: &goopenai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: params},
+		})
+	}
+	return goopenai.ChatCompletionRequest{
+		Model:         model,
+		Messages:      msgs,
+		Tools:         tools,
+		Stream:        true,
+		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
+	}, nil
+}
+
+// emptySchema is sent for a tool without parameters: OpenAI wants an
+// object schema.
+var emptySchema = map[string]any{"type": "object", "properties": map[string]any{}}

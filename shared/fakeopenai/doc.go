@@ -1,0 +1,81 @@
+// Package fakeopenai is a scripted fake of an OpenAI-compatible Chat
+// Completions endpoint for tests. It runs on net/http/httptest (loopback
+// only) and uses only the standard library, so any module's tests can use
+// it without network access or credentials.
+//
+// # Use
+//
+//	srv := fakeopenai.NewServer()
+//	defer srv.Close()
+//	srv.Enqueue(
+//		fakeopenai.Script(fakeopenai.Text("Hel", "lo"), fakeopenai.Usage(12, 3)),
+//		fakeopenai.Script(fakeopenai.APIError(429, "slow down"), fakeopenai.Header("Retry-After", "1")),
+//	)
+//	// point the client at srv.URL() (it ends in /v1) ...
+//	reqs := srv.Requests()
+//
+// Every POST to <URL>/chat/completions consumes the next enqueued Reply, in
+// order. When none is left the server answers HTTP 500 with an OpenAI-style
+// error body whose message is "fakeopenai: no scripted reply left". Other
+// paths get 404 and other methods 405, both with OpenAI-style error bodies
+// and without consuming a reply. Every request, whatever its path, is
+// recorded (see Request) before it is answered; WaitRequests blocks until a
+// number of them has arrived, so tests never need to sleep.
+//
+// # Replies
+//
+// A Reply is a list of Steps run in order. For a streaming request
+// ("stream": true) each content step writes Server-Sent Events, one
+// "data: <json>" event per delta, flushed as it is written (except Repeat,
+// see below):
+//
+//   - Text(chunks...): one chat.completion.chunk per chunk, with
+//     choices[0].delta.content set to it.
+//   - ToolCall(id, name, fragments...): one event carrying the call's id,
+//     type and function name (with empty arguments), then one event per
+//     argument fragment. The calls of one Reply get the tool_calls index
+//     0, 1, 2... in the order of their ToolCall steps.
+//   - Finish(reason): an event with choices[0].finish_reason = reason.
+//   - Event(json): one "data: <json>" event with the payload verbatim.
+//   - Raw(bytes): bytes written verbatim (malformed SSE, an oversized event,
+//     garbage, a "data: [DONE]" of one's own...).
+//   - Repeat(n, chunk): n text deltas of chunk. The event is encoded once
+//     and written n times without a flush per event, so 10,000 deltas cost
+//     little; the step ends with one flush.
+//   - Delay(d): wait d before the next step. Pace(d): wait d before every
+//     later event. Waits end early when the client goes away or the server
+//     closes.
+//   - Hang(): stop here and block until the client goes away or the server
+//     closes. Nothing after it is sent, not even the tail.
+//
+// Setting steps change the reply rather than write at their position:
+//
+//   - Header(k, v): a response header (for any reply, error or stream).
+//   - Usage(in, out): the usage to report. It is sent in a final chunk with
+//     "choices": [] and usage.prompt_tokens/completion_tokens/total_tokens,
+//     only when the request asked for it with
+//     "stream_options": {"include_usage": true}, as OpenAI does.
+//   - NoDone(): drop the tail described below; the body just ends.
+//   - Status(code, body) / APIError(code, message): make the reply a plain
+//     HTTP response with that status and body (application/json); content
+//     steps are ignored.
+//
+// After the last step, a streaming reply sends its tail: a finish_reason
+// chunk unless a Finish step ran ("tool_calls" when the reply had tool
+// calls, "stop" otherwise), then the usage chunk (see Usage), then
+// "data: [DONE]". NoDone drops the whole tail; an explicit Finish step
+// still runs where it is placed.
+//
+// A request without "stream": true gets one chat.completion JSON object
+// built from the same script: the text chunks joined, the tool calls whole,
+// the finish reason and the usage (always, since non-streaming responses
+// always carry it). A non-streaming reply with Raw steps answers with
+// their bytes alone; Delay waits and Hang hangs there too.
+//
+// The first event of a streamed reply carries delta.role = "assistant".
+// Chunks carry id "chatcmpl-fake-<n>" (n counts chat requests from 1),
+// object "chat.completion.chunk" and the request's model.
+//
+// Close unblocks every hanging or delaying handler before it shuts the
+// httptest server down, so tests that use Hang do not leak goroutines.
+package fakeopenai
