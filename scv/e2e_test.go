@@ -1,0 +1,412 @@
+package main_test
+
+// End-to-end tests: TestMain builds the real scv and scv-server side by
+// side, and each test runs `scv exec` as a user would, against the built-in
+// demo provider and against a scripted OpenAI-compatible server on
+// loopback. Nothing is skipped: when scv-server does not build, these fail.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/protocol"
+	"go.uber.org/goleak"
+)
+
+// scvBin is the built scv; scv-server and scv-tui sit next to it, where
+// scv looks first.
+var scvBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "scv-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := 1
+	if err := build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		scvBin = filepath.Join(dir, "scv")
+		code = m.Run()
+		if code == 0 {
+			if err := goleak.Find(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				code = 1
+			}
+		}
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// build compiles scv and scv-server into dir.
+func build(dir string) error {
+	for _, b := range []struct{ name, src string }{
+		{"scv-server", "../scv-server"},
+		{"scv-tui", "../scv-tui"},
+		{"scv", "."},
+	} {
+		cmd := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(dir, b.name), ".")
+		cmd.Dir = b.src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("building %s: %v\n%s", b.name, err, out)
+		}
+	}
+	return nil
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runSCV runs scv with args in a clean environment: SCV_HOME is home, no
+// OpenAI variables leak in from the developer's shell, and stdin is not a
+// terminal.
+func runSCV(t *testing.T, home string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := scvCmd(ctx, home, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	code := 0
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running scv: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("scv %q timed out; stderr:\n%s", args, stderr.String())
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// scvCmd returns the command of scv with args in a clean environment.
+func scvCmd(ctx context.Context, home string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, scvBin, args...)
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "OPENAI_") || strings.HasPrefix(k, "SCV_") {
+			continue
+		}
+		cmd.Env = append(cmd.Env, kv)
+	}
+	cmd.Env = append(cmd.Env, "SCV_HOME="+home)
+	return cmd
+}
+
+// events decodes NDJSON output, failing on any line that is not a known,
+// valid protocol event.
+func events(t *testing.T, out string) []protocol.Event {
+	t.Helper()
+	if !strings.HasSuffix(out, "\n") {
+		t.Fatalf("--json output does not end with a newline: %q", out)
+	}
+	var evs []protocol.Event
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		ev, err := protocol.DecodeEvent([]byte(line))
+		if err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		evs = append(evs, ev)
+	}
+	if len(evs) == 0 {
+		t.Fatal("no events")
+	}
+	return evs
+}
+
+// replyText is what scv exec prints on stdout for evs: every assistant
+// message's text, each ending with a newline.
+func replyText(evs []protocol.Event) string {
+	var b strings.Builder
+	var msg strings.Builder
+	streamed := false
+	for _, ev := range evs {
+		switch ev := ev.(type) {
+		case *protocol.AssistantDelta:
+			msg.WriteString(ev.Content)
+			streamed = streamed || ev.Content != ""
+		case *protocol.AssistantCompleted:
+			s := msg.String()
+			if !streamed {
+				s = ev.Content
+			}
+			if s != "" && !strings.HasSuffix(s, "\n") {
+				s += "\n"
+			}
+			b.WriteString(s)
+			msg.Reset()
+			streamed = false
+		}
+	}
+	return b.String()
+}
+
+func TestExecDemo(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# demo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	plain := runSCV(t, home, "exec", "--cd", ws, "hello")
+	if plain.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", plain.code, plain.stderr)
+	}
+	if !strings.Contains(plain.stdout, "demo") || !strings.HasSuffix(plain.stdout, "\n") {
+		t.Errorf("stdout = %q, want the demo's reply ending in a newline", plain.stdout)
+	}
+	if !strings.Contains(plain.stderr, "• read") {
+		t.Errorf("stderr %q does not show the demo's read call", plain.stderr)
+	}
+
+	js := runSCV(t, home, "exec", "--json", "--cd", ws, "hello")
+	if js.code != 0 {
+		t.Fatalf("--json exit %d; stderr:\n%s", js.code, js.stderr)
+	}
+	evs := events(t, js.stdout)
+	if _, ok := evs[len(evs)-1].(*protocol.TurnCompleted); !ok {
+		t.Errorf("last event is %s, want turn.completed", evs[len(evs)-1].Kind())
+	}
+	// The plain run printed exactly the text the events carry.
+	if want := replyText(evs); plain.stdout != want {
+		t.Errorf("plain stdout = %q\nwant the --json run's text %q", plain.stdout, want)
+	}
+}
+
+// fakeHome writes a config.toml that points scv-server at srv.
+func fakeHome(t *testing.T, srv *fakeopenai.Server) string {
+	t.Helper()
+	home := t.TempDir()
+	cfg := fmt.Sprintf(`[provider]
+active = "fake"
+
+[providers.fake]
+kind = "openai"
+base_url = %q
+api_key = "test"
+model = "fake-model"
+max_retries = 0
+`, srv.URL())
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// readEnv scripts a model that reads .env, then answers.
+func readEnv() []fakeopenai.Reply {
+	return []fakeopenai.Reply{
+		fakeopenai.Script(fakeopenai.ToolCall("call_1", "read", `{"path":".env"}`)),
+		fakeopenai.Script(fakeopenai.Text("Checked the file.")),
+	}
+}
+
+func TestExecFakeOpenAI(t *testing.T) {
+	tests := []struct {
+		name    string
+		replies []fakeopenai.Reply
+		args    []string
+		// wantCode and wantOut are exact; wantErr and notErr are
+		// substrings of stderr.
+		wantCode int
+		wantOut  string
+		wantErr  []string
+		notErr   []string
+		// toolResult, when set, is a substring of the tool message the
+		// model received in its second request.
+		toolResult string
+	}{
+		{
+			name:    "text reply",
+			replies: []fakeopenai.Reply{fakeopenai.Script(fakeopenai.Text("Hello", " from", " the fake."))},
+			wantOut: "Hello from the fake.\n",
+		},
+		{
+			name:     "provider error",
+			replies:  []fakeopenai.Reply{fakeopenai.Script(fakeopenai.APIError(400, "the model is on strike"))},
+			wantCode: 1,
+			wantErr:  []string{"scv: turn failed (provider_error)", "the model is on strike"},
+		},
+		{
+			name:       "approval needed without a terminal is denied",
+			replies:    readEnv(),
+			wantOut:    "Checked the file.\n",
+			wantErr:    []string{"• read .env", `scv: denied "`, "it needs approval and there is no terminal to ask", "--approval-policy auto", "✗ failed"},
+			notErr:     []string{"✓ done"},
+			toolResult: "denied",
+		},
+		{
+			name:       "approval policy auto runs it",
+			replies:    readEnv(),
+			args:       []string{"--approval-policy", "auto"},
+			wantOut:    "Checked the file.\n",
+			wantErr:    []string{"• read .env", "  ✓ done"},
+			notErr:     []string{"denied"},
+			toolResult: "SECRET=hunter2",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fakeopenai.NewServer()
+			defer srv.Close()
+			srv.Enqueue(tt.replies...)
+			home, ws := fakeHome(t, srv), t.TempDir()
+			if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("SECRET=hunter2\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+
+			args := append([]string{"exec", "--cd", ws}, tt.args...)
+			r := runSCV(t, home, append(args, "do the thing")...)
+			if r.code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d; stderr:\n%s", r.code, tt.wantCode, r.stderr)
+			}
+			if r.stdout != tt.wantOut {
+				t.Errorf("stdout = %q, want %q", r.stdout, tt.wantOut)
+			}
+			for _, s := range tt.wantErr {
+				if !strings.Contains(r.stderr, s) {
+					t.Errorf("stderr does not contain %q:\n%s", s, r.stderr)
+				}
+			}
+			for _, s := range tt.notErr {
+				if strings.Contains(r.stderr, s) {
+					t.Errorf("stderr contains %q:\n%s", s, r.stderr)
+				}
+			}
+			reqs := srv.Requests()
+			if len(reqs) == 0 || !strings.Contains(string(reqs[0].Body), "do the thing") {
+				t.Errorf("the prompt did not reach the provider (%d requests)", len(reqs))
+			}
+			if tt.toolResult != "" {
+				if len(reqs) < 2 {
+					t.Fatalf("%d provider requests, want 2", len(reqs))
+				}
+				var tool string
+				for _, m := range reqs[1].Messages {
+					if m.Role == "tool" {
+						tool = m.Content
+					}
+				}
+				if !strings.Contains(tool, tt.toolResult) {
+					t.Errorf("tool result %q does not contain %q", tool, tt.toolResult)
+				}
+			}
+		})
+	}
+}
+
+func TestExecJSON(t *testing.T) {
+	srv := fakeopenai.NewServer()
+	defer srv.Close()
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("one ", "two")))
+	r := runSCV(t, fakeHome(t, srv), "exec", "--json", "--cd", t.TempDir(), "count")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	evs := events(t, r.stdout)
+	if _, ok := evs[0].(*protocol.Initialized); !ok {
+		t.Errorf("first event is %s, want initialized", evs[0].Kind())
+	}
+	if _, ok := evs[len(evs)-1].(*protocol.TurnCompleted); !ok {
+		t.Errorf("last event is %s, want turn.completed", evs[len(evs)-1].Kind())
+	}
+	if got := replyText(evs); got != "one two\n" {
+		t.Errorf("the deltas carry %q, want %q", got, "one two\n")
+	}
+}
+
+func TestExecUsage(t *testing.T) {
+	home := t.TempDir()
+	for _, args := range [][]string{
+		{"exec"},
+		{"exec", "--approval-policy", "sometimes", "hi"},
+	} {
+		r := runSCV(t, home, args...)
+		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "Run 'scv exec --help' for usage.") {
+			t.Errorf("scv %q: exit %d, stdout %q, stderr %q; want exit 2 and a usage hint", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+func TestServerIsScvServer(t *testing.T) {
+	// `scv server --stdio` is scv-server itself: the same handshake.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := scvCmd(ctx, t.TempDir(), "server", "--stdio")
+	cmd.Stdin = strings.NewReader(`{"type":"initialize","request_id":"1","protocol_version":3,"client":{"name":"e2e","version":"0"}}` + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("scv server: %v", err)
+	}
+	evs := events(t, string(out))
+	init, ok := evs[0].(*protocol.Initialized)
+	if !ok || init.ProtocolVersion != 3 || init.Server.Name != "scv-server" {
+		t.Errorf("first event %s, want initialized from scv-server for protocol 3", strings.TrimSpace(string(out)))
+	}
+}
+
+func TestNoArgsRunsTheTUI(t *testing.T) {
+	// scv execs scv-tui, which for now says it is not built yet.
+	r := runSCV(t, t.TempDir())
+	if r.code != 1 || !strings.Contains(r.stderr, "scv-tui: the terminal UI is not built yet; use `scv exec`") {
+		t.Errorf("scv: exit %d, stderr %q; want scv-tui's not-built message", r.code, r.stderr)
+	}
+}
+
+func TestExecInterrupt(t *testing.T) {
+	// The model hangs mid-reply; SIGINT makes scv cancel the turn over the
+	// protocol, and the real server confirms it.
+	srv := fakeopenai.NewServer()
+	defer srv.Close()
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("thinking"), fakeopenai.Hang()))
+	home := fakeHome(t, srv)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := scvCmd(ctx, home, "exec", "--cd", t.TempDir(), "take your time")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// The request has arrived; give the first delta a moment to be sent
+	// on, though the cancel works the same before it.
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("scv exec: %v, want exit status 130; stderr:\n%s", err, stderr.String())
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the cancel took %s", d)
+	}
+	for _, s := range []string{"scv: cancelling the turn", "scv: the turn was cancelled"} {
+		if !strings.Contains(stderr.String(), s) {
+			t.Errorf("stderr does not contain %q:\n%s", s, stderr.String())
+		}
+	}
+	if out := stdout.String(); out != "" && !strings.HasSuffix(out, "\n") {
+		t.Errorf("stdout %q does not end with a newline", out)
+	}
+}

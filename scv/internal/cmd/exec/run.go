@@ -1,0 +1,437 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/scv-cli/scv/scv/internal/exitcode"
+	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/version"
+	"golang.org/x/sync/errgroup"
+)
+
+// ClientName is the client name scv exec declares in initialize.
+const ClientName = "scv-exec"
+
+// Run runs one turn as described by opts and returns nil when it completed.
+//
+// It owns three things and releases all of them before it returns: the
+// server process (stopped, and killed if it will not exit), the goroutine
+// reading the server's stdout, and the goroutine asking approvals on the
+// terminal. The reader ends when Stop closes the pipe; the asker ends when
+// the run's context is cancelled.
+func Run(ctx context.Context, opts *Options) error {
+	prompt, err := readPrompt(opts.Prompt, opts.IO.In)
+	if err != nil {
+		return err
+	}
+	dir, err := workspace(opts.Dir)
+	if err != nil {
+		return err
+	}
+	path, err := opts.ServerPath()
+	if err != nil {
+		return err
+	}
+	args := []string{"--stdio"}
+	if opts.ApprovalPolicy != "" {
+		args = append(args, "--approval-policy", opts.ApprovalPolicy)
+	}
+
+	// Subscribe before the server starts so an early Ctrl-C is ours too.
+	sigs, stopSignals := opts.Signals()
+	defer stopSignals()
+
+	child, err := launch.StartChild(path, args, opts.IO.ErrOut)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	frames := make(chan frame)
+	g.Go(func() error { return readFrames(gctx, child.Stdout, frames) })
+
+	r := &run{
+		opts:     opts,
+		stdin:    child.Stdin,
+		prompt:   prompt,
+		dir:      dir,
+		requests: map[string]string{},
+		view:     &textView{out: opts.IO.Out, errOut: opts.IO.ErrOut, text: !opts.JSON},
+	}
+	if opts.IsTerminal != nil && opts.IsTerminal() {
+		r.asker = newAsker(opts.IO.In, opts.IO.ErrOut)
+		g.Go(func() error { return r.asker.run(gctx) })
+	}
+
+	loopErr := r.loop(frames, sigs)
+	r.view.endLine()
+	r.closePrompt()
+	if r.killNow {
+		child.Kill()
+	}
+	cancel()
+	stopErr := child.Stop(durationOr(opts.ShutdownTimeout, DefaultShutdownTimeout))
+	_ = g.Wait() // the reader and asker report through the loop, never here
+	return r.finish(loopErr, stopErr)
+}
+
+// frame is one line from the server: its bytes, and its event when the type
+// is one this client knows (nil otherwise), or a reading error.
+type frame struct {
+	raw []byte
+	ev  protocol.Event
+	err error
+}
+
+// readFrames sends every frame of r to out until EOF, a read error, or ctx
+// is done, then closes out. Frames of an unknown type are passed on with a
+// nil event: a newer server may send events this client does not know, and
+// --json still prints them.
+func readFrames(ctx context.Context, r io.Reader, out chan<- frame) error {
+	defer close(out)
+	fr := protocol.NewFrameReader(r, protocol.MaxServerFrameBytes)
+	for {
+		line, err := fr.Next()
+		var f frame
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed):
+			return nil
+		case err != nil:
+			f.err = fmt.Errorf("reading from scv-server: %w", err)
+		default:
+			f.raw = append([]byte(nil), line...)
+			if protocol.NewEvent(protocol.PeekType(line)) != nil {
+				f.ev, err = protocol.DecodeEvent(line)
+				if err != nil {
+					f.err = fmt.Errorf("scv-server sent a malformed frame: %w", err)
+				}
+			}
+		}
+		select {
+		case out <- f:
+		case <-ctx.Done():
+			return nil
+		}
+		if f.err != nil {
+			return nil
+		}
+	}
+}
+
+// run is the client state of one exec run. Only the loop goroutine touches
+// it.
+type run struct {
+	opts   *Options
+	stdin  io.Writer
+	prompt string
+	dir    string
+	view   *textView
+	asker  *asker // nil without a terminal
+
+	lastID   int
+	requests map[string]string // request_id -> client message type
+
+	sessionID   string
+	turnReqID   string // request_id of our turn.start
+	turnID      string
+	interrupted bool
+	cancelSent  bool
+	killNow     bool
+
+	pending      []*protocol.ApprovalRequested // waiting for the asker
+	asking       bool                          // a question is on the terminal
+	promptClosed bool                          // its line was ended unanswered
+}
+
+// loop drives the run until the turn ends, the server goes away, or the user
+// interrupts it.
+func (r *run) loop(frames <-chan frame, sigs <-chan os.Signal) error {
+	// initialize and session.start need no answer from each other, so they
+	// go in one write: one round trip fewer before the turn starts.
+	if err := r.send(
+		&protocol.Initialize{
+			RequestID:       r.id(protocol.TypeInitialize),
+			ProtocolVersion: protocol.Latest,
+			Client:          protocol.ClientInfo{Name: ClientName, Version: version.Version},
+		},
+		&protocol.SessionStart{RequestID: r.id(protocol.TypeSessionStart), Cwd: r.dir},
+	); err != nil {
+		return err
+	}
+
+	var answers <-chan answer
+	if r.asker != nil {
+		answers = r.asker.answers
+	}
+	var cancelDeadline <-chan time.Time
+	for {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				return ErrServerExited
+			}
+			if f.err != nil {
+				return f.err
+			}
+			if done, err := r.handle(f); done || err != nil {
+				return err
+			}
+		case a := <-answers:
+			r.asking = false
+			if err := r.send(&protocol.ApprovalResolve{
+				RequestID:  r.id(protocol.TypeApprovalResolve),
+				SessionID:  r.sessionID,
+				ApprovalID: a.req.ApprovalID,
+				Approved:   a.approved,
+			}); err != nil {
+				return err
+			}
+			r.askNext()
+		case <-sigs:
+			if r.interrupted {
+				r.killNow = true
+				return &exitcode.InterruptedError{Msg: "interrupted again: stopped scv-server without waiting for the cancel"}
+			}
+			r.interrupted = true
+			if r.turnReqID == "" {
+				// No turn yet: closing the server's stdin is all it takes.
+				return &exitcode.InterruptedError{Msg: "interrupted before the turn started"}
+			}
+			timeout := durationOr(r.opts.CancelTimeout, DefaultCancelTimeout)
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			cancelDeadline = t.C
+			r.view.endLine()
+			r.closePrompt()
+			fmt.Fprintln(r.opts.IO.ErrOut, "scv: cancelling the turn; interrupt again to stop at once")
+			if err := r.cancelTurn(); err != nil {
+				return err
+			}
+		case <-cancelDeadline:
+			r.killNow = true
+			return &exitcode.InterruptedError{Msg: fmt.Sprintf("scv-server did not confirm the cancel within %s; stopped it",
+				durationOr(r.opts.CancelTimeout, DefaultCancelTimeout))}
+		}
+	}
+}
+
+// handle applies one frame. done reports that the run is over, with err
+// its outcome.
+func (r *run) handle(f frame) (done bool, err error) {
+	if r.opts.JSON {
+		if _, err := r.opts.IO.Out.Write(append(f.raw, '\n')); err != nil {
+			return true, err
+		}
+	}
+	switch ev := f.ev.(type) {
+	case *protocol.SessionStarted:
+		if r.sessionID != "" {
+			return false, nil
+		}
+		r.sessionID = ev.SessionID
+		r.turnReqID = r.id(protocol.TypeTurnStart)
+		return false, r.send(&protocol.TurnStart{RequestID: r.turnReqID, SessionID: r.sessionID, Prompt: r.prompt})
+	case *protocol.TurnStarted:
+		if r.turnID == "" && ev.RequestID == r.turnReqID {
+			r.turnID = ev.TurnID
+			if r.interrupted {
+				return false, r.cancelTurn()
+			}
+		}
+	case *protocol.AssistantDelta:
+		if r.mine(ev.TurnHeader) {
+			r.view.delta(ev.Content)
+		}
+	case *protocol.AssistantCompleted:
+		if r.mine(ev.TurnHeader) {
+			r.view.completed(ev.Content)
+		}
+	case *protocol.ToolProposed:
+		if r.mine(ev.TurnHeader) {
+			r.view.toolProposed(ev.Name, ev.Arguments)
+		}
+	case *protocol.ToolCompleted:
+		if r.mine(ev.TurnHeader) {
+			r.view.toolCompleted(ev.Success, ev.Output)
+		}
+	case *protocol.ApprovalRequested:
+		return false, r.approval(ev)
+	case *protocol.TurnCompleted:
+		if r.mine(ev.TurnHeader) {
+			return true, r.outcome(nil)
+		}
+	case *protocol.TurnCancelled:
+		if r.mine(ev.TurnHeader) {
+			return true, r.outcome(&exitcode.InterruptedError{Msg: "the turn was cancelled"})
+		}
+	case *protocol.TurnFailed:
+		if r.mine(ev.TurnHeader) {
+			return true, r.outcome(&TurnFailedError{Code: ev.Code, Message: ev.Message})
+		}
+	case *protocol.Error:
+		req := r.requests[ev.RequestID]
+		if !ev.Fatal && (req == protocol.TypeApprovalResolve || req == protocol.TypeTurnCancel) {
+			// A late answer or cancel racing the end of the turn; the
+			// terminal event still decides the outcome.
+			r.view.endLine()
+			fmt.Fprintf(r.opts.IO.ErrOut, "scv: warning: %v\n", &ServerError{Request: req, Code: ev.Code, Message: ev.Message})
+			return false, nil
+		}
+		return true, &ServerError{Request: req, Code: ev.Code, Message: ev.Message}
+	}
+	return false, nil
+}
+
+// mine reports whether a turn event belongs to the turn this run started,
+// not to one the server started on its own.
+func (r *run) mine(h protocol.TurnHeader) bool {
+	return r.turnID != "" && h.TurnID == r.turnID
+}
+
+// outcome is the result of the turn's terminal event: an interrupt decides
+// it whatever the server says, so Ctrl-C always exits 130.
+func (r *run) outcome(err error) error {
+	r.view.endLine()
+	if r.interrupted {
+		return &exitcode.InterruptedError{Msg: "the turn was cancelled"}
+	}
+	return err
+}
+
+func (r *run) approval(ev *protocol.ApprovalRequested) error {
+	if !r.mine(ev.TurnHeader) {
+		return nil
+	}
+	if r.asker == nil {
+		r.view.endLine()
+		fmt.Fprintf(r.opts.IO.ErrOut, "scv: denied %q: it needs approval and there is no terminal to ask (stdin is not a terminal); for trusted automation, --approval-policy auto runs every call unasked\n", ev.Summary)
+		return r.send(&protocol.ApprovalResolve{
+			RequestID:  r.id(protocol.TypeApprovalResolve),
+			SessionID:  r.sessionID,
+			ApprovalID: ev.ApprovalID,
+			Approved:   false,
+		})
+	}
+	r.pending = append(r.pending, ev)
+	r.askNext()
+	return nil
+}
+
+// askNext hands the next pending approval to the asker when it is idle. The
+// asker's request channel has room for one, so this never blocks.
+func (r *run) askNext() {
+	if r.asking || len(r.pending) == 0 {
+		return
+	}
+	r.view.endLine()
+	r.asker.reqs <- r.pending[0]
+	r.pending = r.pending[1:]
+	r.asking = true
+	r.promptClosed = false
+}
+
+// closePrompt ends the line of a question left unanswered (the user pressed
+// Ctrl-C at it, or the turn ended under it), so the next message starts on
+// its own line.
+func (r *run) closePrompt() {
+	if r.asking && !r.promptClosed {
+		fmt.Fprintln(r.opts.IO.ErrOut)
+		r.promptClosed = true
+	}
+}
+
+func (r *run) cancelTurn() error {
+	if r.turnID == "" || r.cancelSent {
+		return nil // sent when turn.started arrives
+	}
+	r.cancelSent = true
+	return r.send(&protocol.TurnCancel{RequestID: r.id(protocol.TypeTurnCancel), SessionID: r.sessionID, TurnID: r.turnID})
+}
+
+// id returns a new request_id and remembers which message type it is for,
+// so an error event can name the request it refuses.
+func (r *run) id(kind string) string {
+	r.lastID++
+	id := strconv.Itoa(r.lastID)
+	r.requests[id] = kind
+	return id
+}
+
+// send writes msgs to the server in one write. A write error means the
+// server is gone; its exit status, read later, says why.
+func (r *run) send(msgs ...protocol.ClientMessage) error {
+	var buf []byte
+	for _, m := range msgs {
+		b, err := protocol.EncodeClientMessage(m)
+		if err != nil {
+			return err
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	if _, err := r.stdin.Write(buf); err != nil {
+		return ErrServerExited
+	}
+	return nil
+}
+
+// finish combines the loop's outcome with how the server exited.
+func (r *run) finish(loopErr, stopErr error) error {
+	if errors.Is(loopErr, ErrServerExited) {
+		return fmt.Errorf("%w (%s)", ErrServerExited, describeExit(stopErr))
+	}
+	if errors.Is(stopErr, launch.ErrKilled) && !r.killNow {
+		fmt.Fprintf(r.opts.IO.ErrOut, "scv: warning: scv-server %v\n", stopErr)
+	}
+	return loopErr
+}
+
+// describeExit says how the server process ended.
+func describeExit(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.String()
+	}
+	return err.Error()
+}
+
+// workspace returns the absolute workspace directory for dir ("" is the
+// current directory). The server wants an absolute path, and checking it
+// here gives a clear error before any process starts.
+func workspace(dir string) (string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolving the workspace %s: %w", dir, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("workspace: %w", err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("workspace %s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

@@ -1,0 +1,119 @@
+package cmd
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/scv-cli/scv/scv/internal/cmdutil"
+	"github.com/scv-cli/scv/scv/internal/exitcode"
+	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/version"
+)
+
+// fakeFactory returns a Factory whose binaries are found at /bin/<name>
+// unless missing lists them, and whose Exec records its call instead of
+// replacing the test process.
+func fakeFactory(missing ...string) (*cmdutil.Factory, *bytes.Buffer, *bytes.Buffer, *[]string) {
+	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
+	var execd []string
+	f := &cmdutil.Factory{
+		IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut},
+		FindBinary: func(name string) (string, error) {
+			if slices.Contains(missing, name) {
+				return "", &launch.NotFoundError{Name: name, Dir: "/opt/scv/bin"}
+			}
+			return "/bin/" + name, nil
+		},
+		Exec: func(path string, argv []string) error {
+			execd = append([]string{path}, argv...)
+			return nil
+		},
+		StdinIsTerminal: func() bool { return false },
+	}
+	return f, out, errOut, &execd
+}
+
+func TestRun(t *testing.T) {
+	versionLine := "scv " + version.Version + " (protocol 3)\n"
+	tests := []struct {
+		name      string
+		args      []string
+		missing   []string
+		execErr   error
+		wantCode  exitcode.Code
+		wantOut   string
+		wantErr   []string // substrings of stderr
+		wantExecd []string // path, then argv
+	}{
+		{name: "version", args: []string{"version"}, wantOut: versionLine},
+		{name: "--version", args: []string{"--version"}, wantOut: versionLine},
+		{
+			name: "no args runs the TUI", args: nil,
+			wantExecd: []string{"/bin/scv-tui", "scv-tui"},
+		},
+		{
+			name: "no TUI", args: nil, missing: []string{launch.TUI}, wantCode: exitcode.Failure,
+			wantErr: []string{"scv: scv-tui not found", "/opt/scv/bin", "$PATH", "scripts/build.sh"},
+		},
+		{
+			name: "server passes every argument through", args: []string{"server", "--stdio", "--approval-policy", "never", "--help"},
+			wantExecd: []string{"/bin/scv-server", "scv-server", "--stdio", "--approval-policy", "never", "--help"},
+		},
+		{
+			name: "no server", args: []string{"server", "--stdio"}, missing: []string{launch.Server}, wantCode: exitcode.Failure,
+			wantErr: []string{"scv-server not found", "SCV_SERVER_BIN"},
+		},
+		{
+			name: "exec failure", args: []string{"server", "--stdio"}, execErr: errors.New("exec /bin/scv-server: permission denied"),
+			wantCode: exitcode.Failure, wantErr: []string{"scv: exec /bin/scv-server: permission denied"},
+		},
+		{
+			name: "unknown command", args: []string{"bogus"}, wantCode: exitcode.Usage,
+			wantErr: []string{`scv: unknown command "bogus" for "scv"`, "Run 'scv --help' for usage."},
+		},
+		{
+			name: "unknown flag", args: []string{"--bogus"}, wantCode: exitcode.Usage,
+			wantErr: []string{"unknown flag: --bogus"},
+		},
+		{
+			name: "exec without prompt", args: []string{"exec"}, wantCode: exitcode.Usage,
+			wantErr: []string{"exec needs one PROMPT argument", "Run 'scv exec --help' for usage."},
+		},
+		{
+			name: "exec bad flag", args: []string{"exec", "--nope", "hi"}, wantCode: exitcode.Usage,
+			wantErr: []string{"unknown flag: --nope", "Run 'scv exec --help'"},
+		},
+		{
+			name: "version takes no args", args: []string{"version", "x"}, wantCode: exitcode.Usage,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, out, errOut, execd := fakeFactory(tt.missing...)
+			if tt.execErr != nil {
+				f.Exec = func(string, []string) error { return tt.execErr }
+			}
+			code := Run(f, tt.args)
+			if code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d (stderr %q)", code, tt.wantCode, errOut)
+			}
+			if out.String() != tt.wantOut {
+				t.Errorf("stdout = %q, want %q", out, tt.wantOut)
+			}
+			for _, s := range tt.wantErr {
+				if !strings.Contains(errOut.String(), s) {
+					t.Errorf("stderr %q does not contain %q", errOut, s)
+				}
+			}
+			if tt.wantErr == nil && tt.wantCode == exitcode.OK && errOut.Len() > 0 {
+				t.Errorf("unexpected stderr %q", errOut)
+			}
+			if !slices.Equal(*execd, tt.wantExecd) {
+				t.Errorf("exec = %q, want %q", *execd, tt.wantExecd)
+			}
+		})
+	}
+}
