@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // DecodeError is a client frame the server refuses. Code is invalid_json or
@@ -110,12 +111,30 @@ func decodeEnvelope(frame []byte, needRequestID bool) (kind, reqID string, err e
 func describeUnmarshalError(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		if te.Field != "" {
-			return fmt.Sprintf("field %q must be %s, not JSON %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+		if field := jsonFieldPath(te.Field); field != "" {
+			return fmt.Sprintf("field %q must be %s, not JSON %s", field, jsonKind(te.Type.Kind().String()), te.Value)
 		}
 		return fmt.Sprintf("expected %s, not JSON %s", jsonKind(te.Type.Kind().String()), te.Value)
 	}
 	return err.Error()
+}
+
+// jsonFieldPath drops the Go names of embedded structs, such as
+// "SessionHeader", that encoding/json puts in an error's field path: every
+// member name of the protocol is lower case.
+func jsonFieldPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	parts := strings.Split(path, ".")
+	kept := parts[:0]
+	for _, p := range parts {
+		if p != "" && p[0] >= 'A' && p[0] <= 'Z' {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return strings.Join(kept, ".")
 }
 
 func jsonKind(goKind string) string {

@@ -9,7 +9,9 @@
 // DecodeClientMessage and DecodeEvent dispatch on it.
 //
 // Framing is kept apart from the messages: FrameReader splits a stream into
-// lines of at most a given size without ever buffering more, and the
-// encoders check the server-frame limit. docs/protocol.md is the prose
+// lines of at most a given size without ever buffering more. The encoders
+// do not enforce a frame limit, since a session's server-frame limit is
+// configurable; the writer compares the encoded length with it (and may
+// report the excess with ErrFrameTooLarge). docs/protocol.md is the prose
 // description of the same contract.
 package protocol

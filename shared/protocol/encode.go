@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -24,14 +25,32 @@ func AppendEvent(dst []byte, e Event) ([]byte, error) {
 	// The delta is the one event on the hot path of a turn; encode it by
 	// hand so a frame costs no allocation beyond its buffer.
 	if d, ok := e.(*AssistantDelta); ok {
+		if d == nil {
+			return dst, errNilEvent(TypeAssistantDelta)
+		}
 		return appendDelta(dst, d), nil
+	}
+	if q, ok := e.(*QueueSnapshot); ok && q != nil && q.Entries == nil {
+		// An empty queue is [] on the wire, never null.
+		c := *q
+		c.Entries = []QueueEntry{}
+		e = &c
 	}
 	return appendTyped(dst, e.Kind(), e)
 }
 
 // EncodeEvent returns the JSON encoding of e without a newline.
 func EncodeEvent(e Event) ([]byte, error) {
-	return AppendEvent(nil, e)
+	var dst []byte
+	if d, ok := e.(*AssistantDelta); ok && d != nil {
+		// Size the buffer for the frame so that it takes one allocation
+		// unless the content needs heavy escaping.
+		n := len(`{"type":"assistant.delta","request_id":"","session_id":"","turn_id":"","seq":18446744073709551615,"content":""}`)
+		n += len(d.RequestID) + len(d.SessionID) + len(d.TurnID)
+		n += len(d.Content) + len(d.Content)/8
+		dst = make([]byte, 0, n)
+	}
+	return AppendEvent(dst, e)
 }
 
 // EncodeClientMessage returns the JSON encoding of m without a newline.
@@ -39,15 +58,46 @@ func EncodeClientMessage(m ClientMessage) ([]byte, error) {
 	return appendTyped(nil, m.Kind(), m)
 }
 
+func errNilEvent(kind string) error {
+	return fmt.Errorf("encoding %s: nil message", kind)
+}
+
+// jsonEncoder is a reusable encoding/json encoder that does not escape
+// HTML, so every frame escapes strings the way appendString does.
+type jsonEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var jsonEncoders = sync.Pool{New: func() any {
+	e := new(jsonEncoder)
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// maxPooledEncoderBytes keeps a rare huge frame from pinning its buffer.
+const maxPooledEncoderBytes = 64 << 10
+
 func appendTyped(dst []byte, kind string, v any) ([]byte, error) {
-	body, err := json.Marshal(v)
-	if err != nil {
+	e := jsonEncoders.Get().(*jsonEncoder)
+	defer func() {
+		if e.buf.Cap() <= maxPooledEncoderBytes {
+			jsonEncoders.Put(e)
+		}
+	}()
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
 		return dst, fmt.Errorf("encoding %s: %w", kind, err)
+	}
+	body := bytes.TrimSpace(e.buf.Bytes())
+	if len(body) < 2 || body[0] != '{' {
+		// A nil pointer encodes as null.
+		return dst, errNilEvent(kind)
 	}
 	dst = append(dst, `{"type":`...)
 	dst = appendString(dst, kind)
-	body = bytes.TrimSpace(body)
-	if len(body) <= 2 { // "{}"
+	if len(body) == 2 { // "{}"
 		return append(dst, '}'), nil
 	}
 	dst = append(dst, ',')
@@ -73,8 +123,9 @@ func appendDelta(dst []byte, d *AssistantDelta) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string the way encoding/json does, minus
-// HTML escaping: invalid UTF-8 becomes U+FFFD, and U+2028/U+2029 are escaped.
+// appendString appends s as a JSON string the way encoding/json does (as of
+// Go 1.22, which writes \b and \f short escapes), minus HTML escaping:
+// each invalid UTF-8 byte becomes \ufffd, and U+2028/U+2029 are escaped.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -89,6 +140,10 @@ func appendString(dst []byte, s string) []byte {
 			switch b {
 			case '"', '\\':
 				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
 			case '\n':
 				dst = append(dst, '\\', 'n')
 			case '\r':

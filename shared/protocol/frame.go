@@ -7,16 +7,18 @@ import (
 )
 
 // FrameReader splits a stream into newline-delimited frames of at most a
-// fixed size, never buffering more than that limit plus the newline.
+// fixed size, never buffering more than that limit plus a CRLF line end.
 type FrameReader struct {
 	r   *bufio.Reader
 	max int
 }
 
 // NewFrameReader returns a reader of frames of at most max bytes, the
-// newline not counted.
+// line end (a newline, or a carriage return and a newline) not counted.
 func NewFrameReader(r io.Reader, max int) *FrameReader {
-	return &FrameReader{r: bufio.NewReaderSize(r, max+1), max: max}
+	// max+2 leaves room for "\r\n", so a frame of exactly max bytes is
+	// accepted with either line end.
+	return &FrameReader{r: bufio.NewReaderSize(r, max+2), max: max}
 }
 
 // Next returns the next frame without its newline (and without a trailing
@@ -29,16 +31,28 @@ func (fr *FrameReader) Next() ([]byte, error) {
 	for {
 		line, err := fr.r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			size := len(line)
-			for errors.Is(err, bufio.ErrBufferFull) {
+			// Discard the rest of the line, counting its size as a frame
+			// would: without the newline and a carriage return before it.
+			size, lastCR := 0, false
+			for {
+				body := line
+				if n := len(body); n > 0 && body[n-1] == '\n' {
+					body = body[:n-1]
+				}
+				if n := len(body); n > 0 {
+					size += n
+					lastCR = body[n-1] == '\r'
+				}
+				if !errors.Is(err, bufio.ErrBufferFull) {
+					break
+				}
 				line, err = fr.r.ReadSlice('\n')
-				size += len(line)
-			}
-			if len(line) > 0 && line[len(line)-1] == '\n' {
-				size--
 			}
 			if err != nil && !errors.Is(err, io.EOF) {
 				return nil, err
+			}
+			if lastCR {
+				size--
 			}
 			return nil, &ErrFrameTooLarge{Size: size, Limit: fr.max}
 		}
@@ -53,7 +67,8 @@ func (fr *FrameReader) Next() ([]byte, error) {
 			frame = frame[:n-1]
 		}
 		if len(frame) > fr.max {
-			// Only reachable for a final line without newline at max+1.
+			// The line fit in the buffer, which is at least 16 bytes and
+			// has room for a line end, but the frame is over the limit.
 			return nil, &ErrFrameTooLarge{Size: len(frame), Limit: fr.max}
 		}
 		if isBlank(frame) {
