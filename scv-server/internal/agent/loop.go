@@ -198,8 +198,16 @@ func (l *loop) runCall(ctx context.Context, call provider.ToolCall) (tools.Resul
 	res, plan := l.check(call, progress)
 	if plan != nil {
 		var err error
-		res, err = l.gateAndRun(ctx, call, plan, rep)
+		var started bool
+		res, started, err = l.gateAndRun(ctx, call, plan, rep)
 		if err != nil {
+			if started {
+				// Every started call ends with tool.completed, even when the
+				// turn is being cancelled; the connection still bounds the
+				// wait.
+				_ = l.sink.Emit(context.WithoutCancel(ctx), &protocol.ToolCompleted{CallID: call.ID, Name: call.Name,
+					Success: false, Output: "cancelled: the turn ended while this call ran"})
+			}
 			return tools.Result{}, err
 		}
 	}
@@ -231,45 +239,45 @@ func (l *loop) check(call provider.ToolCall, progress func(string)) (tools.Resul
 	return tools.Result{}, plan
 }
 
-func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *tools.Plan, rep *reporter) (tools.Result, error) {
+func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *tools.Plan, rep *reporter) (res tools.Result, started bool, err error) {
 	switch l.cfg.Policy.Decide(plan.Risk) {
 	case approval.Deny:
 		return tools.Failed(fmt.Sprintf("denied: the approval policy %q does not allow %s calls (%s risk) without asking, and it never asks; do not retry this call",
-			l.cfg.Policy, call.Name, plan.Risk)), nil
+			l.cfg.Policy, call.Name, plan.Risk)), false, nil
 	case approval.Ask:
 		id := l.cfg.Approvals.Open()
 		ev := &protocol.ApprovalRequested{ApprovalID: id, CallID: call.ID, Name: call.Name,
 			Risk: plan.Risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: plan.Summary}
 		if err := l.sink.Emit(ctx, ev); err != nil {
 			l.cfg.Approvals.Forget(id)
-			return tools.Result{}, err
+			return tools.Result{}, false, err
 		}
 		ok, err := l.cfg.Approvals.Wait(ctx, id)
 		if err != nil {
-			return tools.Result{}, err
+			return tools.Result{}, false, err
 		}
 		if !ok {
-			return tools.Failed(fmt.Sprintf("denied: the user did not approve this %s call; do not retry it unless the user asks", call.Name)), nil
+			return tools.Failed(fmt.Sprintf("denied: the user did not approve this %s call; do not retry it unless the user asks", call.Name)), false, nil
 		}
 	}
 	if err := l.sink.Emit(ctx, &protocol.ToolStarted{CallID: call.ID, Name: call.Name}); err != nil {
-		return tools.Result{}, err
+		return tools.Result{}, false, err
 	}
 	rep.start()
-	res, err := plan.Run(ctx)
+	res, err = plan.Run(ctx)
 	rep.stop()
 	if err != nil {
 		if ctx.Err() != nil {
-			return tools.Result{}, ctx.Err()
+			return tools.Result{}, true, ctx.Err()
 		}
 		// The tool's infrastructure broke; the model reads that, the turn
 		// goes on.
-		return tools.Failed("the tool failed: " + err.Error()), nil
+		return tools.Failed("the tool failed: " + err.Error()), true, nil
 	}
 	if ctx.Err() != nil {
-		return tools.Result{}, ctx.Err()
+		return tools.Result{}, true, ctx.Err()
 	}
-	return res, nil
+	return res, true, nil
 }
 
 // reporter turns a call's progress lines into tool.progress events: only

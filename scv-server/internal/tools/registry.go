@@ -1,21 +1,15 @@
 package tools
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// printer renders schema errors; the library needs one.
-var printer = message.NewPrinter(language.English)
-
-// Registry holds the tools of a session, each with its compiled schema.
+// Registry holds the tools of a session, each with its resolved schema.
 type Registry struct {
 	tools map[string]*entry
 	order []string
@@ -24,14 +18,14 @@ type Registry struct {
 type entry struct {
 	tool   Tool
 	spec   Spec
-	schema *jsonschema.Schema
+	schema *jsonschema.Resolved
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{tools: map[string]*entry{}} }
 
 // Register adds t. It fails for a duplicate or empty name and for a schema
-// that does not compile.
+// that does not resolve.
 func (r *Registry) Register(t Tool) error {
 	spec := t.Spec()
 	if spec.Name == "" {
@@ -40,20 +34,15 @@ func (r *Registry) Register(t Tool) error {
 	if _, dup := r.tools[spec.Name]; dup {
 		return fmt.Errorf("registering tool %q: a tool with that name is already registered", spec.Name)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(spec.Schema))
+	var s jsonschema.Schema
+	if err := json.Unmarshal(spec.Schema, &s); err != nil {
+		return fmt.Errorf("registering tool %q: schema is not a JSON Schema object: %w", spec.Name, err)
+	}
+	res, err := s.Resolve(nil)
 	if err != nil {
-		return fmt.Errorf("registering tool %q: schema is not JSON: %w", spec.Name, err)
+		return fmt.Errorf("registering tool %q: resolving schema: %w", spec.Name, err)
 	}
-	c := jsonschema.NewCompiler()
-	url := "scv:tool/" + spec.Name
-	if err := c.AddResource(url, doc); err != nil {
-		return fmt.Errorf("registering tool %q: %w", spec.Name, err)
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		return fmt.Errorf("registering tool %q: compiling schema: %w", spec.Name, err)
-	}
-	r.tools[spec.Name] = &entry{tool: t, spec: spec, schema: s}
+	r.tools[spec.Name] = &entry{tool: t, spec: spec, schema: res}
 	r.order = append(r.order, spec.Name)
 	return nil
 }
@@ -97,8 +86,8 @@ func (r *Registry) Validate(name string, raw string) (json.RawMessage, error) {
 	if strings.TrimSpace(raw) == "" {
 		raw = "{}"
 	}
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(raw))
-	if err != nil {
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
 		return nil, fmt.Errorf("the arguments of %s are not valid JSON (%v); send one JSON object matching the tool's schema", name, err)
 	}
 	if err := e.schema.Validate(v); err != nil {
@@ -107,29 +96,9 @@ func (r *Registry) Validate(name string, raw string) (json.RawMessage, error) {
 	return json.RawMessage(raw), nil
 }
 
+// schemaMessage drops the library's "validating root: " framing.
 func schemaMessage(err error) string {
-	if ve, ok := err.(*jsonschema.ValidationError); ok {
-		var parts []string
-		collectLeaves(ve, &parts)
-		if len(parts) > 0 {
-			return strings.Join(parts, "; ")
-		}
-	}
-	return err.Error()
-}
-
-func collectLeaves(ve *jsonschema.ValidationError, out *[]string) {
-	if len(ve.Causes) == 0 {
-		loc := "/" + strings.Join(ve.InstanceLocation, "/")
-		msg := ve.ErrorKind.LocalizedString(printer)
-		if loc == "/" {
-			*out = append(*out, msg)
-		} else {
-			*out = append(*out, "at "+loc+": "+msg)
-		}
-		return
-	}
-	for _, c := range ve.Causes {
-		collectLeaves(c, out)
-	}
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "validating root: ")
+	return strings.ReplaceAll(msg, "validating ", "at ")
 }

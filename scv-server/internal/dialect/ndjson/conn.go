@@ -52,7 +52,7 @@ type Options struct {
 	// manager's turns, as for stdio, where the client's EOF ends the
 	// server. Otherwise sessions outlive the connection.
 	CloseManager bool
-	Logger     *slog.Logger
+	Logger       *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -145,10 +145,12 @@ func Serve(ctx context.Context, mgr *session.Manager, t Transport, opts Options)
 
 	// Cleanup: detach, cancel this connection's turns, give them the grace
 	// period to emit their ends, then abort the rest.
+	// Closing the queue first releases any session emission still blocked
+	// on it, so detaching never waits on a client that is gone.
+	c.q.Close()
 	c.detachAll()
 	graceCtx, cancelGrace := context.WithTimeout(context.Background(), opts.Grace)
 	defer cancelGrace()
-	c.q.Close()
 	select {
 	case err := <-writerDone:
 		if endErr == nil && err != nil {
@@ -299,14 +301,13 @@ func (c *conn) encode(ev protocol.Event) ([]byte, error) {
 }
 
 // Deliver implements session.Subscriber: session events wait for room
-// until ctx (the turn's or the request's) or the connection ends.
+// until ctx (the turn's or the request's) ends or the connection closes
+// its queue.
 func (c *conn) Deliver(ctx context.Context, ev protocol.Sequenced) error {
 	frame, err := c.encode(ev)
 	if err != nil {
 		return err
 	}
-	ctx, stop := mergeDone(ctx, c.ctx)
-	defer stop()
 	return c.q.Push(ctx, frame)
 }
 
@@ -354,13 +355,6 @@ func (c *conn) detachAll() {
 	for _, unsub := range subs {
 		unsub()
 	}
-}
-
-// mergeDone returns a context that ends when either a or b ends.
-func mergeDone(a, b context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(a)
-	stop := context.AfterFunc(b, cancel)
-	return ctx, func() { stop(); cancel() }
 }
 
 func serverInfo(name string) protocol.ServerInfo {

@@ -1,0 +1,169 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	fo "github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+// benchServer is a scv-server process for benchmarks.
+type benchServer struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startBench(b *testing.B, home string) *benchServer {
+	b.Helper()
+	cmd := exec.Command(bin, "--stdio")
+	cmd.Env = []string{"SCV_HOME=" + home}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return &benchServer{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+}
+
+func (s *benchServer) send(b *testing.B, m protocol.ClientMessage) {
+	frame, _ := protocol.EncodeClientMessage(m)
+	if _, err := s.in.Write(append(frame, '\n')); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// until reads lines up to one whose type is kind, and returns it.
+func (s *benchServer) until(b *testing.B, kind string) []byte {
+	needle := []byte(`{"type":"` + kind + `"`)
+	for {
+		line, err := s.out.ReadSlice('\n')
+		if err != nil {
+			b.Fatalf("reading: %v", err)
+		}
+		if bytes.HasPrefix(line, needle) {
+			return line
+		}
+		if bytes.HasPrefix(line, []byte(`{"type":"turn.failed"`)) || bytes.HasPrefix(line, []byte(`{"type":"error"`)) {
+			b.Fatalf("unexpected %s", line)
+		}
+	}
+}
+
+func (s *benchServer) stop() {
+	_ = s.in.Close()
+	_, _ = io.Copy(io.Discard, s.out)
+	_ = s.cmd.Wait()
+}
+
+func sessionID(line []byte) string {
+	ev, err := protocol.DecodeEvent(bytes.TrimSpace(line))
+	if err != nil {
+		panic(err)
+	}
+	return ev.(*protocol.SessionStarted).SessionID
+}
+
+// BenchmarkTurn10kDeltas measures one turn of 10,000 streamed deltas from
+// the fake provider through the server to the client over its stdio
+// pipes. The deltas/s metric is the figure of docs/performance.md.
+func BenchmarkTurn10kDeltas(b *testing.B) {
+	const deltas = 10000
+	f := fo.NewServer()
+	defer f.Close()
+	home := b.TempDir()
+	cfg := fmt.Sprintf("[provider]\nactive = \"fake\"\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"k\"\nmodel = \"m\"\n", f.URL())
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	s := startBench(b, home)
+	defer s.stop()
+	s.send(b, &protocol.Initialize{RequestID: "1", ProtocolVersion: 3, Client: protocol.ClientInfo{Name: "bench"}})
+	s.until(b, protocol.TypeInitialized)
+	s.send(b, &protocol.SessionStart{RequestID: "2", Cwd: b.TempDir()})
+	sid := sessionID(s.until(b, protocol.TypeSessionStarted))
+	s.until(b, protocol.TypeQueueSnapshot)
+	for range b.N {
+		f.Enqueue(fo.Script(fo.Repeat(deltas, "tok ")))
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		s.send(b, &protocol.TurnStart{RequestID: strconv.Itoa(i), SessionID: sid, Prompt: "stream"})
+		s.until(b, protocol.TypeTurnCompleted)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(deltas*b.N)/elapsed.Seconds(), "deltas/s")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkStartToInitialized measures a server process's time from start
+// to the initialized event.
+func BenchmarkStartToInitialized(b *testing.B) {
+	home := b.TempDir()
+	var total time.Duration
+	for range b.N {
+		t0 := time.Now()
+		s := startBench(b, home)
+		s.send(b, &protocol.Initialize{RequestID: "1", ProtocolVersion: 3, Client: protocol.ClientInfo{Name: "bench"}})
+		s.until(b, protocol.TypeInitialized)
+		total += time.Since(t0)
+		b.StopTimer()
+		s.stop()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/start")
+}
+
+// BenchmarkRSSAfterSession reports the server's resident memory after one
+// session with one demo turn.
+func BenchmarkRSSAfterSession(b *testing.B) {
+	home := b.TempDir()
+	ws := b.TempDir()
+	var kib float64
+	for range b.N {
+		s := startBench(b, home)
+		s.send(b, &protocol.Initialize{RequestID: "1", ProtocolVersion: 3, Client: protocol.ClientInfo{Name: "bench"}})
+		s.until(b, protocol.TypeInitialized)
+		s.send(b, &protocol.SessionStart{RequestID: "2", Cwd: ws, AutoApprove: true})
+		sid := sessionID(s.until(b, protocol.TypeSessionStarted))
+		s.send(b, &protocol.TurnStart{RequestID: "3", SessionID: sid, Prompt: "hello"})
+		s.until(b, protocol.TypeTurnCompleted)
+		kib += vmRSS(b, s.cmd.Process.Pid)
+		s.stop()
+	}
+	b.ReportMetric(kib/1024/float64(b.N), "MiB-RSS")
+}
+
+func vmRSS(b *testing.B, pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
+			return n
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
