@@ -155,6 +155,11 @@ func TestRun(t *testing.T) {
 			name: "prompt from stdin", scenario: "echo", opts: Options{Prompt: "-", Dir: workdir}, stdin: "explain\nthis\n",
 			wantOut: fmt.Sprintf("prompt=%q args=%q cwd=%s\n", "explain\nthis", []string{"--stdio"}, workdir),
 		},
+		{
+			name: "prompt typed on the terminal", scenario: "echo", opts: Options{Prompt: "-", Dir: workdir}, stdin: "hi\n", terminal: true,
+			wantOut: fmt.Sprintf("prompt=%q args=%q cwd=%s\n", "hi", []string{"--stdio"}, workdir),
+			wantErr: []string{"scv: reading the prompt from the terminal; end it with Ctrl-D"},
+		},
 		{name: "empty stdin prompt", scenario: "text", opts: Options{Prompt: "-"}, stdin: "\n", wantCode: exitcode.Usage, wantErr: []string{"the prompt read from stdin is empty"}},
 		{name: "prompt too large", scenario: "text", opts: Options{Prompt: strings.Repeat("x", protocol.MaxPromptBytes+1)}, wantCode: exitcode.Usage, wantErr: []string{"over the 256 KiB limit"}},
 		{name: "workspace not a directory", scenario: "text", opts: Options{Prompt: "hi", Dir: notDir}, wantCode: exitcode.Failure, wantErr: []string{"is not a directory"}},
@@ -168,6 +173,10 @@ func TestRun(t *testing.T) {
 		{name: "session refused", scenario: "refuse-session", opts: Options{Prompt: "hi"}, wantCode: exitcode.Failure, wantErr: []string{"scv-server refused session.start (invalid_request): cwd is not a directory"}},
 		{name: "unknown event ignored", scenario: "unknown-event", opts: Options{Prompt: "hi"}, wantOut: "still fine\n"},
 		{name: "malformed frame", scenario: "malformed", opts: Options{Prompt: "hi"}, wantCode: exitcode.Failure, wantErr: []string{"scv-server sent a malformed frame"}},
+		{
+			name: "server writing after a bad frame is drained, not killed", scenario: "malformed-flood", opts: Options{Prompt: "hi", ShutdownTimeout: 5 * time.Second},
+			wantCode: exitcode.Failure, wantErr: []string{"scv-server sent a malformed frame"}, notErr: []string{"killed"},
+		},
 		{name: "background turn is not ours", scenario: "background", opts: Options{Prompt: "hi"}, wantOut: "mine\n"},
 		{name: "json", scenario: "tools", opts: Options{Prompt: "hi", JSON: true}, checkJSON: true, notErr: []string{"•"}},
 		{name: "json keeps unknown events", scenario: "unknown-event", opts: Options{Prompt: "hi", JSON: true}, checkJSON: true, wantOut: `"type":"future.event"`},

@@ -158,6 +158,14 @@ func (s *fake) play(m *protocol.TurnStart) error {
 	case "malformed":
 		s.raw(`{"type":"assistant.delta","session_id":"s1","turn_id":"t1","seq":"not a number","content":"x"}`)
 		s.completeText("never read")
+	case "malformed-flood":
+		// More than a pipe holds after the bad frame: exec must keep
+		// draining or this write blocks and the server cannot exit.
+		s.raw(`{"type":"assistant.delta","session_id":"s1","turn_id":"t1","seq":"not a number","content":"x"}`)
+		for range 2000 {
+			s.emit(s.delta(strings.Repeat("x", 100)))
+		}
+		s.completeText("never read")
 	case "background":
 		// A turn the server started on its own ends first; it is not ours.
 		other := protocol.TurnHeader{SessionID: "s1", TurnID: "bg"}

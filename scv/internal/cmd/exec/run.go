@@ -29,6 +29,11 @@ const ClientName = "scv-exec"
 // terminal. The reader ends when Stop closes the pipe; the asker ends when
 // the run's context is cancelled.
 func Run(ctx context.Context, opts *Options) error {
+	terminal := opts.IsTerminal != nil && opts.IsTerminal()
+	if opts.Prompt == "-" && terminal {
+		// Otherwise a person sees scv hang, waiting for an EOF.
+		fmt.Fprintln(opts.IO.ErrOut, "scv: reading the prompt from the terminal; end it with Ctrl-D")
+	}
 	prompt, err := readPrompt(opts.Prompt, opts.IO.In)
 	if err != nil {
 		return err
@@ -69,7 +74,7 @@ func Run(ctx context.Context, opts *Options) error {
 		requests: map[string]string{},
 		view:     &textView{out: opts.IO.Out, errOut: opts.IO.ErrOut, text: !opts.JSON},
 	}
-	if opts.IsTerminal != nil && opts.IsTerminal() {
+	if terminal {
 		r.asker = newAsker(opts.IO.In, opts.IO.ErrOut)
 		g.Go(func() error { return r.asker.run(gctx) })
 	}
@@ -94,26 +99,41 @@ type frame struct {
 	err error
 }
 
-// readFrames sends every frame of r to out until EOF, a read error, or ctx
-// is done, then closes out. Frames of an unknown type are passed on with a
-// nil event: a newer server may send events this client does not know, and
-// --json still prints them.
+// readFrames sends every frame of r to out until EOF or a read error, then
+// closes out. Frames of an unknown type are passed on with a nil event: a
+// newer server may send events this client does not know, and --json still
+// prints them. Once ctx is done, or a frame was bad, it stops delivering
+// but keeps reading, so a server still writing is never blocked on a full
+// pipe and can exit; Stop closing the pipe ends it at the latest.
 func readFrames(ctx context.Context, r io.Reader, out chan<- frame) error {
 	defer close(out)
 	fr := protocol.NewFrameReader(r, protocol.MaxServerFrameBytes)
+	deliver := true
 	for {
 		line, err := fr.Next()
-		var f frame
-		switch {
-		case errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed):
+		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
 			return nil
-		case err != nil:
-			f.err = fmt.Errorf("reading from scv-server: %w", err)
-		default:
+		}
+		var tooLarge *protocol.ErrFrameTooLarge
+		if err != nil && !errors.As(err, &tooLarge) {
+			if deliver {
+				select {
+				case out <- frame{err: fmt.Errorf("reading from scv-server: %w", err)}:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		}
+		if !deliver {
+			continue
+		}
+		var f frame
+		if err != nil {
+			f.err = fmt.Errorf("scv-server sent a frame over the limit: %w", err)
+		} else {
 			f.raw = append([]byte(nil), line...)
 			if protocol.NewEvent(protocol.PeekType(line)) != nil {
-				f.ev, err = protocol.DecodeEvent(line)
-				if err != nil {
+				if f.ev, err = protocol.DecodeEvent(line); err != nil {
 					f.err = fmt.Errorf("scv-server sent a malformed frame: %w", err)
 				}
 			}
@@ -121,10 +141,10 @@ func readFrames(ctx context.Context, r io.Reader, out chan<- frame) error {
 		select {
 		case out <- f:
 		case <-ctx.Done():
-			return nil
+			deliver = false
 		}
 		if f.err != nil {
-			return nil
+			deliver = false
 		}
 	}
 }
