@@ -69,18 +69,26 @@ var ErrNotFound = errors.New("approval not found")
 // not usable; call NewPending.
 type Pending struct {
 	mu      sync.Mutex
-	waiting map[string]chan bool // guarded by mu
+	waiting map[string]*request // guarded by mu
+}
+
+// request is one open approval. An answer may arrive before its waiter
+// calls Wait (the client can answer as soon as the request frame is
+// written), so Resolve marks it resolved and leaves it for Wait to collect.
+type request struct {
+	answer   chan bool // buffered, one answer
+	resolved bool      // guarded by Pending.mu
 }
 
 // NewPending returns an empty set.
-func NewPending() *Pending { return &Pending{waiting: map[string]chan bool{}} }
+func NewPending() *Pending { return &Pending{waiting: map[string]*request{}} }
 
 // Open registers a new request and returns its id. The caller must call
 // Wait (or Forget) with it.
 func (p *Pending) Open() string {
 	id := uuid.NewString()
 	p.mu.Lock()
-	p.waiting[id] = make(chan bool, 1)
+	p.waiting[id] = &request{answer: make(chan bool, 1)}
 	p.mu.Unlock()
 	return id
 }
@@ -89,13 +97,14 @@ func (p *Pending) Open() string {
 // forgotten, so a later Resolve fails.
 func (p *Pending) Wait(ctx context.Context, id string) (bool, error) {
 	p.mu.Lock()
-	ch, ok := p.waiting[id]
+	r, ok := p.waiting[id]
 	p.mu.Unlock()
 	if !ok {
 		return false, ErrNotFound
 	}
 	select {
-	case approved := <-ch:
+	case approved := <-r.answer:
+		p.Forget(id)
 		return approved, nil
 	case <-ctx.Done():
 		p.Forget(id)
@@ -116,19 +125,25 @@ func (p *Pending) Forget(id string) {
 // already resolved or forgotten.
 func (p *Pending) Resolve(id string, approved bool) error {
 	p.mu.Lock()
-	ch, ok := p.waiting[id]
-	delete(p.waiting, id)
-	p.mu.Unlock()
-	if !ok {
+	defer p.mu.Unlock()
+	r, ok := p.waiting[id]
+	if !ok || r.resolved {
 		return ErrNotFound
 	}
-	ch <- approved // buffered; never blocks
+	r.resolved = true
+	r.answer <- approved // buffered, sent once; never blocks
 	return nil
 }
 
-// Len returns the number of outstanding requests.
+// Len returns the number of outstanding (unanswered) requests.
 func (p *Pending) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.waiting)
+	n := 0
+	for _, r := range p.waiting {
+		if !r.resolved {
+			n++
+		}
+	}
+	return n
 }

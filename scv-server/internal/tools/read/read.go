@@ -115,8 +115,10 @@ func run(ctx context.Context, env tools.Env, rel string, a args) (tools.Result, 
 	if limit <= 0 {
 		limit = 64 << 10
 	}
-	explicit := a.Limit != nil
-	if explicit && *a.Limit < limit {
+	// explicit is true when the caller's limit, not the output limit, ends
+	// the range; a capped limit is treated like the default.
+	explicit := a.Limit != nil && *a.Limit <= limit
+	if explicit {
 		limit = *a.Limit
 	}
 	want := min(limit, total-offset)
