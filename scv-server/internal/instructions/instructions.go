@@ -36,7 +36,11 @@ func Build(o Options) string {
 	}
 	b.WriteString("\n\n# Workspace\n\nYou are working in ")
 	b.WriteString(o.Workspace)
-	b.WriteString(". Paths you give to tools are relative to it; nothing outside it is reachable through the file tools.\n")
+	if len(o.Tools) > 0 {
+		b.WriteString(". Paths you give to tools are relative to it; nothing outside it is reachable through the file tools.\n")
+	} else {
+		b.WriteString(".\n")
+	}
 	if len(o.Tools) == 0 {
 		b.WriteString("\n# Tools\n\nThis session has no tools: answer from the conversation alone.\n")
 	} else {

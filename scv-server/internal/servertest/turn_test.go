@@ -213,7 +213,7 @@ func TestInvalidArgumentsBecomeAFailedResult(t *testing.T) {
 			t.Fatal("a refused call was started")
 		}
 	}
-	if len(fails) != 3 || !strings.Contains(fails[0], "not valid JSON") || !strings.Contains(fails[1], "/path") || !strings.Contains(fails[2], `no tool named "nosuch"`) {
+	if len(fails) != 3 || !strings.Contains(fails[0], "not valid JSON") || !strings.Contains(fails[1], "argument path") || !strings.Contains(fails[2], `no tool named "nosuch"`) {
 		t.Fatalf("failures = %q", fails)
 	}
 	// The raw text of invalid JSON arguments is sent as a string.

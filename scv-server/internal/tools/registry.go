@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -93,12 +94,31 @@ func (r *Registry) Validate(name string, raw string) (json.RawMessage, error) {
 	if err := e.schema.Validate(v); err != nil {
 		return nil, fmt.Errorf("the arguments of %s do not match its schema: %s", name, schemaMessage(err))
 	}
-	return json.RawMessage(raw), nil
+	// Re-encode what was validated, so tools decode a canonical form: JSON
+	// Schema calls 2.0 an integer, and Go decodes only 2 into an int.
+	canon, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("re-encoding the arguments of %s: %w", name, err)
+	}
+	return canon, nil
 }
 
-// schemaMessage drops the library's "validating root: " framing.
+var (
+	schemaPath = regexp.MustCompile(`validating (/properties/[^:]*): `)
+	ratio      = regexp.MustCompile(`\b(-?\d+)/1\b`)
+	floatZeros = regexp.MustCompile(`\b(-?\d+)\.0+\b`)
+)
+
+// schemaMessage rewrites the validator's message for the model: argument
+// paths instead of schema paths, plain numbers.
 func schemaMessage(err error) string {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "validating root: ")
-	return strings.ReplaceAll(msg, "validating ", "at ")
+	msg := strings.TrimPrefix(err.Error(), "validating root: ")
+	msg = schemaPath.ReplaceAllStringFunc(msg, func(m string) string {
+		p := schemaPath.FindStringSubmatch(m)[1]
+		p = strings.ReplaceAll(strings.TrimPrefix(p, "/properties/"), "/properties/", ".")
+		return "argument " + p + ": "
+	})
+	msg = strings.ReplaceAll(msg, "<invalid reflect.Value>", "null")
+	msg = ratio.ReplaceAllString(msg, "$1")
+	return floatZeros.ReplaceAllString(msg, "$1")
 }

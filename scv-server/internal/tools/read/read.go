@@ -88,7 +88,7 @@ func run(ctx context.Context, env tools.Env, rel string, a args) (tools.Result, 
 		return tools.Result{}, err
 	}
 	// O_NONBLOCK keeps a FIFO from blocking the open; it is refused below.
-	f, err := env.Root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := workspace.OpenFile(env.Root, env.Workspace, rel, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return tools.Failed(describeOpenError(rel, err)), nil
 	}
@@ -207,7 +207,7 @@ func describeOpenError(rel string, err error) string {
 		return fmt.Sprintf("%s does not exist in the workspace", rel)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Sprintf("permission denied reading %s", rel)
-	case strings.Contains(err.Error(), "path escapes from parent"):
+	case workspace.Escapes(err):
 		return fmt.Sprintf("%s leads outside the workspace (through a symlink or ..) and cannot be read", rel)
 	}
 	return fmt.Sprintf("cannot open %s: %v", rel, err)

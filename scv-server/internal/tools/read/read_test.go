@@ -481,6 +481,10 @@ func TestReadSymlinks(t *testing.T) {
 		{"chain-out", "out-file"},
 		{"dir/escape", "../../" + filepath.Base(outside) + "/secret.txt"},
 		{"in-dir/alias", "f.txt"}, // created inside dir/, through the link
+		// os.Root refuses absolute targets outright; read resolves them
+		// and allows the ones that land inside the workspace.
+		{"abs-in", filepath.Join(env.Workspace, "real.txt")},
+		{"abs-in-dir", filepath.Join(env.Workspace, "dir")},
 	}
 	for _, l := range links {
 		if err := os.Symlink(l.target, filepath.Join(env.Workspace, filepath.FromSlash(l.name))); err != nil {
@@ -510,6 +514,8 @@ func TestReadSymlinks(t *testing.T) {
 			{"chain", "inside content"},
 			{"in-dir/f.txt", "deep"},
 			{"in-dir/alias", "deep"},
+			{"abs-in", "inside content"},
+			{"abs-in-dir/f.txt", "deep"},
 		}
 		for _, tc := range tests {
 			t.Run(tc.path, func(t *testing.T) {

@@ -8,6 +8,7 @@ package workspace
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -63,7 +64,7 @@ var secretDirs = map[string]bool{".ssh": true, ".gnupg": true, ".aws": true}
 func SecretLike(p string) bool {
 	p = filepath.ToSlash(p)
 	parts := strings.Split(p, "/")
-	for _, dir := range parts[:len(parts)-1] {
+	for _, dir := range parts {
 		if secretDirs[strings.ToLower(dir)] {
 			return true
 		}
@@ -83,3 +84,34 @@ func SecretLike(p string) bool {
 	}
 	return secretExts[path.Ext(base)]
 }
+
+// OpenFile opens the workspace-relative path rel through root. os.Root
+// refuses every symlink with an absolute target, even one that points back
+// inside the workspace; such a path is resolved once and, when it lands
+// inside ws, opened through root by its resolved path, so containment is
+// still enforced by root itself.
+func OpenFile(root *os.Root, ws, rel string, flag int) (*os.File, error) {
+	f, err := root.OpenFile(rel, flag, 0)
+	if err == nil || !escapes(err) {
+		return f, err
+	}
+	real, rerr := filepath.EvalSymlinks(filepath.Join(ws, filepath.FromSlash(rel)))
+	if rerr != nil {
+		return nil, err
+	}
+	inside, rerr := Rel(ws, real)
+	if rerr != nil {
+		return nil, err
+	}
+	return root.OpenFile(inside, flag, 0)
+}
+
+// escapes reports whether err is os.Root's refusal of a path that leaves
+// the root.
+func escapes(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
+}
+
+// Escapes reports whether err is a refusal of a path that leads outside
+// the workspace.
+func Escapes(err error) bool { return escapes(err) }

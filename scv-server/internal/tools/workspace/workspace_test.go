@@ -133,6 +133,8 @@ func TestSecretLike(t *testing.T) {
 		{"keys/id_ecdsa.pub", false},
 		// anything under .ssh/, and other secret dirs
 		{".ssh/config", true},
+		{".ssh", true},
+		{"home/.ssh", true},
 		{".ssh/id_rsa.pub", true},
 		{"a/.ssh/known_hosts", true},
 		{"home/.SSH/anything", true},
