@@ -476,3 +476,22 @@ func selfPeakRSS(t *testing.T) int64 {
 	t.Fatal("no VmHWM in /proc/self/status")
 	return 0
 }
+
+// BenchmarkExec is scv exec answering a one-line prompt on the demo
+// provider, process start to exit (scripts/bench.sh reports it). ns/op is
+// the wall time; peak-RSS-MiB is the largest peak over scv and scv-server
+// (see TestExecBudget for what that number includes).
+func BenchmarkExec(b *testing.B) {
+	home, ws := b.TempDir(), b.TempDir()
+	var maxRSS int64
+	for b.Loop() {
+		cmd := scvCmd(context.Background(), home, "exec", "--cd", ws, "hello")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("scv exec: %v\n%s", err, out)
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			maxRSS = max(maxRSS, ru.Maxrss<<10)
+		}
+	}
+	b.ReportMetric(float64(maxRSS)/(1<<20), "peak-RSS-MiB")
+}
