@@ -231,7 +231,7 @@ func TestBrokenStdoutDoesNotKillWithSIGPIPE(t *testing.T) {
 	}
 	w.Close()
 	r.Close() // nobody reads stdout any more
-	_, _ = in.Write([]byte(`{"type":"initialize","request_id":"1","protocol_version":3}` + "\n"))
+	_, _ = in.Write([]byte(`{"type":"initialize","request_id":"1","protocol_version":3,"client":{"name":"e2e"}}` + "\n"))
 	err = cmd.Wait()
 	in.Close()
 	var ee *exec.ExitError

@@ -20,7 +20,7 @@ type ClientInfo struct {
 type Initialize struct {
 	RequestID       string     `json:"request_id"`
 	ProtocolVersion int        `json:"protocol_version"`
-	Client          ClientInfo `json:"client"`
+	Client          ClientInfo `json:"client,omitempty"`
 }
 
 // Channel names the chat conversation a session serves (protocol v3). It

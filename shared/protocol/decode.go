@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 )
 
 // DecodeError is a client frame the server refuses. Code is invalid_json or
@@ -29,7 +33,14 @@ type probe struct {
 // It returns a *DecodeError for a frame that is not JSON, not an object,
 // lacks a string type or request_id, names an unknown type, or has a field
 // of the wrong JSON type.
+//
+// Every field without omitempty in the message's Go type is required (the
+// JSON Schema says the same); a missing or null one is refused, naming it.
+// A frame that is not valid UTF-8 is invalid_json.
 func DecodeClientMessage(frame []byte) (ClientMessage, error) {
+	if !utf8.Valid(frame) {
+		return nil, &DecodeError{Code: ErrInvalidJSON, Message: "the frame is not valid UTF-8; send UTF-8 JSON"}
+	}
 	kind, reqID, err := decodeEnvelope(frame, true)
 	if err != nil {
 		return nil, err
@@ -43,7 +54,75 @@ func DecodeClientMessage(frame []byte) (ClientMessage, error) {
 		return nil, &DecodeError{Code: ErrInvalidRequest, RequestID: reqID,
 			Message: fmt.Sprintf("%s: %s", kind, describeUnmarshalError(err))}
 	}
+	if missing := missingRequired(frame, m); len(missing) > 0 {
+		return nil, &DecodeError{Code: ErrInvalidRequest, RequestID: reqID,
+			Message: fmt.Sprintf("%s is missing %s", kind, quoteJoin(missing))}
+	}
 	return m, nil
+}
+
+// RequiredFields returns the JSON names of the fields a client message of
+// type kind must carry besides type and request_id.
+func RequiredFields(kind string) []string {
+	m := NewClientMessage(kind)
+	if m == nil {
+		return nil
+	}
+	return requiredOf(reflect.TypeOf(m).Elem())
+}
+
+var requiredCache sync.Map // reflect.Type → []string
+
+func requiredOf(t reflect.Type) []string {
+	if v, ok := requiredCache.Load(t); ok {
+		return v.([]string)
+	}
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, requiredOf(f.Type)...)
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || name == "request_id" || strings.Contains(opts, "omitempty") {
+			continue
+		}
+		out = append(out, name)
+	}
+	requiredCache.Store(t, out)
+	return out
+}
+
+// missingRequired returns the required fields of m that frame lacks or
+// sets to null.
+func missingRequired(frame []byte, m ClientMessage) []string {
+	req := requiredOf(reflect.TypeOf(m).Elem())
+	if len(req) == 0 {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(frame, &fields) != nil {
+		return nil // already decoded once; cannot happen
+	}
+	var missing []string
+	for _, k := range req {
+		if v, ok := fields[k]; !ok || string(v) == "null" {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}
+
+func quoteJoin(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	if len(q) == 1 {
+		return "the required field " + q[0]
+	}
+	return "the required fields " + strings.Join(q, ", ")
 }
 
 // DecodeEvent decodes one server frame, for clients.

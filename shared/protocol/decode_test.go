@@ -49,6 +49,12 @@ func TestDecodeClientMessageErrors(t *testing.T) {
 		{"numeric tools", `{"type":"session.start","request_id":"2","cwd":"/w","tools":0}`, ErrInvalidRequest, "2", []string{`field "tools"`, "a boolean"}},
 		{"array channel", `{"type":"session.start","request_id":"2","cwd":"/w","channel":[]}`, ErrInvalidRequest, "2", []string{`field "channel"`, "an object"}},
 		{"object session_id", `{"type":"session.clear","request_id":"6","session_id":{}}`, ErrInvalidRequest, "6", []string{`field "session_id"`, "a string"}},
+		{"missing approved", `{"type":"approval.resolve","request_id":"1","session_id":"s","approval_id":"a"}`, ErrInvalidRequest, "1", []string{"approval.resolve is missing", `"approved"`}},
+		{"null paused", `{"type":"session.pause","request_id":"1","session_id":"s","paused":null}`, ErrInvalidRequest, "1", []string{`"paused"`}},
+		{"missing revision and prompt", `{"type":"queue.update","request_id":"1","session_id":"s","queue_id":"q"}`, ErrInvalidRequest, "1", []string{`fields "revision", "prompt"`}},
+		{"missing prompt", `{"type":"turn.start","request_id":"1","session_id":"s"}`, ErrInvalidRequest, "1", []string{`"prompt"`}},
+		{"missing protocol_version", `{"type":"initialize","request_id":"1","client":{"name":"x"}}`, ErrInvalidRequest, "1", []string{`"protocol_version"`}},
+		{"invalid UTF-8", "{\"type\":\"turn.start\",\"request_id\":\"1\",\"session_id\":\"s\",\"prompt\":\"\xff\"}", ErrInvalidJSON, "", []string{"UTF-8"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,14 +34,17 @@ type Sink interface {
 
 // Config is what one turn runs with.
 type Config struct {
-	Provider  provider.Provider
-	Model     string
-	System    string
-	Tools     *tools.Registry // nil for a tool-free turn
-	ToolEnv   tools.Env
-	Policy    approval.Policy
-	Approvals *approval.Pending
-	MaxSteps  int
+	Provider provider.Provider
+	Model    string
+	System   string
+	Tools    *tools.Registry // nil for a tool-free turn
+	ToolEnv  tools.Env
+	Policy   approval.Policy
+	// AutoApprove runs calls the policy would ask about without asking;
+	// calls it denies stay denied.
+	AutoApprove bool
+	Approvals   *approval.Pending
+	MaxSteps    int
 	// Progress enables tool.progress events (protocol v3).
 	Progress bool
 }
@@ -240,7 +243,11 @@ func (l *loop) check(call provider.ToolCall, progress func(string)) (tools.Resul
 }
 
 func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *tools.Plan, rep *reporter) (res tools.Result, started bool, err error) {
-	switch l.cfg.Policy.Decide(plan.Risk) {
+	decision := l.cfg.Policy.Decide(plan.Risk)
+	if decision == approval.Ask && l.cfg.AutoApprove {
+		decision = approval.Run
+	}
+	switch decision {
 	case approval.Deny:
 		return tools.Failed(fmt.Sprintf("denied: the approval policy %q does not allow %s calls (%s risk) without asking, and it never asks; do not retry this call",
 			l.cfg.Policy, call.Name, plan.Risk)), false, nil
@@ -280,16 +287,21 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 	return res, true, nil
 }
 
-// reporter turns a call's progress lines into tool.progress events: only
-// while the call runs, and at most two a second.
+// reporter turns a call's progress lines into tool.progress events while
+// the call runs: at most two a second. A line that comes sooner waits, the
+// latest replacing an older one, and is forwarded when the interval is up
+// or when the call ends, before its tool.completed.
 type reporter struct {
 	ctx  context.Context
 	sink Sink
 	call provider.ToolCall
 
 	mu      sync.Mutex
-	running bool      // guarded by mu
-	last    time.Time // guarded by mu
+	running bool        // guarded by mu
+	last    time.Time   // guarded by mu; when the last line went out
+	pending string      // guarded by mu
+	waiting bool        // guarded by mu; pending holds a line
+	timer   *time.Timer // guarded by mu
 }
 
 func (r *reporter) start() {
@@ -298,20 +310,55 @@ func (r *reporter) start() {
 	r.mu.Unlock()
 }
 
+// stop forwards a pending line and ends reporting. It waits for a
+// forwarding in progress, so no line lands after it returns.
 func (r *reporter) stop() {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.running {
+		return
+	}
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	if r.waiting {
+		r.sendLocked(r.pending)
+	}
 	r.running = false
-	r.mu.Unlock()
 }
 
 func (r *reporter) report(line string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.running || (!r.last.IsZero() && time.Since(r.last) < progressInterval) {
+	if !r.running {
 		return
 	}
+	if wait := progressInterval - time.Since(r.last); r.last.IsZero() || wait <= 0 {
+		r.sendLocked(line)
+		return
+	} else if !r.waiting {
+		if r.timer == nil {
+			r.timer = time.AfterFunc(wait, r.flush)
+		} else {
+			r.timer.Reset(wait)
+		}
+	}
+	r.pending, r.waiting = line, true
+}
+
+func (r *reporter) flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running && r.waiting {
+		r.sendLocked(r.pending)
+	}
+}
+
+// sendLocked emits line. r.mu must be held: emitting under the lock keeps
+// lines in order and none after stop.
+func (r *reporter) sendLocked(line string) {
 	r.last = time.Now()
-	// Emitting under the lock keeps a line from landing after stop.
+	r.pending, r.waiting = "", false
 	_ = r.sink.Emit(r.ctx, &protocol.ToolProgress{CallID: r.call.ID, Name: r.call.Name, Line: line})
 }
 

@@ -71,10 +71,10 @@ func TestBadFramesAreAnsweredAndServingGoesOn(t *testing.T) {
 		{`{"type":"turn.start","request_id":5}`, protocol.ErrInvalidRequest, "request_id must be a string"},
 		{`{"type":"bogus.thing","request_id":"2"}`, protocol.ErrInvalidRequest, "unknown message type"},
 		{`{"type":"turn.start","request_id":"3","session_id":"x","prompt":5}`, protocol.ErrInvalidRequest, "prompt"},
-		{`{"type":"initialize","request_id":"4","protocol_version":3}`, protocol.ErrInvalidRequest, "already initialized"},
+		{`{"type":"initialize","request_id":"4","protocol_version":3,"client":{"name":"again"}}`, protocol.ErrInvalidRequest, "already initialized"},
 		{`{"type":"turn.start","request_id":"5","session_id":"nope","prompt":"hi"}`, protocol.ErrSessionNotFound, "nope"},
 		{`{"type":"session.start","request_id":"6","cwd":"relative/dir"}`, protocol.ErrInvalidRequest, "not an absolute path"},
-		{`{"type":"session.start","request_id":"7"}`, protocol.ErrInvalidRequest, "cwd is missing"},
+		{`{"type":"session.start","request_id":"7"}`, protocol.ErrInvalidRequest, `"cwd"`},
 	}
 	for _, tc := range cases {
 		c.SendRaw(tc.line)

@@ -109,22 +109,20 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 		model = m.opts.Provider.Model()
 	}
 	policy := m.opts.Policy
-	if opts.AutoApprove {
-		policy = approval.Auto
-	}
 	s := &Session{
-		id:        uuid.NewString(),
-		cwd:       cwd,
-		model:     model,
-		version:   opts.ProtocolVersion,
-		depth:     opts.DelegationDepth,
-		channel:   opts.Channel,
-		mgr:       m,
-		root:      root,
-		tools:     reg,
-		policy:    policy,
-		approvals: approval.NewPending(),
-		emitLock:  make(chan struct{}, 1),
+		id:          uuid.NewString(),
+		cwd:         cwd,
+		model:       model,
+		version:     opts.ProtocolVersion,
+		depth:       opts.DelegationDepth,
+		channel:     opts.Channel,
+		mgr:         m,
+		root:        root,
+		tools:       reg,
+		policy:      policy,
+		autoApprove: opts.AutoApprove,
+		approvals:   approval.NewPending(),
+		emitLock:    make(chan struct{}, 1),
 	}
 	if m.opts.System != nil {
 		s.system = m.opts.System(cwd, reg)
@@ -187,6 +185,13 @@ func (m *Manager) Close(ctx context.Context) {
 		_ = s.root.Close()
 	}
 	m.mu.Unlock()
+}
+
+// closing reports whether Close has begun; no turn starts after that.
+func (m *Manager) closing() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
 }
 
 // Abort ends every turn's emission at once. Close must still be called.

@@ -36,6 +36,9 @@ type Session struct {
 	root    *os.Root
 	tools   *tools.Registry
 	policy  approval.Policy
+	// autoApprove answers every approval request yes without asking
+	// (session.start auto_approve); calls the policy denies stay denied.
+	autoApprove bool
 
 	approvals *approval.Pending
 
@@ -202,6 +205,9 @@ func (s *Session) StartTurn(ctx context.Context, requestID, prompt, submitter st
 // lock must be held and no turn may be active.
 func (s *Session) launchLocked(ctx context.Context, requestID, prompt string) error {
 	m := s.mgr
+	if m.closing() {
+		return errorf(protocol.ErrInternal, "the server is shutting down; no new turn starts")
+	}
 	turnCtx, cancel := context.WithCancel(m.ctx)
 	t := &turn{id: uuid.NewString(), requestID: requestID, cancel: cancel}
 	started := &protocol.TurnStarted{TurnHeader: protocol.TurnHeader{RequestID: requestID, SessionID: s.id, TurnID: t.id}}
@@ -215,14 +221,15 @@ func (s *Session) launchLocked(ctx context.Context, requestID, prompt string) er
 	s.mu.Unlock()
 
 	cfg := agent.Config{
-		Provider:  m.opts.Provider,
-		Model:     s.model,
-		System:    s.system,
-		Tools:     s.tools,
-		Policy:    s.policy,
-		Approvals: s.approvals,
-		MaxSteps:  m.opts.MaxSteps,
-		Progress:  s.version >= protocol.Version3,
+		Provider:    m.opts.Provider,
+		Model:       s.model,
+		System:      s.system,
+		Tools:       s.tools,
+		Policy:      s.policy,
+		AutoApprove: s.autoApprove,
+		Approvals:   s.approvals,
+		MaxSteps:    m.opts.MaxSteps,
+		Progress:    s.version >= protocol.Version3,
 		ToolEnv: tools.Env{
 			Workspace:   s.cwd,
 			Root:        s.root,
@@ -287,6 +294,9 @@ func (s *Session) clearActive(t *turn, out agent.Outcome) {
 // dequeueLocked starts the next queued prompt when the session is idle and
 // not paused. The emit lock must be held.
 func (s *Session) dequeueLocked(ctx context.Context) {
+	if s.mgr.closing() {
+		return // queued prompts stay queued through shutdown
+	}
 	s.mu.Lock()
 	if s.active != nil || s.paused || len(s.queue) == 0 {
 		s.mu.Unlock()

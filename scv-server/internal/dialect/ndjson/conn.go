@@ -162,16 +162,16 @@ func Serve(ctx context.Context, mgr *session.Manager, t Transport, opts Options)
 	abort()
 	_ = t.Close()
 	// Join the I/O goroutines where the transport let Close unblock them.
-	join := time.NewTimer(opts.Grace)
-	defer join.Stop()
+	joinCtx, cancelJoin := context.WithTimeout(context.Background(), opts.Grace)
+	defer cancelJoin()
 	select {
 	case <-writerDone:
-	case <-join.C:
+	case <-joinCtx.Done():
 		c.log.Warn("Output writer is still blocked after the grace period; leaving it to process exit")
 	}
 	select {
 	case <-readerDone:
-	case <-join.C:
+	case <-joinCtx.Done():
 	}
 	return endErr
 }
