@@ -173,7 +173,7 @@ func (l *loop) classify(ctx context.Context, err error) error {
 	var big *protocol.ErrFrameTooLarge
 	if errors.As(err, &big) {
 		return &Failure{Code: protocol.FailResponseLimit, Err: err,
-			Message: fmt.Sprintf("the model's reply does not fit in a %d-byte server frame", big.Limit)}
+			Message: fmt.Sprintf("an event of this turn encodes to %d bytes, over the %d-byte server frame limit", big.Size, big.Limit)}
 	}
 	var f *Failure
 	if errors.As(err, &f) {

@@ -181,3 +181,56 @@ func TestAutoApproveSession(t *testing.T) {
 		t.Fatalf("auto_approve session: %s", k)
 	}
 }
+
+func TestPausedSessionKeepsQueueOrder(t *testing.T) {
+	f, s := fake(t, "", st.Options{})
+	sid, _ := session(t, s, 2)
+	c := s.Client
+	f.Enqueue(fo.Script(fo.Text("busy"), fo.Hang()))
+	turn := c.Turn(sid, "one")
+	st.Expect[*protocol.AssistantDelta](c)
+	c.Send(&protocol.TurnStart{RequestID: "q1", SessionID: sid, Prompt: "queued first"})
+	st.Expect[*protocol.QueueEnqueued](c)
+	c.Send(&protocol.SessionPause{RequestID: "p", SessionID: sid, Paused: true})
+	st.Expect[*protocol.SessionPaused](c)
+	c.Send(&protocol.TurnCancel{RequestID: "c", SessionID: sid, TurnID: turn.TurnID})
+	st.Expect[*protocol.TurnCancelled](c)
+	// Idle and paused with a queued prompt: a new prompt queues behind it.
+	c.Send(&protocol.TurnStart{RequestID: "q2", SessionID: sid, Prompt: "sent while paused"})
+	if e := st.Expect[*protocol.QueueEnqueued](c); e.Entry.Position != 1 {
+		t.Fatalf("queue.enqueued = %+v, want position 1", e)
+	}
+	f.Enqueue(fo.Script(fo.Text("1")), fo.Script(fo.Text("2")))
+	c.Send(&protocol.SessionPause{RequestID: "p2", SessionID: sid, Paused: false})
+	st.Expect[*protocol.SessionPaused](c)
+	if d := st.Expect[*protocol.QueueDequeued](c); d.Entry.Prompt != "queued first" {
+		t.Fatalf("first dequeued %+v", d)
+	}
+	st.Until[*protocol.TurnCompleted](c)
+	if d := st.Expect[*protocol.QueueDequeued](c); d.Entry.Prompt != "sent while paused" {
+		t.Fatalf("second dequeued %+v", d)
+	}
+	st.Until[*protocol.TurnCompleted](c)
+}
+
+func TestEOFLeavesQueuedPromptsQueued(t *testing.T) {
+	f, s := fake(t, "", st.Options{})
+	sid, _ := session(t, s, 2)
+	c := s.Client
+	f.Enqueue(fo.Script(fo.Text("busy"), fo.Hang()))
+	c.Turn(sid, "one")
+	st.Expect[*protocol.AssistantDelta](c)
+	c.Send(&protocol.TurnStart{RequestID: "q1", SessionID: sid, Prompt: "queued"})
+	st.Expect[*protocol.QueueEnqueued](c)
+	s.CloseInput()
+	st.Expect[*protocol.TurnCancelled](c)
+	if err := s.Done(); err != nil {
+		t.Fatalf("Serve = %v", err)
+	}
+	if !c.Closed() {
+		t.Fatal("output still open")
+	}
+	if n := len(f.Requests()); n != 1 {
+		t.Fatalf("%d provider requests, want 1: the queued prompt must not start during shutdown", n)
+	}
+}

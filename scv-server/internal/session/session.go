@@ -183,7 +183,10 @@ func (s *Session) StartTurn(ctx context.Context, requestID, prompt, submitter st
 	}
 	defer s.unlock()
 	s.mu.Lock()
-	if s.active != nil {
+	// A paused session with queued prompts keeps their order: a new prompt
+	// joins the end of the queue rather than running ahead of them.
+	queueIt := s.active != nil || (s.paused && len(s.queue) > 0)
+	if queueIt {
 		if s.version < protocol.Version2 {
 			s.mu.Unlock()
 			return errorf(protocol.ErrTurnActive, "a turn is already running in this session; wait for it to end or cancel it with turn.cancel")
