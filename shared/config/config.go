@@ -1,0 +1,242 @@
+// Package config loads SCV's configuration: the user file
+// $SCV_HOME/config.toml and the project file <workspace>/.scv/config.toml,
+// validated strictly (unknown keys, wrong types and out-of-range values are
+// errors that name the file, the line and the key), merged in the order
+// defaults, user file, project file, environment.
+//
+// A project file may set only [tools] options (spec decision 6); any other
+// key it sets is reported as a Diagnostic and ignored. The package never
+// logs: warnings are returned to the caller as Diagnostics.
+//
+// To add a key: add a field with a `toml` tag to the struct of its table,
+// give it its default in Defaults (or DefaultProvider), check its range in
+// validate, and describe it in docs/configuration.md. Merging, source
+// tracking and unknown-key suggestions follow from the struct tags.
+package config
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// DemoProvider is the name of the built-in demo provider, a scripted local
+// model that needs no network or key. It is active when nothing else is
+// configured. No [providers.demo] table may be defined.
+const DemoProvider = "demo"
+
+// ProviderKind is the protocol family of a provider.
+type ProviderKind string
+
+// Provider kinds.
+const (
+	// KindOpenAI is any OpenAI-compatible endpoint.
+	KindOpenAI ProviderKind = "openai"
+	// KindDemo is the built-in demo provider. It is what ActiveProvider
+	// reports for the demo and is never accepted in a configuration file.
+	KindDemo ProviderKind = "demo"
+)
+
+// WireAPI is the request format used with an OpenAI-compatible endpoint.
+type WireAPI string
+
+// Wire APIs.
+const (
+	// WireChat is the Chat Completions API (POST /chat/completions).
+	WireChat WireAPI = "chat"
+	// WireResponses is the Responses API (POST /responses).
+	WireResponses WireAPI = "responses"
+)
+
+// ApprovalPolicy decides which tool calls need the client's approval (spec
+// decision 3).
+type ApprovalPolicy string
+
+// Approval policies.
+const (
+	// ApprovalOnRisk runs read-only calls and asks for every other risk.
+	ApprovalOnRisk ApprovalPolicy = "on-risk"
+	// ApprovalNever runs read-only calls and denies the rest without asking.
+	ApprovalNever ApprovalPolicy = "never"
+	// ApprovalAuto runs every call without asking (trusted automation).
+	ApprovalAuto ApprovalPolicy = "auto"
+)
+
+// Config is SCV's merged configuration. Get one from Load (or Defaults).
+type Config struct {
+	// Provider selects the active provider.
+	Provider ProviderSelection `toml:"provider"`
+	// Providers are the configured providers, by name ([providers.<name>]).
+	Providers map[string]ProviderConfig `toml:"providers"`
+	// Tools are the tool options; the only table a project file may set.
+	Tools ToolsConfig `toml:"tools"`
+	// Agent are the agent loop options.
+	Agent AgentConfig `toml:"agent"`
+
+	// Sources tells where each value came from, by dotted key (for example
+	// "tools.approval_policy" or "providers.openai.model"). Every key of
+	// the configuration has an entry.
+	Sources map[string]Source `toml:"-" json:"-"`
+}
+
+// ProviderSelection is the [provider] table.
+type ProviderSelection struct {
+	// Active is the name of a [providers.<name>] table, or DemoProvider.
+	Active string `toml:"active"`
+}
+
+// ProviderConfig is one [providers.<name>] table. Its String, GoString and
+// LogValue methods never reveal APIKey or header values.
+type ProviderConfig struct {
+	// Kind is the protocol family; only KindOpenAI in files for now.
+	Kind ProviderKind `toml:"kind"`
+	// WireAPI is the request format: WireChat or WireResponses.
+	WireAPI WireAPI `toml:"wire_api"`
+	// BaseURL is the endpoint's base URL, such as https://api.openai.com/v1.
+	BaseURL string `toml:"base_url"`
+	// APIKey is the key itself. Prefer APIKeyEnv; when both are set APIKey
+	// wins. Never printed.
+	APIKey string `toml:"api_key" json:"-"`
+	// APIKeyEnv names the environment variable holding the key. With
+	// neither APIKey nor APIKeyEnv the endpoint is used without a key.
+	APIKeyEnv string `toml:"api_key_env"`
+	// Model is the model name sent with every request.
+	Model string `toml:"model"`
+	// ContextMaxTokens is the model's context window, in tokens.
+	ContextMaxTokens int64 `toml:"context_max_tokens"`
+	// TimeoutSeconds bounds a whole model request.
+	TimeoutSeconds int `toml:"timeout_seconds"`
+	// StreamIdleTimeoutSeconds bounds the silence between two stream
+	// events.
+	StreamIdleTimeoutSeconds int `toml:"stream_idle_timeout_seconds"`
+	// MaxRetries is how many times a failed request is retried before its
+	// first event (0: never).
+	MaxRetries int `toml:"max_retries"`
+	// Headers are extra HTTP headers sent with every request. Their values
+	// are never printed.
+	Headers map[string]string `toml:"headers"`
+}
+
+// ToolsConfig is the [tools] table.
+type ToolsConfig struct {
+	// ApprovalPolicy is on-risk, never or auto.
+	ApprovalPolicy ApprovalPolicy `toml:"approval_policy"`
+	// OutputLimitBytes caps the output a tool call returns to the model.
+	OutputLimitBytes int64 `toml:"output_limit_bytes"`
+	// CommandTimeoutSeconds is the default timeout of a command.
+	CommandTimeoutSeconds int `toml:"command_timeout_seconds"`
+	// MaxTimeoutSeconds is the largest timeout a call may ask for; at least
+	// CommandTimeoutSeconds.
+	MaxTimeoutSeconds int `toml:"max_timeout_seconds"`
+}
+
+// AgentConfig is the [agent] table.
+type AgentConfig struct {
+	// MaxSteps bounds the model requests of one turn.
+	MaxSteps int `toml:"max_steps"`
+	// SystemPrompt replaces the base instructions when not empty.
+	SystemPrompt string `toml:"system_prompt"`
+}
+
+// Defaults returns the configuration used when no file sets anything: the
+// demo provider, no configured providers, and the default tool and agent
+// options. Its Sources say "default" for every key.
+func Defaults() *Config {
+	c := &Config{
+		Provider:  ProviderSelection{Active: DemoProvider},
+		Providers: map[string]ProviderConfig{},
+		Tools: ToolsConfig{
+			ApprovalPolicy:        ApprovalOnRisk,
+			OutputLimitBytes:      65536,
+			CommandTimeoutSeconds: 600,
+			MaxTimeoutSeconds:     14400,
+		},
+		Agent: AgentConfig{
+			MaxSteps:     32,
+			SystemPrompt: "",
+		},
+	}
+	c.Sources = map[string]Source{}
+	for _, k := range c.Keys() {
+		c.Sources[k] = Source{Kind: SourceDefault}
+	}
+	return c
+}
+
+// DefaultProvider returns the values a [providers.<name>] table starts from:
+// every key it does not set keeps the value given here.
+func DefaultProvider() ProviderConfig {
+	return ProviderConfig{
+		Kind:                     KindOpenAI,
+		WireAPI:                  WireChat,
+		BaseURL:                  DefaultOpenAIBaseURL,
+		APIKeyEnv:                "OPENAI_API_KEY",
+		Model:                    DefaultOpenAIModel,
+		ContextMaxTokens:         128000,
+		TimeoutSeconds:           120,
+		StreamIdleTimeoutSeconds: 120,
+		MaxRetries:               3,
+	}
+}
+
+// Defaults of the OpenAI provider, also used by the implicit provider that
+// OPENAI_API_KEY enables.
+const (
+	DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+	DefaultOpenAIModel   = "gpt-4.1-mini"
+)
+
+// demoProviderConfig is what ActiveProvider reports for the demo.
+func demoProviderConfig() ProviderConfig {
+	p := DefaultProvider()
+	p.Kind = KindDemo
+	p.BaseURL = ""
+	p.APIKeyEnv = ""
+	p.Model = DemoProvider
+	p.MaxRetries = 0
+	return p
+}
+
+// ActiveProvider returns the active provider. For the demo it returns
+// DemoProvider, the demo's settings (Kind KindDemo, Model "demo", default
+// timeouts) and isDemo true. A Config from Load always names an existing
+// provider; otherwise a missing one yields the zero ProviderConfig.
+func (c *Config) ActiveProvider() (name string, p ProviderConfig, isDemo bool) {
+	name = c.Provider.Active
+	if name == "" || name == DemoProvider {
+		return DemoProvider, demoProviderConfig(), true
+	}
+	return name, c.Providers[name], false
+}
+
+// ProviderNames returns the names of the configured providers, sorted.
+func (c *Config) ProviderNames() []string {
+	return slices.Sorted(maps.Keys(c.Providers))
+}
+
+// Keys returns the dotted key of every value of the configuration, in
+// declaration order, providers sorted by name (for example
+// "provider.active", "providers.openai.model", "tools.max_timeout_seconds").
+func (c *Config) Keys() []string {
+	return leafKeys(c)
+}
+
+// Timeout returns TimeoutSeconds as a duration.
+func (p ProviderConfig) Timeout() time.Duration {
+	return time.Duration(p.TimeoutSeconds) * time.Second
+}
+
+// StreamIdleTimeout returns StreamIdleTimeoutSeconds as a duration.
+func (p ProviderConfig) StreamIdleTimeout() time.Duration {
+	return time.Duration(p.StreamIdleTimeoutSeconds) * time.Second
+}
+
+// CommandTimeout returns CommandTimeoutSeconds as a duration.
+func (t ToolsConfig) CommandTimeout() time.Duration {
+	return time.Duration(t.CommandTimeoutSeconds) * time.Second
+}
+
+// MaxTimeout returns MaxTimeoutSeconds as a duration.
+func (t ToolsConfig) MaxTimeout() time.Duration {
+	return time.Duration(t.MaxTimeoutSeconds) * time.Second
+}

@@ -1,0 +1,229 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Bounds of numeric keys.
+const (
+	// maxSeconds bounds every timeout (30 days), well clear of
+	// time.Duration overflow.
+	maxSeconds = 30 * 24 * 3600
+	// maxRetries bounds providers.<name>.max_retries.
+	maxRetries = 20
+	// maxOutputLimit bounds tools.output_limit_bytes (1 GiB).
+	maxOutputLimit = 1 << 30
+	// maxContextTokens bounds providers.<name>.context_max_tokens.
+	maxContextTokens = 1 << 31
+	// maxSteps bounds agent.max_steps.
+	maxSteps = 100000
+)
+
+var (
+	approvalPolicies = []string{string(ApprovalOnRisk), string(ApprovalNever), string(ApprovalAuto)}
+	providerKinds    = []string{string(KindOpenAI)}
+	wireAPIs         = []string{string(WireChat), string(WireResponses)}
+)
+
+func validApprovalPolicy(p ApprovalPolicy) bool {
+	return p == ApprovalOnRisk || p == ApprovalNever || p == ApprovalAuto
+}
+
+// quoteList writes "a", "b" or "c" (with conj "or").
+func quoteList(items []string, conj string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	switch len(q) {
+	case 0:
+		return ""
+	case 1:
+		return q[0]
+	default:
+		return strings.Join(q[:len(q)-1], ", ") + " " + conj + " " + q[len(q)-1]
+	}
+}
+
+type validator struct {
+	c    *Config
+	user *layer
+	errs []error
+}
+
+// fail records an error about key, located where its value came from.
+func (v *validator) fail(key string, format string, args ...any) {
+	e := &Error{Key: key, Message: fmt.Sprintf("key %s ", quoteKey(key)) + fmt.Sprintf(format, args...)}
+	src, ok := v.c.Sources[key]
+	switch {
+	case ok && (src.Kind == SourceUser || src.Kind == SourceProject):
+		e.File, e.Line = src.File, src.Line
+	case ok && src.Kind == SourceEnv:
+		e.Env = src.Env
+	case v.user != nil:
+		// A table without a value of its own (providers.<name>): point at
+		// where the user file defines it.
+		e.File = v.user.file
+		if en, ok := v.user.ix.first(strings.Split(key, ".")...); ok {
+			e.Line = en.line
+		}
+	}
+	v.errs = append(v.errs, e)
+}
+
+func (v *validator) oneOf(key, val string, allowed []string, what string) {
+	for _, a := range allowed {
+		if val == a {
+			return
+		}
+	}
+	v.fail(key, "is %q, which is not %s; use %s", val, what, quoteList(allowed, "or"))
+}
+
+func (v *validator) intRange(key string, val, lo, hi int64, unit string) {
+	if val < lo || val > hi {
+		v.fail(key, "is %d, out of range: it must be %s from %d to %d", val, unit, lo, hi)
+	}
+}
+
+// from says where the value of key came from, for messages: "the default"
+// or "from /home/u/.scv/config.toml:3".
+func (v *validator) from(key string) string {
+	s := v.c.Sources[key]
+	if s.Kind == SourceDefault || s.Kind == "" {
+		return "the default"
+	}
+	return "from " + s.String()
+}
+
+// validate checks every value of the merged configuration.
+func (l *loader) validate() []error {
+	c := l.cfg
+	v := &validator{c: c, user: l.user}
+
+	// [provider]
+	if a := c.Provider.Active; a == "" {
+		v.fail("provider.active", "is empty; set it to the name of a [providers.<name>] table or to %q", DemoProvider)
+	} else if _, ok := c.Providers[a]; !ok && a != DemoProvider {
+		v.fail("provider.active", "is %q, but there is no [providers.%s] table; define that table or use %s",
+			a, joinKey([]string{a}), quoteList(append(c.ProviderNames(), DemoProvider), "or"))
+	}
+
+	// [providers.<name>]
+	for _, name := range c.ProviderNames() {
+		p := c.Providers[name]
+		k := func(field string) string { return joinKey([]string{"providers", name, field}) }
+		table := joinKey([]string{"providers", name})
+		switch {
+		case name == DemoProvider:
+			v.fail(table, "names a provider %q, but that name is reserved for the built-in demo provider; rename the table", name)
+			continue
+		case strings.TrimSpace(name) == "":
+			v.fail(table, "has an empty provider name; give the table a name such as [providers.openai]")
+			continue
+		}
+		v.oneOf(k("kind"), string(p.Kind), providerKinds, "a supported provider kind (\"openai\" covers any OpenAI-compatible endpoint)")
+		v.oneOf(k("wire_api"), string(p.WireAPI), wireAPIs, "a supported wire API")
+		v.checkBaseURL(k("base_url"), p.BaseURL)
+		if p.APIKeyEnv != "" && !validEnvName(p.APIKeyEnv) {
+			v.fail(k("api_key_env"), "is %q, which is not an environment variable name; use letters, digits and underscores, such as \"OPENAI_API_KEY\"", p.APIKeyEnv)
+		}
+		if strings.ContainsAny(p.APIKey, " \t\r\n") {
+			// Never show the value.
+			v.fail(k("api_key"), "contains spaces or line breaks; paste the key alone, without quotes or spaces")
+		}
+		if strings.TrimSpace(p.Model) == "" {
+			v.fail(k("model"), "is empty; set it to the model name the endpoint expects, such as %q", DefaultOpenAIModel)
+		}
+		v.intRange(k("context_max_tokens"), p.ContextMaxTokens, 1, maxContextTokens, "a number of tokens")
+		v.intRange(k("timeout_seconds"), int64(p.TimeoutSeconds), 1, maxSeconds, "a number of seconds")
+		v.intRange(k("stream_idle_timeout_seconds"), int64(p.StreamIdleTimeoutSeconds), 1, maxSeconds, "a number of seconds")
+		v.intRange(k("max_retries"), int64(p.MaxRetries), 0, maxRetries, "a count")
+		for _, h := range slices.Sorted(maps.Keys(p.Headers)) {
+			val := p.Headers[h]
+			if !validHeaderName(h) {
+				v.fail(k("headers"), "has the header name %q, which is not a valid HTTP header name", h)
+			} else if strings.ContainsAny(val, "\r\n\x00") {
+				v.fail(k("headers"), "has a value for header %q that contains a line break or NUL; remove it", h)
+			}
+		}
+	}
+
+	// [tools]
+	t := c.Tools
+	v.oneOf("tools.approval_policy", string(t.ApprovalPolicy), approvalPolicies, "an approval policy")
+	v.intRange("tools.output_limit_bytes", t.OutputLimitBytes, 1, maxOutputLimit, "a number of bytes")
+	v.intRange("tools.command_timeout_seconds", int64(t.CommandTimeoutSeconds), 1, maxSeconds, "a number of seconds")
+	v.intRange("tools.max_timeout_seconds", int64(t.MaxTimeoutSeconds), 1, maxSeconds, "a number of seconds")
+	if t.CommandTimeoutSeconds > 0 && t.MaxTimeoutSeconds > 0 && t.MaxTimeoutSeconds < t.CommandTimeoutSeconds {
+		// Blame the value set last.
+		if rank(c.Sources["tools.command_timeout_seconds"]) > rank(c.Sources["tools.max_timeout_seconds"]) {
+			v.fail("tools.command_timeout_seconds", "is %d, above tools.max_timeout_seconds (%d, %s); lower it or raise max_timeout_seconds",
+				t.CommandTimeoutSeconds, t.MaxTimeoutSeconds, v.from("tools.max_timeout_seconds"))
+		} else {
+			v.fail("tools.max_timeout_seconds", "is %d, below tools.command_timeout_seconds (%d, %s); raise it to at least %d or lower command_timeout_seconds",
+				t.MaxTimeoutSeconds, t.CommandTimeoutSeconds, v.from("tools.command_timeout_seconds"), t.CommandTimeoutSeconds)
+		}
+	}
+
+	// [agent]
+	v.intRange("agent.max_steps", int64(c.Agent.MaxSteps), 1, maxSteps, "a number of steps")
+
+	return v.errs
+}
+
+// rank orders sources by precedence; within one file, later lines rank
+// higher.
+func rank(s Source) int {
+	switch s.Kind {
+	case SourceUser:
+		return 1<<20 + s.Line
+	case SourceProject:
+		return 2<<20 + s.Line
+	case SourceEnv:
+		return 3 << 20
+	default:
+		return 0
+	}
+}
+
+func (v *validator) checkBaseURL(key, raw string) {
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		v.fail(key, "is empty; set it to the endpoint's base URL, such as %q", DefaultOpenAIBaseURL)
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		v.fail(key, "is %q, which is not an http:// or https:// URL; use a URL such as %q", raw, DefaultOpenAIBaseURL)
+	case u.User != nil:
+		// Do not echo the URL: it holds credentials.
+		v.fail(key, "contains a user name or password; remove them from the URL and use api_key_env")
+	}
+}
+
+func validEnvName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// validHeaderName reports whether s is an RFC 9110 token.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
