@@ -176,7 +176,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "zero limit",
 			user: "[tools]\noutput_limit_bytes = 0\n",
-			want: `$USER:2: key "tools.output_limit_bytes" is 0, out of range: it must be a number of bytes from 1 to 1073741824`,
+			want: `$USER:2: key "tools.output_limit_bytes" is 0, out of range: it must be a number of bytes from 1024 to 1048576`,
 			line: 2, key: "tools.output_limit_bytes",
 		},
 		{
@@ -309,7 +309,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "project out of range",
 			project: "[tools]\noutput_limit_bytes = -1\n",
-			want:    `$PROJECT:2: key "tools.output_limit_bytes" is -1, out of range: it must be a number of bytes from 1 to 1073741824`,
+			want:    `$PROJECT:2: key "tools.output_limit_bytes" is -1, out of range: it must be a number of bytes from 1024 to 1048576`,
 			line:    2, key: "tools.output_limit_bytes",
 		},
 		{
@@ -379,7 +379,7 @@ func TestLoadDefaultsAndDemo(t *testing.T) {
 		env  map[string]string
 	}{
 		{name: "no files"},
-		{name: "only tools", user: "[tools]\noutput_limit_bytes = 100\n"},
+		{name: "only tools", user: "[tools]\noutput_limit_bytes = 4096\n"},
 		{name: "empty OPENAI_API_KEY", env: map[string]string{"OPENAI_API_KEY": ""}},
 		{name: "explicit demo beats OPENAI_API_KEY", user: "[provider]\nactive = \"demo\"\n", env: map[string]string{"OPENAI_API_KEY": "sk-x"}},
 	} {
@@ -673,8 +673,8 @@ output_limit_bytes = 2048
 }
 
 func TestMergeOrder(t *testing.T) {
-	user := "[tools]\napproval_policy = \"auto\"\noutput_limit_bytes = 1000\ncommand_timeout_seconds = 100\n"
-	project := "[tools]\noutput_limit_bytes = 2000\napproval_policy = \"never\"\n"
+	user := "[tools]\napproval_policy = \"auto\"\noutput_limit_bytes = 10000\ncommand_timeout_seconds = 100\n"
+	project := "[tools]\noutput_limit_bytes = 20000\napproval_policy = \"never\"\n"
 	f := newFixture(t, user, project)
 
 	c, diags := mustLoad(t, f, nil)
@@ -687,7 +687,7 @@ func TestMergeOrder(t *testing.T) {
 		want any
 		src  string
 	}{
-		{"tools.output_limit_bytes", c.Tools.OutputLimitBytes, int64(2000), "$PROJECT:2"},
+		{"tools.output_limit_bytes", c.Tools.OutputLimitBytes, int64(20000), "$PROJECT:2"},
 		{"tools.approval_policy", c.Tools.ApprovalPolicy, ApprovalNever, "$PROJECT:3"},
 		{"tools.command_timeout_seconds", c.Tools.CommandTimeoutSeconds, 100, "$USER:4"},
 		{"tools.max_timeout_seconds", c.Tools.MaxTimeoutSeconds, 14400, "default"},
@@ -706,7 +706,7 @@ func TestMergeOrder(t *testing.T) {
 
 	// Without a workspace the project file is not read.
 	c, _, err := Load(LoadOptions{Home: f.home, Env: paths.MapEnv(nil)})
-	if err != nil || c.Tools.OutputLimitBytes != 1000 {
+	if err != nil || c.Tools.OutputLimitBytes != 10000 {
 		t.Errorf("no workspace: %v, %v", c, err)
 	}
 }

@@ -15,8 +15,12 @@ const (
 	maxSeconds = 30 * 24 * 3600
 	// maxRetries bounds providers.<name>.max_retries.
 	maxRetries = 20
-	// maxOutputLimit bounds tools.output_limit_bytes (1 GiB).
-	maxOutputLimit = 1 << 30
+	// minOutputLimit and maxOutputLimit bound tools.output_limit_bytes. A
+	// tool result of 1 MiB still fits an 8 MiB server frame after the worst
+	// JSON escaping (six bytes per byte); less than 1 KiB cannot page a
+	// file usefully.
+	minOutputLimit = 1 << 10
+	maxOutputLimit = 1 << 20
 	// maxContextTokens bounds providers.<name>.context_max_tokens.
 	maxContextTokens = 1 << 31
 	// maxSteps bounds agent.max_steps.
@@ -156,7 +160,7 @@ func (l *loader) validate() []error {
 	// [tools]
 	t := c.Tools
 	v.oneOf("tools.approval_policy", string(t.ApprovalPolicy), approvalPolicies, "an approval policy")
-	v.intRange("tools.output_limit_bytes", t.OutputLimitBytes, 1, maxOutputLimit, "a number of bytes")
+	v.intRange("tools.output_limit_bytes", t.OutputLimitBytes, minOutputLimit, maxOutputLimit, "a number of bytes")
 	v.intRange("tools.command_timeout_seconds", int64(t.CommandTimeoutSeconds), 1, maxSeconds, "a number of seconds")
 	v.intRange("tools.max_timeout_seconds", int64(t.MaxTimeoutSeconds), 1, maxSeconds, "a number of seconds")
 	if t.CommandTimeoutSeconds > 0 && t.MaxTimeoutSeconds > 0 && t.MaxTimeoutSeconds < t.CommandTimeoutSeconds {
