@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 root=$PWD
 count=${1:-10}
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+# Measure the binaries as scripts/build.sh builds them.
+export CGO_ENABLED=0
 
 gobin="$root/.cache/bin"
 benchstat_version=v0.0.0-20260908200009-22c9c6c9d4da
