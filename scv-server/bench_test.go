@@ -26,7 +26,11 @@ type benchServer struct {
 
 func startBench(b *testing.B, home string) *benchServer {
 	b.Helper()
-	cmd := exec.Command(bin, "--stdio")
+	args := []string{"--stdio"}
+	if p := os.Getenv("SCV_BENCH_CPUPROFILE"); p != "" {
+		args = append(args, "--cpuprofile", p)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = []string{"SCV_HOME=" + home}
 	in, err := cmd.StdinPipe()
 	if err != nil {

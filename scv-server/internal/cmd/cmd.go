@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -86,9 +87,10 @@ func exitCode(err error, errOut io.Writer) int {
 // NewCmdRoot returns the root command.
 func NewCmdRoot(stdio IO) *cobra.Command {
 	var (
-		useStdio bool
-		policy   string
-		logLevel string
+		useStdio   bool
+		policy     string
+		logLevel   string
+		cpuProfile string
 	)
 	root := &cobra.Command{
 		Use:           "scv-server --stdio",
@@ -105,12 +107,25 @@ func NewCmdRoot(stdio IO) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return usageError{fmt.Errorf("--cpuprofile: %w", err)}
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("starting the CPU profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			return server.RunStdio(cmd.Context(), server.Options{Env: stdio.Env, ApprovalPolicy: policy, Logger: log}, stdio.In, stdio.Out)
 		},
 	}
 	root.Flags().BoolVar(&useStdio, "stdio", false, "serve the protocol on standard input and output")
 	root.Flags().StringVar(&policy, "approval-policy", "", "override tools.approval_policy: on-risk, never or auto")
 	root.Flags().StringVar(&logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default warn, or $SCV_LOG_LEVEL)")
+	root.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
+	_ = root.Flags().MarkHidden("cpuprofile")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio))
 	return root

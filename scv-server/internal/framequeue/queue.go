@@ -3,98 +3,159 @@
 // client. It is bounded both by frame count and by bytes, so a client that
 // stops reading holds back producers instead of growing the server's memory.
 //
-// Push blocks until there is room or its context ends; nothing is ever
-// dropped. Frames come out in the order their Push calls returned.
+// Push blocks until there is room, its context ends or the queue is
+// closed; nothing is ever dropped. Frames come out in the order their Push
+// calls returned. Close stops producers at once but lets the consumer drain
+// what was queued.
 package framequeue
 
 import (
 	"context"
 	"errors"
 	"sync"
-
-	"golang.org/x/sync/semaphore"
 )
 
 // ErrClosed is returned by Push after Close.
 var ErrClosed = errors.New("frame queue closed")
 
+// ErrTooLarge is returned by Push for a frame larger than the byte bound.
+var ErrTooLarge = errors.New("frame larger than the queue's byte bound")
+
 // Queue is a bounded FIFO of frames.
 type Queue struct {
 	frames   chan []byte
-	bytes    *semaphore.Weighted
 	maxBytes int64
-	done     chan struct{}
-	once     sync.Once
+	// room holds a token when bytes were released since a pusher last
+	// looked; a pusher that takes it and finds room left passes it on.
+	room chan struct{}
+	done chan struct{}
+	once sync.Once
+
+	mu    sync.Mutex
+	bytes int64 // guarded by mu; bytes of frames pushed and not yet popped
 }
 
 // New returns a queue holding at most maxFrames frames and maxBytes bytes.
 func New(maxFrames int, maxBytes int64) *Queue {
 	return &Queue{
 		frames:   make(chan []byte, maxFrames),
-		bytes:    semaphore.NewWeighted(maxBytes),
 		maxBytes: maxBytes,
+		room:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
 }
 
 // Push appends frame, waiting for room. It fails with ctx.Err() when ctx
-// ends first, with ErrClosed after Close, and at once for a frame larger
-// than the byte bound.
+// ends first, with ErrClosed once the queue is closed, and at once with
+// ErrTooLarge for a frame larger than the byte bound.
 func (q *Queue) Push(ctx context.Context, frame []byte) error {
 	n := int64(len(frame))
 	if n > q.maxBytes {
-		return errors.New("frame larger than the queue's byte bound")
+		return ErrTooLarge
 	}
-	select {
-	case <-q.done:
-		return ErrClosed
-	default:
-	}
-	if err := q.bytes.Acquire(ctx, n); err != nil {
+	if err := q.reserve(ctx, n); err != nil {
 		return err
 	}
 	select {
 	case q.frames <- frame:
 		return nil
+	default:
+	}
+	select {
+	case q.frames <- frame:
+		return nil
 	case <-ctx.Done():
-		q.bytes.Release(n)
+		q.release(n)
 		return ctx.Err()
 	case <-q.done:
-		q.bytes.Release(n)
+		q.release(n)
 		return ErrClosed
+	}
+}
+
+// reserve waits until n bytes fit and counts them.
+func (q *Queue) reserve(ctx context.Context, n int64) (err error) {
+	defer func() {
+		if err != nil {
+			// This waiter may have taken the room token; pass it on so
+			// another waiter that fits is not left asleep.
+			q.signal()
+		}
+	}()
+	for {
+		select {
+		case <-q.done:
+			return ErrClosed
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		q.mu.Lock()
+		if q.bytes+n <= q.maxBytes {
+			q.bytes += n
+			left := q.bytes < q.maxBytes
+			q.mu.Unlock()
+			if left {
+				q.signal() // another waiter may fit too
+			}
+			return nil
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.room:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-q.done:
+			return ErrClosed
+		}
+	}
+}
+
+func (q *Queue) release(n int64) {
+	q.mu.Lock()
+	q.bytes -= n
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *Queue) signal() {
+	select {
+	case q.room <- struct{}{}:
+	default:
 	}
 }
 
 // Pop returns the next frame, waiting until one is queued, ctx ends, or the
 // queue is closed and drained. ok is false in the last two cases.
 func (q *Queue) Pop(ctx context.Context) (frame []byte, ok bool) {
-	select {
-	case f := <-q.frames:
-		q.bytes.Release(int64(len(f)))
+	if f, ok := q.TryPop(); ok {
 		return f, true
-	default:
 	}
 	select {
 	case f := <-q.frames:
-		q.bytes.Release(int64(len(f)))
+		q.release(int64(len(f)))
 		return f, true
 	case <-ctx.Done():
 		return nil, false
 	case <-q.done:
-		// Drain what was queued before Close.
-		select {
-		case f := <-q.frames:
-			q.bytes.Release(int64(len(f)))
-			return f, true
-		default:
-			return nil, false
-		}
+		return q.TryPop()
 	}
 }
 
-// Close stops new pushes and wakes pushes waiting for a frame slot (a push
-// waiting for bytes wakes when its context ends); queued frames can still be
-// popped. Close is idempotent.
+// TryPop returns the next frame if one is queued, without waiting.
+func (q *Queue) TryPop() (frame []byte, ok bool) {
+	select {
+	case f := <-q.frames:
+		q.release(int64(len(f)))
+		return f, true
+	default:
+		return nil, false
+	}
+}
+
+// Close stops producers: waiting and later pushes fail with ErrClosed.
+// Queued frames can still be popped. Close is idempotent.
 func (q *Queue) Close() { q.once.Do(func() { close(q.done) }) }
 
 // Len returns the number of queued frames.

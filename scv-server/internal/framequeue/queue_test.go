@@ -535,3 +535,31 @@ func BenchmarkPushPop(b *testing.B) {
 		}
 	}
 }
+
+// A waiter that gives up must not swallow the wake-up another waiter needs.
+func TestCancelledWaiterPassesTheWakeUpOn(t *testing.T) {
+	q := New(10, 10)
+	if err := q.Push(context.Background(), make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	quitter := make(chan error, 1)
+	go func() { quitter <- q.Push(ctx, make([]byte, 5)) }()
+	stayer := make(chan error, 1)
+	go func() { stayer <- q.Push(context.Background(), make([]byte, 5)) }()
+	// Free room and cancel the first waiter at once: whichever takes the
+	// token, the second must get its bytes.
+	if _, ok := q.TryPop(); !ok {
+		t.Fatal("nothing to pop")
+	}
+	cancel()
+	select {
+	case err := <-stayer:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the remaining waiter was never woken")
+	}
+	<-quitter
+}

@@ -16,6 +16,7 @@
 package ndjson
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -262,9 +263,12 @@ func (c *conn) readLoop(r io.Reader, out chan<- inbound) {
 	}
 }
 
-// writeLoop drains the queue to w. A write blocked for SendTimeout (the
-// client stopped reading) is reported on stuck; the write itself cannot be
-// interrupted, so cleanup proceeds around it.
+// writeLoop drains the queue to w. Frames already queued are written
+// together, through a buffer flushed whenever the queue runs dry, so a
+// burst of deltas costs a few system calls rather than one each. A write
+// blocked for SendTimeout (the client stopped reading) is reported on
+// stuck; the write itself cannot be interrupted, so cleanup proceeds
+// around it.
 func (c *conn) writeLoop(w io.Writer, stuck chan<- struct{}) error {
 	watchdog := time.AfterFunc(time.Hour, func() {
 		select {
@@ -274,18 +278,39 @@ func (c *conn) writeLoop(w io.Writer, stuck chan<- struct{}) error {
 	})
 	watchdog.Stop()
 	defer watchdog.Stop()
+	bw := bufio.NewWriterSize(&watchedWriter{w: w, watchdog: watchdog, timeout: c.opts.SendTimeout}, writeBuffer)
 	for {
 		frame, ok := c.q.Pop(c.ctx)
 		if !ok {
-			return nil
+			return bw.Flush()
 		}
-		watchdog.Reset(c.opts.SendTimeout)
-		_, err := w.Write(frame)
-		watchdog.Stop()
-		if err != nil {
+		for ok {
+			if _, err := bw.Write(frame); err != nil {
+				return fmt.Errorf("writing a frame: %w", err)
+			}
+			frame, ok = c.q.TryPop()
+		}
+		if err := bw.Flush(); err != nil {
 			return fmt.Errorf("writing a frame: %w", err)
 		}
 	}
+}
+
+// writeBuffer is the writer's batch size.
+const writeBuffer = 64 << 10
+
+// watchedWriter arms the watchdog around every write to the client.
+type watchedWriter struct {
+	w        io.Writer
+	watchdog *time.Timer
+	timeout  time.Duration
+}
+
+func (ww *watchedWriter) Write(p []byte) (int, error) {
+	ww.watchdog.Reset(ww.timeout)
+	n, err := ww.w.Write(p)
+	ww.watchdog.Stop()
+	return n, err
 }
 
 // encode returns ev's frame with its newline, or *protocol.ErrFrameTooLarge.
