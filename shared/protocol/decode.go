@@ -41,7 +41,7 @@ func DecodeClientMessage(frame []byte) (ClientMessage, error) {
 	if !utf8.Valid(frame) {
 		return nil, &DecodeError{Code: ErrInvalidJSON, Message: "the frame is not valid UTF-8; send UTF-8 JSON"}
 	}
-	kind, reqID, err := decodeEnvelope(frame, true)
+	kind, reqID, fields, err := decodeClientEnvelope(frame)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func DecodeClientMessage(frame []byte) (ClientMessage, error) {
 		return nil, &DecodeError{Code: ErrInvalidRequest, RequestID: reqID,
 			Message: fmt.Sprintf("%s: %s", kind, describeUnmarshalError(err))}
 	}
-	if missing := missingRequired(frame, m); len(missing) > 0 {
+	if missing := missingRequired(fields, m); len(missing) > 0 {
 		return nil, &DecodeError{Code: ErrInvalidRequest, RequestID: reqID,
 			Message: fmt.Sprintf("%s is missing %s", kind, quoteJoin(missing))}
 	}
@@ -94,17 +94,10 @@ func requiredOf(t reflect.Type) []string {
 	return out
 }
 
-// missingRequired returns the required fields of m that frame lacks or
-// sets to null.
-func missingRequired(frame []byte, m ClientMessage) []string {
+// missingRequired returns the required fields of m that the frame's
+// members lack or set to null.
+func missingRequired(fields map[string]json.RawMessage, m ClientMessage) []string {
 	req := requiredOf(reflect.TypeOf(m).Elem())
-	if len(req) == 0 {
-		return nil
-	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(frame, &fields) != nil {
-		return nil // already decoded once; cannot happen
-	}
 	var missing []string
 	for _, k := range req {
 		if v, ok := fields[k]; !ok || string(v) == "null" {
@@ -156,16 +149,49 @@ func PeekType(frame []byte) string {
 
 func decodeEnvelope(frame []byte, needRequestID bool) (kind, reqID string, err error) {
 	if !json.Valid(frame) {
-		return "", "", &DecodeError{Code: ErrInvalidJSON, Message: "the frame is not valid JSON; send one JSON object per line"}
+		return "", "", errNotJSON
 	}
-	trimmed := bytes.TrimLeft(frame, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return "", "", &DecodeError{Code: ErrInvalidRequest, Message: "the frame is JSON but not an object; send one JSON object per line"}
+	if !isObject(frame) {
+		return "", "", errNotObject
 	}
 	var p probe
 	if err := json.Unmarshal(frame, &p); err != nil {
 		return "", "", &DecodeError{Code: ErrInvalidRequest, Message: describeUnmarshalError(err)}
 	}
+	return checkProbe(p, needRequestID)
+}
+
+var (
+	errNotJSON   = &DecodeError{Code: ErrInvalidJSON, Message: "the frame is not valid JSON; send one JSON object per line"}
+	errNotObject = &DecodeError{Code: ErrInvalidRequest, Message: "the frame is JSON but not an object; send one JSON object per line"}
+)
+
+func isObject(frame []byte) bool {
+	trimmed := bytes.TrimLeft(frame, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '{'
+}
+
+// decodeClientEnvelope reads a client frame's members once: the envelope
+// comes from them, and so does the required-member check.
+func decodeClientEnvelope(frame []byte) (kind, reqID string, fields map[string]json.RawMessage, err error) {
+	if !isObject(frame) {
+		if json.Valid(frame) {
+			return "", "", nil, errNotObject
+		}
+		return "", "", nil, errNotJSON
+	}
+	if err := json.Unmarshal(frame, &fields); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return "", "", nil, errNotJSON
+		}
+		return "", "", nil, &DecodeError{Code: ErrInvalidRequest, Message: describeUnmarshalError(err)}
+	}
+	kind, reqID, err = checkProbe(probe{Type: fields["type"], RequestID: fields["request_id"]}, true)
+	return kind, reqID, fields, err
+}
+
+func checkProbe(p probe, needRequestID bool) (kind, reqID string, err error) {
 	if len(p.RequestID) > 0 && string(p.RequestID) != "null" {
 		if json.Unmarshal(p.RequestID, &reqID) != nil {
 			return "", "", &DecodeError{Code: ErrInvalidRequest,
