@@ -108,6 +108,7 @@ func New(opts Options) (*Runtime, error) {
 		},
 		Policy:          policy,
 		MaxSteps:        cfg.Agent.MaxSteps,
+		StateDir:        paths.StateDir(home),
 		ToolTimeout:     cfg.Tools.CommandTimeout(),
 		MaxToolTimeout:  cfg.Tools.MaxTimeout(),
 		ToolOutputLimit: int(cfg.Tools.OutputLimitBytes),
@@ -119,7 +120,9 @@ func New(opts Options) (*Runtime, error) {
 // Tools builds the built-in tool registry of a session.
 func Tools(workspace string) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
-	for _, t := range []tools.Tool{read.New()} {
+	for _, t := range []tools.Tool{
+		read.New(),
+	} {
 		if err := reg.Register(t); err != nil {
 			return nil, err
 		}

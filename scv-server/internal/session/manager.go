@@ -41,6 +41,10 @@ type Options struct {
 	Policy   approval.Policy
 	MaxSteps int
 
+	// StateDir is SCV_HOME's state directory; each session's tools get
+	// StateDir/sessions/<id>. Empty: no per-session state.
+	StateDir string
+
 	ToolTimeout     time.Duration
 	MaxToolTimeout  time.Duration
 	ToolOutputLimit int

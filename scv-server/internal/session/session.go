@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"unicode/utf8"
 
@@ -79,6 +80,15 @@ func (s *Session) Model() string { return s.model }
 
 // Version returns the protocol version the session was started with.
 func (s *Session) Version() int { return s.version }
+
+// stateDir is the session's state directory, or "" when the server keeps
+// no state.
+func (s *Session) stateDir() string {
+	if s.mgr.opts.StateDir == "" {
+		return ""
+	}
+	return filepath.Join(s.mgr.opts.StateDir, "sessions", s.id)
+}
 
 // ContextMaxTokens returns the model's context size.
 func (s *Session) ContextMaxTokens() int64 { return s.mgr.opts.Provider.ContextMaxTokens() }
@@ -234,6 +244,7 @@ func (s *Session) launchLocked(ctx context.Context, requestID, prompt string) er
 		MaxSteps:    m.opts.MaxSteps,
 		Progress:    s.version >= protocol.Version3,
 		ToolEnv: tools.Env{
+			StateDir:    s.stateDir(),
 			Workspace:   s.cwd,
 			Root:        s.root,
 			Timeout:     m.opts.ToolTimeout,

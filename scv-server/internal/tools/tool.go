@@ -40,6 +40,11 @@ type Env struct {
 	// Progress reports one progress line of a running call (tool.progress);
 	// it may be nil.
 	Progress func(line string)
+	// StateDir is the session's private state directory under SCV_HOME
+	// (state/sessions/<session id>). It may not exist yet: a tool that
+	// writes there creates it with mode 0700. Empty when the server keeps
+	// no state.
+	StateDir string
 }
 
 // Result is the outcome of a call, read by the model.
