@@ -250,3 +250,32 @@ func TestUsageWithoutStdio(t *testing.T) {
 		t.Fatalf("exit %v, output %q", err, out)
 	}
 }
+
+func TestSchemaCommandWritesTheCommittedSchema(t *testing.T) {
+	out := t.TempDir()
+	if msg, err := exec.Command(bin, "schema", "--out", out).CombinedOutput(); err != nil {
+		t.Fatalf("scv-server schema: %v\n%s", err, msg)
+	}
+	committed := filepath.Join("..", "docs", "schema")
+	var n int
+	err := filepath.WalkDir(committed, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(committed, path)
+		want, _ := os.ReadFile(path)
+		got, err := os.ReadFile(filepath.Join(out, rel))
+		if err != nil {
+			t.Errorf("%s: not written by scv-server schema: %v", rel, err)
+			return nil
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from docs/schema; run `scv-server schema --out docs/schema`", rel)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n < 30 {
+		t.Fatalf("compared %d files: %v", n, err)
+	}
+}
