@@ -2,13 +2,11 @@ module github.com/scv-cli/scv/scv-tui
 
 go 1.26
 
-require (
-	github.com/scv-cli/scv/shared v0.0.0
-	github.com/spf13/cobra v1.10.2
-)
+require github.com/scv-cli/scv/shared v0.0.0
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 )
 

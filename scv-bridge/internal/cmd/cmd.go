@@ -1,82 +1,22 @@
 // Package cmd is the scv-bridge command line. The binary is a placeholder until
-// its feature lands: it answers --version and --help, and otherwise says
-// plainly that it is not built yet and exits non-zero, so a script or a
-// launcher that runs it cannot mistake it for a working one.
+// its feature lands (see shared/placeholder).
 package cmd
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
 	"os"
 
-	"github.com/scv-cli/scv/shared/version"
-	"github.com/spf13/cobra"
+	"github.com/scv-cli/scv/shared/placeholder"
 )
 
-// Code is a process exit status.
-type Code int
-
-// Exit statuses of scv-bridge.
-const (
-	ExitOK Code = 0
-	// ExitNotBuilt means the feature is not built yet.
-	ExitNotBuilt Code = 1
-	// ExitUsage means the command line was wrong.
-	ExitUsage Code = 2
-)
-
-// ErrNotBuilt is returned when scv-bridge is asked to do its job.
-var ErrNotBuilt = errors.New("the chat bridge is not built yet; it lands in a later issue")
-
-// usageError marks a command-line mistake.
-type usageError struct{ error }
+// Command describes scv-bridge.
+var Command = placeholder.Command{
+	Name:     "scv-bridge",
+	Short:    "SCV's chat bridge (not built yet)",
+	Long:     "scv-bridge will relay chat conversations to SCV sessions. It is not built yet;\nthe chat bridge lands in a later issue.",
+	NotBuilt: "the chat bridge is not built yet; it lands in a later issue",
+}
 
 // Main runs scv-bridge with the process's arguments and returns its exit code.
-func Main() Code {
-	return Run(os.Args[1:], os.Stdout, os.Stderr)
-}
-
-// Run runs scv-bridge with args and returns its exit code; it is the one place
-// an error becomes an exit code.
-func Run(args []string, out, errOut io.Writer) Code {
-	root := NewCmdRoot()
-	root.SetArgs(args)
-	root.SetOut(out)
-	root.SetErr(errOut)
-	err := root.ExecuteContext(context.Background())
-	if err == nil {
-		return ExitOK
-	}
-	fmt.Fprintf(errOut, "scv-bridge: %v\n", err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintln(errOut, "Run 'scv-bridge --help' for usage.")
-		return ExitUsage
-	}
-	return ExitNotBuilt
-}
-
-// NewCmdRoot returns the root command.
-func NewCmdRoot() *cobra.Command {
-	root := &cobra.Command{
-		Use:           "scv-bridge",
-		Short:         "SCV's chat bridge (not built yet)",
-		Long:          "scv-bridge will relay chat conversations to SCV sessions. It is not built yet;\nthe chat bridge lands in a later issue.",
-		Version:       version.Version,
-		SilenceErrors: true,
-		SilenceUsage:  true,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown command %q for %q", args[0], "scv-bridge")}
-			}
-			return nil
-		},
-		RunE: func(*cobra.Command, []string) error { return ErrNotBuilt },
-	}
-	root.SetVersionTemplate("scv-bridge {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.CompletionOptions.DisableDefaultCmd = true
-	return root
+func Main() placeholder.Code {
+	return Command.Run(os.Args[1:], os.Stdout, os.Stderr)
 }
