@@ -76,75 +76,58 @@ func (c *conn) dispatch(msg protocol.ClientMessage) error {
 	case *protocol.SessionStart:
 		return c.startSession(m)
 	case *protocol.TurnStart:
-		s, err := c.session(m.SessionID)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := c.requestCtx()
-		defer cancel()
-		return s.StartTurn(ctx, m.RequestID, m.Prompt, c.client.Name)
+		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
+			return s.StartTurn(ctx, m.RequestID, m.Prompt, c.client.Name)
+		})
 	case *protocol.TurnCancel:
-		s, err := c.session(m.SessionID)
-		if err != nil {
-			return err
-		}
-		if m.TurnID == "" {
-			return &session.Error{Code: protocol.ErrInvalidRequest, Message: "turn.cancel needs the turn_id of the running turn"}
-		}
-		return s.CancelTurn(m.TurnID)
+		return c.withSession(m.SessionID, func(_ context.Context, s *session.Session) error {
+			if m.TurnID == "" {
+				return &session.Error{Code: protocol.ErrInvalidRequest, Message: "turn.cancel needs the turn_id of the running turn"}
+			}
+			return s.CancelTurn(m.TurnID)
+		})
 	case *protocol.ApprovalResolve:
-		s, err := c.session(m.SessionID)
-		if err != nil {
-			return err
-		}
-		return s.ResolveApproval(m.ApprovalID, m.Approved)
+		return c.withSession(m.SessionID, func(_ context.Context, s *session.Session) error {
+			return s.ResolveApproval(m.ApprovalID, m.Approved)
+		})
 	case *protocol.SessionClear:
-		s, err := c.session(m.SessionID)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := c.requestCtx()
-		defer cancel()
-		return s.Clear(ctx, m.RequestID)
+		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
+			return s.Clear(ctx, m.RequestID)
+		})
 	case *protocol.SessionPause:
-		s, err := c.session(m.SessionID)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := c.requestCtx()
-		defer cancel()
-		return s.Pause(ctx, m.RequestID, m.Paused)
+		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
+			return s.Pause(ctx, m.RequestID, m.Paused)
+		})
 	case *protocol.QueueUpdate:
-		s, err := c.session(m.SessionID)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := c.requestCtx()
-		defer cancel()
-		return s.UpdateQueued(ctx, m.RequestID, m.QueueID, m.Revision, m.Prompt)
+		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
+			return s.UpdateQueued(ctx, m.RequestID, m.QueueID, m.Revision, m.Prompt)
+		})
 	case *protocol.QueueMove:
-		s, err := c.session(m.SessionID)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := c.requestCtx()
-		defer cancel()
-		return s.MoveQueued(ctx, m.RequestID, m.QueueID, m.Revision, m.BeforeQueueID)
+		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
+			return s.MoveQueued(ctx, m.RequestID, m.QueueID, m.Revision, m.BeforeQueueID)
+		})
 	case *protocol.QueueRemove:
-		s, err := c.session(m.SessionID)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := c.requestCtx()
-		defer cancel()
-		return s.RemoveQueued(ctx, m.RequestID, m.QueueID, m.Revision)
+		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
+			return s.RemoveQueued(ctx, m.RequestID, m.QueueID, m.Revision)
+		})
 	case *protocol.SessionCompact:
-		if _, err := c.session(m.SessionID); err != nil {
-			return err
-		}
-		return &session.Error{Code: protocol.ErrInvalidRequest, Message: "session.compact is not available yet in this server version"}
+		return c.withSession(m.SessionID, func(context.Context, *session.Session) error {
+			return &session.Error{Code: protocol.ErrInvalidRequest, Message: "session.compact is not available yet in this server version"}
+		})
 	}
 	return &session.Error{Code: protocol.ErrInvalidRequest, Message: fmt.Sprintf("unknown message type %q", msg.Kind())}
+}
+
+// withSession runs op on an attached session, with a context that bounds
+// the request's wait on the session to SendTimeout.
+func (c *conn) withSession(id string, op func(context.Context, *session.Session) error) error {
+	s, err := c.session(id)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.requestCtx()
+	defer cancel()
+	return op(ctx, s)
 }
 
 // session returns an attached session.
