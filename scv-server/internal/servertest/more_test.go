@@ -1,6 +1,7 @@
 package servertest_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -232,5 +233,64 @@ func TestEOFLeavesQueuedPromptsQueued(t *testing.T) {
 	}
 	if n := len(f.Requests()); n != 1 {
 		t.Fatalf("%d provider requests, want 1: the queued prompt must not start during shutdown", n)
+	}
+}
+
+func TestServerStartedTurn(t *testing.T) {
+	f, s := fake(t, "", st.Options{})
+	sid, _ := session(t, s, 3)
+	c := s.Client
+	sess, err := s.Runtime.Manager.Get(sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// While the user's turn runs and a prompt is queued, the server's turn
+	// waits for both.
+	f.Enqueue(fo.Script(fo.Text("user turn"), fo.Hang()))
+	turn := c.Turn(sid, "mine")
+	st.Expect[*protocol.AssistantDelta](c)
+	c.Send(&protocol.TurnStart{RequestID: "q", SessionID: sid, Prompt: "queued"})
+	st.Expect[*protocol.QueueEnqueued](c)
+	origin := protocol.Origin{Kind: "background", Jobs: []string{"job-1"}}
+	ctx, cancel := context.WithTimeout(context.Background(), st.Wait)
+	defer cancel()
+	if err := sess.StartServerTurn(ctx, origin, "[SCV background report] job-1 finished"); err != nil {
+		t.Fatal(err)
+	}
+	f.Enqueue(fo.Script(fo.Text("queued done")), fo.Script(fo.Text("report done")))
+	c.Send(&protocol.TurnCancel{RequestID: "c", SessionID: sid, TurnID: turn.TurnID})
+	if end := st.Expect[*protocol.TurnCancelled](c); end.Origin != nil {
+		t.Fatalf("a user turn carries origin: %+v", end)
+	}
+	st.Expect[*protocol.QueueDequeued](c)
+	st.Expect[*protocol.TurnStarted](c)
+	st.Until[*protocol.TurnCompleted](c)
+	started := st.Expect[*protocol.TurnStarted](c)
+	if started.RequestID != "" || started.Origin == nil || started.Origin.Kind != "background" || started.Origin.Jobs[0] != "job-1" {
+		t.Fatalf("server turn.started = %+v", started)
+	}
+	evs, end := st.Until[*protocol.TurnCompleted](c)
+	if end.RequestID != "" || end.Origin == nil || end.Origin.Kind != "background" {
+		t.Fatalf("server turn.completed = %+v", end)
+	}
+	for _, e := range evs {
+		if h, ok := e.(protocol.TurnEvent); ok && h.Turn().RequestID != "" {
+			t.Fatalf("%s of a server turn carries request_id %q", e.Kind(), h.Turn().RequestID)
+		}
+	}
+	if m := f.Requests()[2].Messages; m[len(m)-1].Content != "[SCV background report] job-1 finished" {
+		t.Fatalf("the model did not get the report prompt: %+v", m[len(m)-1])
+	}
+}
+
+func TestServerStartedTurnNeedsV3(t *testing.T) {
+	for _, v := range []int{1, 2} {
+		_, s := fake(t, "", st.Options{})
+		sid, _ := session(t, s, v)
+		sess, _ := s.Runtime.Manager.Get(sid)
+		err := sess.StartServerTurn(context.Background(), protocol.Origin{Kind: "background"}, "report")
+		if err == nil || !strings.Contains(err.Error(), "version 3") {
+			t.Fatalf("v%d: StartServerTurn = %v, want a refusal", v, err)
+		}
 	}
 }

@@ -58,12 +58,15 @@ max_retries = 0
 
 // Server is a running test server and its client end.
 type Server struct {
-	t      testing.TB
-	Home   string
-	Client *Client
-	done   chan error
-	in     *io.PipeWriter // the client's writes
-	out    *io.PipeReader // the client's reads
+	t    testing.TB
+	Home string
+	// Runtime is the server's runtime, for tests of internal APIs that
+	// later features call (such as server-started turns).
+	Runtime *server.Runtime
+	Client  *Client
+	done    chan error
+	in      *io.PipeWriter // the client's writes
+	out     *io.PipeReader // the client's reads
 }
 
 type pipeTransport struct {
@@ -103,7 +106,7 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	cr, sw := io.Pipe() // server → client
 	sr, cw := io.Pipe() // client → server
-	s := &Server{t: t, Home: home, done: make(chan error, 1), in: cw, out: cr}
+	s := &Server{t: t, Home: home, Runtime: rt, done: make(chan error, 1), in: cw, out: cr}
 	go func() { s.done <- rt.Serve(context.Background(), pipeTransport{r: sr, w: sw}) }()
 	s.Client = NewClient(t, cr, cw)
 	t.Cleanup(func() { s.Stop() })

@@ -56,12 +56,21 @@ type Session struct {
 	usage   protocol.Usage     // guarded by mu; session totals
 	queue   []*queued          // guarded by mu
 	paused  bool               // guarded by mu
+	// serverTurns wait for the user's queue to drain (guarded by mu).
+	serverTurns []serverTurn
 }
 
 type turn struct {
 	id        string
 	requestID string
+	origin    *protocol.Origin // set for a turn the server started
 	cancel    context.CancelFunc
+}
+
+// serverTurn is a turn the server asked for, waiting for an idle session.
+type serverTurn struct {
+	origin protocol.Origin
+	prompt string
 }
 
 type queued struct {
@@ -211,19 +220,45 @@ func (s *Session) StartTurn(ctx context.Context, requestID, prompt, submitter st
 			SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id}, Entry: entry})
 	}
 	s.mu.Unlock()
-	return s.launchLocked(ctx, requestID, prompt)
+	return s.launchLocked(ctx, requestID, prompt, nil)
+}
+
+// StartServerTurn asks for a turn the server itself begins, such as a
+// report of finished background jobs (protocol v3). It runs once the
+// session is idle, not paused, and the user's queued prompts have run;
+// its turn.started and terminal event carry origin and no request_id.
+// Sessions of v1 and v2 clients, which know no origin, refuse it.
+func (s *Session) StartServerTurn(ctx context.Context, origin protocol.Origin, prompt string) error {
+	if s.version < protocol.Version3 {
+		return errorf(protocol.ErrInvalidRequest, "server-started turns need protocol version 3; this session's client speaks version %d", s.version)
+	}
+	if origin.Kind == "" {
+		return errorf(protocol.ErrInvalidRequest, "a server-started turn needs an origin kind")
+	}
+	if err := CheckPrompt(prompt); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	s.mu.Lock()
+	s.serverTurns = append(s.serverTurns, serverTurn{origin: origin, prompt: prompt})
+	s.mu.Unlock()
+	s.dequeueLocked(ctx)
+	return nil
 }
 
 // launchLocked emits turn.started and starts the turn's goroutine. The emit
 // lock must be held and no turn may be active.
-func (s *Session) launchLocked(ctx context.Context, requestID, prompt string) error {
+func (s *Session) launchLocked(ctx context.Context, requestID, prompt string, origin *protocol.Origin) error {
 	m := s.mgr
 	if m.closing() {
 		return errorf(protocol.ErrInternal, "the server is shutting down; no new turn starts")
 	}
 	turnCtx, cancel := context.WithCancel(m.ctx)
-	t := &turn{id: uuid.NewString(), requestID: requestID, cancel: cancel}
-	started := &protocol.TurnStarted{TurnHeader: protocol.TurnHeader{RequestID: requestID, SessionID: s.id, TurnID: t.id}}
+	t := &turn{id: uuid.NewString(), requestID: requestID, origin: origin, cancel: cancel}
+	started := &protocol.TurnStarted{TurnHeader: protocol.TurnHeader{RequestID: requestID, SessionID: s.id, TurnID: t.id}, Origin: origin}
 	if err := s.emitLocked(ctx, started); err != nil {
 		cancel()
 		return err
@@ -271,12 +306,12 @@ func (s *Session) finish(t *turn, out agent.Outcome) {
 	var failure *agent.Failure
 	switch {
 	case out.Err == nil:
-		terminal = &protocol.TurnCompleted{TurnHeader: hdr, Steps: out.Steps, Usage: out.Usage}
+		terminal = &protocol.TurnCompleted{TurnHeader: hdr, Steps: out.Steps, Usage: out.Usage, Origin: t.origin}
 	case errors.As(out.Err, &failure):
-		terminal = &protocol.TurnFailed{TurnHeader: hdr, Code: failure.Code, Message: failure.Message}
+		terminal = &protocol.TurnFailed{TurnHeader: hdr, Code: failure.Code, Message: failure.Message, Origin: t.origin}
 		m.log.Warn("Turn failed", "session", s.id, "turn", t.id, "code", failure.Code, "err", out.Err)
 	default:
-		terminal = &protocol.TurnCancelled{TurnHeader: hdr}
+		terminal = &protocol.TurnCancelled{TurnHeader: hdr, Origin: t.origin}
 	}
 	// The terminal event waits for the client like any other, bounded by
 	// the manager's lifetime rather than the (already ended) turn.
@@ -306,14 +341,29 @@ func (s *Session) clearActive(t *turn, out agent.Outcome) {
 }
 
 // dequeueLocked starts the next queued prompt when the session is idle and
-// not paused. The emit lock must be held.
+// not paused; with the user's queue empty, the next server-started turn.
+// The emit lock must be held.
 func (s *Session) dequeueLocked(ctx context.Context) {
 	if s.mgr.closing() {
 		return // queued prompts stay queued through shutdown
 	}
 	s.mu.Lock()
-	if s.active != nil || s.paused || len(s.queue) == 0 {
+	if s.active != nil || s.paused {
 		s.mu.Unlock()
+		return
+	}
+	if len(s.queue) == 0 {
+		if len(s.serverTurns) == 0 {
+			s.mu.Unlock()
+			return
+		}
+		st := s.serverTurns[0]
+		s.serverTurns = s.serverTurns[1:]
+		s.mu.Unlock()
+		origin := st.origin
+		if err := s.launchLocked(ctx, "", st.prompt, &origin); err != nil {
+			s.mgr.log.Warn("Could not start a server turn", "session", s.id, "err", err)
+		}
 		return
 	}
 	q := s.queue[0]
@@ -326,7 +376,7 @@ func (s *Session) dequeueLocked(ctx context.Context) {
 		SessionHeader: protocol.SessionHeader{RequestID: q.requestID, SessionID: s.id}, Entry: entry}); err != nil {
 		return
 	}
-	if err := s.launchLocked(ctx, q.requestID, entry.Prompt); err != nil {
+	if err := s.launchLocked(ctx, q.requestID, entry.Prompt, nil); err != nil {
 		s.mgr.log.Warn("Could not start a queued turn", "session", s.id, "err", err)
 	}
 }
@@ -380,6 +430,7 @@ func (s *Session) Clear(ctx context.Context, requestID string) error {
 	s.history = nil
 	s.usage = protocol.Usage{}
 	s.queue = nil
+	s.serverTurns = nil
 	s.mu.Unlock()
 	return s.emitLocked(ctx, &protocol.SessionCleared{SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id}})
 }
