@@ -41,6 +41,10 @@ type SessionStart struct {
 	AutoApprove     bool     `json:"auto_approve,omitempty"`
 	Channel         *Channel `json:"channel,omitempty"`
 	Tools           *bool    `json:"tools,omitempty"`
+	// Resume names a stored session of this workspace to continue (v3):
+	// its history and usage totals are restored and its transcript is
+	// replayed with session.replay events.
+	Resume string `json:"resume,omitempty"`
 }
 
 // TurnStart starts a turn, or queues it (v2 and later) while another runs.
@@ -63,7 +67,17 @@ type ApprovalResolve struct {
 	SessionID  string `json:"session_id"`
 	ApprovalID string `json:"approval_id"`
 	Approved   bool   `json:"approved"`
+	// Scope is "once" (the default, and the only scope before v3) or
+	// "session": approve this call and, for the rest of the session, every
+	// call the request's rule covers.
+	Scope string `json:"scope,omitempty"`
 }
+
+// Approval scopes.
+const (
+	ScopeOnce    = "once"
+	ScopeSession = "session"
+)
 
 // SessionClear drops an idle session's history, usage and queue.
 type SessionClear struct {
@@ -80,6 +94,20 @@ type SessionPause struct {
 
 // SessionCompact asks for context compaction now (v3).
 type SessionCompact struct {
+	RequestID string `json:"request_id"`
+	SessionID string `json:"session_id"`
+}
+
+// SessionList lists the stored sessions of a workspace, newest first (v3).
+type SessionList struct {
+	RequestID string `json:"request_id"`
+	Cwd       string `json:"cwd"`
+	// Limit bounds the answer (default 20, at most 200).
+	Limit int `json:"limit,omitempty"`
+}
+
+// SessionRules lists the approval rules a session granted (v3).
+type SessionRules struct {
 	RequestID string `json:"request_id"`
 	SessionID string `json:"session_id"`
 }
@@ -122,6 +150,8 @@ func (*SessionCompact) Kind() string  { return TypeSessionCompact }
 func (*QueueUpdate) Kind() string     { return TypeQueueUpdate }
 func (*QueueMove) Kind() string       { return TypeQueueMove }
 func (*QueueRemove) Kind() string     { return TypeQueueRemove }
+func (*SessionRules) Kind() string    { return TypeSessionRules }
+func (*SessionList) Kind() string     { return TypeSessionList }
 
 func (m *Initialize) Request() string      { return m.RequestID }
 func (m *SessionStart) Request() string    { return m.RequestID }
@@ -134,6 +164,8 @@ func (m *SessionCompact) Request() string  { return m.RequestID }
 func (m *QueueUpdate) Request() string     { return m.RequestID }
 func (m *QueueMove) Request() string       { return m.RequestID }
 func (m *QueueRemove) Request() string     { return m.RequestID }
+func (m *SessionRules) Request() string    { return m.RequestID }
+func (m *SessionList) Request() string     { return m.RequestID }
 
 func (*Initialize) isClientMessage()      {}
 func (*SessionStart) isClientMessage()    {}
@@ -146,6 +178,8 @@ func (*SessionCompact) isClientMessage()  {}
 func (*QueueUpdate) isClientMessage()     {}
 func (*QueueMove) isClientMessage()       {}
 func (*QueueRemove) isClientMessage()     {}
+func (*SessionRules) isClientMessage()    {}
+func (*SessionList) isClientMessage()     {}
 
 // clientMessageVersions maps each client message type to the first protocol
 // version that has it, and to a constructor for decoding.
@@ -164,6 +198,8 @@ var clientMessages = map[string]struct {
 	TypeQueueRemove:     {Version2, func() ClientMessage { return new(QueueRemove) }},
 	TypeSessionPause:    {Version2, func() ClientMessage { return new(SessionPause) }},
 	TypeSessionCompact:  {Version3, func() ClientMessage { return new(SessionCompact) }},
+	TypeSessionList:     {Version3, func() ClientMessage { return new(SessionList) }},
+	TypeSessionRules:    {Version3, func() ClientMessage { return new(SessionRules) }},
 }
 
 // ClientMessageSince reports the first protocol version that has the client

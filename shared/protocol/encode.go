@@ -30,13 +30,7 @@ func AppendEvent(dst []byte, e Event) ([]byte, error) {
 		}
 		return appendDelta(dst, d), nil
 	}
-	if q, ok := e.(*QueueSnapshot); ok && q != nil && q.Entries == nil {
-		// An empty queue is [] on the wire, never null.
-		c := *q
-		c.Entries = []QueueEntry{}
-		e = &c
-	}
-	return appendTyped(dst, e.Kind(), e)
+	return appendTyped(dst, e.Kind(), withEmptyLists(e))
 }
 
 // EncodeEvent returns the JSON encoding of e without a newline.
@@ -176,4 +170,36 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// withEmptyLists returns e with its nil list members made empty: a list
+// member is [] on the wire, never null.
+func withEmptyLists(e Event) Event {
+	switch v := e.(type) {
+	case *QueueSnapshot:
+		if v != nil && v.Entries == nil {
+			c := *v
+			c.Entries = []QueueEntry{}
+			return &c
+		}
+	case *SessionReplay:
+		if v != nil && v.Items == nil {
+			c := *v
+			c.Items = []ReplayItem{}
+			return &c
+		}
+	case *SessionListed:
+		if v != nil && v.Sessions == nil {
+			c := *v
+			c.Sessions = []SessionSummary{}
+			return &c
+		}
+	case *RulesListed:
+		if v != nil && v.Rules == nil {
+			c := *v
+			c.Rules = []Rule{}
+			return &c
+		}
+	}
+	return e
 }

@@ -77,6 +77,11 @@ type SessionStarted struct {
 	MaxTranscriptItems    int64  `json:"max_transcript_items"`
 	MaxPromptHistoryBytes int64  `json:"max_prompt_history_bytes"`
 	MaxPromptHistoryItems int64  `json:"max_prompt_history_items"`
+	// Resumed is true when the session continues a stored one (v3); its
+	// transcript follows in session.replay events.
+	Resumed bool `json:"resumed,omitempty"`
+	// Usage is the session's usage total so far (v3, resumed sessions).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Origin says why the server started a turn by itself (v3).
@@ -121,6 +126,20 @@ type ApprovalRequested struct {
 	Risk       Risk   `json:"risk"`
 	Cwd        string `json:"cwd"`
 	Summary    string `json:"summary"`
+	// Rule is what approving with scope "session" would allow from then
+	// on (v3); absent when the call can only be approved once.
+	Rule *Rule `json:"rule,omitempty"`
+}
+
+// Rule is an approval rule: the calls a session approval covers.
+type Rule struct {
+	// Tool is the tool the rule is for.
+	Tool string `json:"tool"`
+	// Key identifies the rule, such as "bash:go test"; a call is covered
+	// when one of its keys equals a rule's.
+	Key string `json:"key"`
+	// Description says in words what the rule allows.
+	Description string `json:"description"`
 }
 
 // ToolStarted says a tool call began executing.
@@ -128,6 +147,8 @@ type ToolStarted struct {
 	TurnHeader
 	CallID string `json:"call_id"`
 	Name   string `json:"name"`
+	// Rule is the session rule that let the call run without asking (v3).
+	Rule *Rule `json:"rule,omitempty"`
 }
 
 // ToolProgress is one progress line of a running call (v3). It is never
@@ -202,6 +223,58 @@ type SessionCleared struct {
 type SessionPaused struct {
 	SessionHeader
 	Paused bool `json:"paused"`
+}
+
+// ReplayItem is one entry of a resumed session's transcript.
+type ReplayItem struct {
+	// Kind is "user" (a prompt), "assistant" (a model message), "tool" (a
+	// tool call with its result) or "notice" (a compaction, a clear, an
+	// interrupted turn).
+	Kind   string `json:"kind"`
+	TurnID string `json:"turn_id,omitempty"`
+	Text   string `json:"text,omitempty"`
+	// The fields below are set for a tool item.
+	CallID    string          `json:"call_id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Success   *bool           `json:"success,omitempty"`
+	// Interrupted marks an item of a turn the server stopped without
+	// finishing (a crash or kill), such as a call that has no result.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// SessionReplay carries part of a resumed session's transcript, oldest
+// first, right after session.started (v3). Done is true on the last one.
+type SessionReplay struct {
+	RequestID string       `json:"request_id"`
+	SessionID string       `json:"session_id"`
+	Items     []ReplayItem `json:"items"`
+	Done      bool         `json:"done"`
+}
+
+// SessionSummary describes a stored session.
+type SessionSummary struct {
+	SessionID string `json:"session_id"`
+	Cwd       string `json:"cwd"`
+	// Title is the session's first prompt, shortened.
+	Title     string `json:"title"`
+	CreatedAt string `json:"created_at"` // RFC 3339
+	UpdatedAt string `json:"updated_at"` // RFC 3339
+	Turns     int    `json:"turns"`
+	Bytes     int64  `json:"bytes"`
+}
+
+// SessionListed answers session.list, newest first.
+type SessionListed struct {
+	RequestID string           `json:"request_id"`
+	Sessions  []SessionSummary `json:"sessions"`
+}
+
+// RulesListed answers session.rules.
+type RulesListed struct {
+	RequestID string `json:"request_id"`
+	SessionID string `json:"session_id"`
+	Rules     []Rule `json:"rules"`
 }
 
 // QueueEntry is one queued prompt.
@@ -283,6 +356,9 @@ func (*QueueMoved) Kind() string         { return TypeQueueMoved }
 func (*QueueRemoved) Kind() string       { return TypeQueueRemoved }
 func (*QueueDequeued) Kind() string      { return TypeQueueDequeued }
 func (*Error) Kind() string              { return TypeError }
+func (*RulesListed) Kind() string        { return TypeRulesListed }
+func (*SessionListed) Kind() string      { return TypeSessionListed }
+func (*SessionReplay) Kind() string      { return TypeSessionReplay }
 
 func (*Initialized) isEvent()        {}
 func (*SessionStarted) isEvent()     {}
@@ -308,6 +384,9 @@ func (*QueueMoved) isEvent()         {}
 func (*QueueRemoved) isEvent()       {}
 func (*QueueDequeued) isEvent()      {}
 func (*Error) isEvent()              {}
+func (*RulesListed) isEvent()        {}
+func (*SessionListed) isEvent()      {}
+func (*SessionReplay) isEvent()      {}
 
 // IsTerminal reports whether e ends a turn.
 func IsTerminal(e Event) bool {
@@ -343,6 +422,9 @@ var events = map[string]func() Event{
 	TypeQueueRemoved:       func() Event { return new(QueueRemoved) },
 	TypeQueueDequeued:      func() Event { return new(QueueDequeued) },
 	TypeError:              func() Event { return new(Error) },
+	TypeSessionReplay:      func() Event { return new(SessionReplay) },
+	TypeSessionListed:      func() Event { return new(SessionListed) },
+	TypeRulesListed:        func() Event { return new(RulesListed) },
 }
 
 // NewEvent returns a zero value of the event type t, or nil.

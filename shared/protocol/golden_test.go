@@ -350,7 +350,8 @@ func TestRegistries(t *testing.T) {
 		}
 		// Everything but the connection-level events is sequenced.
 		_, seq := e.(Sequenced)
-		conn := typ == TypeInitialized || typ == TypeSessionStarted || typ == TypeError
+		conn := typ == TypeInitialized || typ == TypeSessionStarted || typ == TypeError ||
+			typ == TypeSessionReplay || typ == TypeSessionListed || typ == TypeRulesListed
 		if seq == conn {
 			t.Errorf("%s: Sequenced = %v", typ, seq)
 		}
