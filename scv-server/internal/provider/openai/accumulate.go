@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	goopenai "github.com/sashabaranov/go-openai"
-
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 )
 
@@ -34,9 +32,9 @@ func newAccumulator(p *Provider, h provider.Handler) *accumulator {
 	return &accumulator{p: p, h: h, lim: p.limits}
 }
 
-func (a *accumulator) add(c *goopenai.ChatCompletionStreamResponse) error {
+func (a *accumulator) add(c *chunk) error {
 	if u := c.Usage; u != nil {
-		a.usage = &provider.Usage{InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens)}
+		a.usage = &provider.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]
@@ -56,7 +54,7 @@ func (a *accumulator) add(c *goopenai.ChatCompletionStreamResponse) error {
 			}
 		}
 		if ch.FinishReason != "" {
-			a.finish = string(ch.FinishReason)
+			a.finish = ch.FinishReason
 		}
 	}
 	return nil
@@ -77,11 +75,11 @@ func (a *accumulator) addText(d string) error {
 	return a.h.OnDelta(d)
 }
 
-func (a *accumulator) addTool(tc *goopenai.ToolCall) error {
+func (a *accumulator) addTool(tc *toolDelta) error {
 	var t *toolAcc
-	if tc.Index != nil {
+	if tc.Index.Set {
 		for _, c := range a.calls {
-			if c.index == *tc.Index {
+			if c.index == tc.Index.V {
 				t = c
 				break
 			}
@@ -96,8 +94,8 @@ func (a *accumulator) addTool(tc *goopenai.ToolCall) error {
 			return a.p.errorf(provider.CodeToolLimit, "the reply has more than %d tool calls", a.lim.ToolCalls)
 		}
 		idx := len(a.calls)
-		if tc.Index != nil {
-			idx = *tc.Index
+		if tc.Index.Set {
+			idx = tc.Index.V
 		}
 		t = &toolAcc{index: idx}
 		a.calls = append(a.calls, t)

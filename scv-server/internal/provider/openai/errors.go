@@ -1,8 +1,6 @@
 package openai
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -71,12 +69,6 @@ func bound(s string) string {
 // seconds renders d as "120 seconds" or "0.2 seconds".
 func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " seconds"
-}
-
-func isJSONError(err error) bool {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	return errors.As(err, &se) || errors.As(err, &te)
 }
 
 // redactURL drops any userinfo from a URL before it is shown.

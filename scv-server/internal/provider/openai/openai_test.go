@@ -422,6 +422,50 @@ func TestEndsWithoutDone(t *testing.T) {
 	}
 }
 
+// The stream is read as SSE, whatever the server's framing details.
+func TestSSEFraming(t *testing.T) {
+	const ev = `{"choices":[{"index":0,"delta":{"content":"%s"}}]}`
+	raw := ": keep-alive\r\n\r\n" +
+		"event: message\r\nid: 1\r\ndata:" + fmt.Sprintf(ev, "a") + "\r\n\r\n" +
+		"data: {\"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"b\"}}]}\n\n" + // one event on two data lines
+		"data: \n\n" + // no data: skipped
+		"data: " + fmt.Sprintf(ev, `c\"\u00e9\ud83d\ude00`) + "\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"t1\",\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"p\\\":1}\"}}]}}]}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2}}\n\n" +
+		"data: [DONE]\n\n"
+	fx := newFixture(t, nil)
+	resp, got, err := fx.stream(t, f.Raw([]byte(raw)), f.NoDone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "|") != "a|b|c\"é😀" {
+		t.Fatalf("deltas %q", got)
+	}
+	want := []provider.ToolCall{{ID: "t1", Name: "read", Arguments: `{"p":1}`}}
+	if fmt.Sprint(resp.ToolCalls) != fmt.Sprint(want) || resp.FinishReason != "tool_calls" ||
+		resp.Usage == nil || *resp.Usage != (provider.Usage{InputTokens: 7, OutputTokens: 2}) {
+		t.Fatalf("response %+v", resp)
+	}
+}
+
+// A mid-stream error event is reported with the provider's text, whatever
+// its shape.
+func TestStreamErrorEvents(t *testing.T) {
+	for _, tc := range []struct{ event, want string }{
+		{`{"error":{"message":"model overloaded","type":"server_error"}}`, "provider reported an error in the stream: model overloaded"},
+		{`{ "error" : { "message" : "spaced" } }`, "provider reported an error in the stream: spaced"},
+		{`{"error":"plain text"}`, "provider reported an error in the stream: plain text"},
+		{`{"error":{"code":"overloaded"}}`, `provider reported an error in the stream: {"code":"overloaded"}`},
+	} {
+		fx := newFixture(t, nil)
+		resp, got, err := fx.stream(t, f.Text("a"), f.Event(tc.event), f.Text("never"))
+		if resp != nil || strings.Join(got, "") != "a" {
+			t.Fatalf("response %+v, deltas %q", resp, got)
+		}
+		wantError(t, err, provider.CodeProviderError, tc.want)
+	}
+}
+
 func TestHTTPErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -846,7 +890,7 @@ func TestBound(t *testing.T) {
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 // BenchmarkStream10kDeltas streams 10,000 small deltas through the whole
-// stack (fake server, HTTP, limits, go-openai, accumulator).
+// stack (fake server, HTTP, limits, SSE reader, chunk decoder, accumulator).
 func BenchmarkStream10kDeltas(b *testing.B) {
 	srv := f.NewServer()
 	defer srv.Close()

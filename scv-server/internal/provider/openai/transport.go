@@ -23,27 +23,19 @@ const maxErrorBody = 64 << 10
 // maxDetailBytes bounds the provider's own text within a message.
 const maxDetailBytes = 768
 
-// callKey carries the *call of one Stream through the request context, so
-// the doer can hand the stream reader's state back to Stream.
-type callKey struct{}
-
 // call is the state one Stream shares with its HTTP layer.
 type call struct {
 	body *streamBody // the accepted response body, once there is one
 }
 
-// doer is the openai.HTTPDoer under go-openai: it adds headers, retries
-// before the body reaches the parser, arms the idle timer and wraps the
-// body with the stream limits.
+// doer sends the request of a Stream: it adds headers, retries before any
+// body byte reaches the SSE reader, arms the idle timer and wraps the body
+// with the response limit.
 type doer struct{ p *Provider }
 
-func (d *doer) Do(req *http.Request) (*http.Response, error) {
+func (d *doer) do(c *call, req *http.Request) (*http.Response, error) {
 	p := d.p
 	ctx := req.Context()
-	c, _ := ctx.Value(callKey{}).(*call)
-	if c == nil {
-		c = &call{}
-	}
 	req.Header.Set("User-Agent", p.cfg.UserAgent)
 	for k, v := range p.cfg.Headers {
 		req.Header.Set(k, v)
