@@ -19,7 +19,9 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/provider/openai"
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/scv-server/internal/tools/edit"
 	"github.com/scv-cli/scv/scv-server/internal/tools/read"
+	"github.com/scv-cli/scv/scv-server/internal/tools/write"
 	"github.com/scv-cli/scv/scv-server/internal/transport/stdio"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/paths"
@@ -122,6 +124,8 @@ func Tools(workspace string) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
 	for _, t := range []tools.Tool{
 		read.New(),
+		write.New(),
+		edit.New(),
 	} {
 		if err := reg.Register(t); err != nil {
 			return nil, err

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // newEnv makes a temporary workspace holding files (name → content; a name
 // ending in "/" is a directory) and returns its Env.
-func newEnv(t *testing.T, outputLimit int, files map[string]string) tools.Env {
+func newEnv(t testing.TB, outputLimit int, files map[string]string) tools.Env {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -714,4 +714,27 @@ func TestSpec(t *testing.T) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+func BenchmarkRead1MiB(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 1<<20; i++ {
+		fmt.Fprintf(&sb, "line %06d: the quick brown fox jumps over the lazy dog, again.\n", i)
+	}
+	text := sb.String()[:1<<20]
+	env := newEnv(b, 1<<20, map[string]string{"f.txt": text})
+	raw := json.RawMessage(`{"path":"f.txt"}`)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		plan, err := New().Prepare(env, raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := plan.Run(context.Background())
+		if err != nil || !res.Success || res.Truncated {
+			b.Fatal(res.Output[:min(len(res.Output), 200)], err)
+		}
+	}
 }

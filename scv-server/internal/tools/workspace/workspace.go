@@ -1,6 +1,7 @@
 // Package workspace holds what every file tool needs: turning the path a
-// model sends into a path inside the workspace root, and recognizing paths
-// whose names look like secrets.
+// model sends into a path inside the workspace root, recognizing paths
+// whose names look like secrets, writing files atomically through the root
+// (write.go) and line diffs (diff.go).
 //
 // Containment itself is enforced by os.Root, opened on the workspace: the
 // checks here only give clear errors early and keep paths canonical.
