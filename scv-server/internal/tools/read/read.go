@@ -4,7 +4,9 @@ package read
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,11 +143,28 @@ func run(ctx context.Context, env tools.Env, rel string, a args) (tools.Result, 
 			offset, end, rel, offset+int64(pos))), nil
 	}
 	truncated := end < total
-	header := fmt.Sprintf("[%s: %d bytes; bytes %d-%d]", rel, total, offset, end)
+	header := fmt.Sprintf("[%s: %d bytes%s; bytes %d-%d]", rel, total, digest(f, total), offset, end)
 	if truncated {
-		header = fmt.Sprintf("[%s: %d bytes; bytes %d-%d shown, truncated; read with offset %d for the rest]", rel, total, offset, end, end)
+		header = fmt.Sprintf("[%s: %d bytes%s; bytes %d-%d shown, truncated; read with offset %d for the rest]", rel, total, digest(f, total), offset, end, end)
 	}
 	return tools.Result{Success: true, Output: header + "\n" + string(buf), Truncated: truncated}, nil
+}
+
+// maxDigestBytes bounds the files whose sha256 read reports: hashing a
+// huge file to show a slice of it would cost more than the read.
+const maxDigestBytes = 16 << 20
+
+// digest returns ", sha256 <hex>" of the whole file, which write and edit
+// take as expected_sha256, or "" for a file too large to hash cheaply.
+func digest(f *os.File, size int64) string {
+	if size > maxDigestBytes {
+		return ""
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size)); err != nil {
+		return ""
+	}
+	return ", sha256 " + hex.EncodeToString(h.Sum(nil))
 }
 
 func lastRuneStart(b []byte) int {

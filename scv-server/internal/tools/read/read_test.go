@@ -2,11 +2,14 @@ package read
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,6 +64,8 @@ func argsJSON(t *testing.T, a map[string]any) json.RawMessage {
 	return b
 }
 
+var sha256Field = regexp.MustCompile(`, sha256 [0-9a-f]{64}`)
+
 // runRead prepares and runs one call, failing the test if Prepare refuses
 // or Run errors, and guarding against a hang.
 func runRead(t *testing.T, env tools.Env, a map[string]any) tools.Result {
@@ -83,6 +88,9 @@ func runRead(t *testing.T, env tools.Env, a map[string]any) tools.Result {
 		if o.err != nil {
 			t.Fatalf("Run(%v): %v", a, o.err)
 		}
+		// The digest is checked by TestReadReportsSHA256; the other tests
+		// compare the rest of the header.
+		o.res.Output = sha256Field.ReplaceAllString(o.res.Output, "")
 		return o.res
 	case <-time.After(10 * time.Second):
 		t.Fatalf("Run(%v) did not return", a)
@@ -736,5 +744,22 @@ func BenchmarkRead1MiB(b *testing.B) {
 		if err != nil || !res.Success || res.Truncated {
 			b.Fatal(res.Output[:min(len(res.Output), 200)], err)
 		}
+	}
+}
+
+func TestReadReportsSHA256(t *testing.T) {
+	content := strings.Repeat("line of text\n", 10000) // 130 KB: more than one page
+	env := newEnv(t, 1024, map[string]string{"f.txt": content})
+	plan, err := New().Prepare(env, argsJSON(t, map[string]any{"path": "f.txt", "offset": 100, "limit": 10}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := plan.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(content))
+	if want := ", sha256 " + hex.EncodeToString(sum[:]) + ";"; !strings.Contains(firstLine(res.Output), want) {
+		t.Fatalf("header %q does not carry the whole file's sha256", firstLine(res.Output))
 	}
 }
