@@ -128,6 +128,9 @@ type ToolsConfig struct {
 	// MaxTimeoutSeconds is the largest timeout a call may ask for; at least
 	// CommandTimeoutSeconds.
 	MaxTimeoutSeconds int `toml:"max_timeout_seconds"`
+	// SpillMaxBytes bounds the file that keeps a truncated command output
+	// in full, in the session's state directory; 0 keeps no file.
+	SpillMaxBytes int64 `toml:"spill_max_bytes"`
 }
 
 // AgentConfig is the [agent] table.
@@ -150,6 +153,7 @@ func Defaults() *Config {
 			OutputLimitBytes:      65536,
 			CommandTimeoutSeconds: 600,
 			MaxTimeoutSeconds:     14400,
+			SpillMaxBytes:         64 << 20,
 		},
 		Agent: AgentConfig{
 			MaxSteps:     32,

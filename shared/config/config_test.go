@@ -180,6 +180,18 @@ func TestLoadErrors(t *testing.T) {
 			line: 2, key: "tools.output_limit_bytes",
 		},
 		{
+			name: "spill bound too large",
+			user: "[tools]\nspill_max_bytes = 5000000000\n",
+			want: `$USER:2: key "tools.spill_max_bytes" is 5000000000, out of range: it must be a number of bytes from 0 to 4294967296`,
+			line: 2, key: "tools.spill_max_bytes",
+		},
+		{
+			name: "negative spill bound",
+			user: "[tools]\nspill_max_bytes = -1\n",
+			want: `$USER:2: key "tools.spill_max_bytes" is -1, out of range: it must be a number of bytes from 0 to 4294967296`,
+			line: 2, key: "tools.spill_max_bytes",
+		},
+		{
 			name: "negative timeout",
 			user: "[tools]\n\ncommand_timeout_seconds = -5\n",
 			want: `$USER:3: key "tools.command_timeout_seconds" is -5, out of range: it must be a number of seconds from 1 to 2592000`,
@@ -409,7 +421,7 @@ func TestLoadDefaultsAndDemo(t *testing.T) {
 		t.Errorf("Load with no files = %+v, want the defaults %+v", c, d)
 	}
 	if c.Tools.ApprovalPolicy != ApprovalOnRisk || c.Tools.OutputLimitBytes != 65536 || c.Tools.CommandTimeoutSeconds != 600 ||
-		c.Tools.MaxTimeoutSeconds != 14400 || c.Agent.MaxSteps != 32 || c.Agent.SystemPrompt != "" {
+		c.Tools.MaxTimeoutSeconds != 14400 || c.Tools.SpillMaxBytes != 64<<20 || c.Agent.MaxSteps != 32 || c.Agent.SystemPrompt != "" {
 		t.Errorf("defaults changed: %+v %+v", c.Tools, c.Agent)
 	}
 	for _, k := range c.Keys() {
@@ -533,6 +545,7 @@ approval_policy = "never"
 output_limit_bytes = 1024
 command_timeout_seconds = 30
 max_timeout_seconds = 60
+spill_max_bytes = 1048576
 
 [agent]
 max_steps = 8
@@ -558,7 +571,7 @@ system_prompt = "Be brief."
 	if l := c.Providers["local"]; l.APIKey != "local-key" || l.Model != DefaultOpenAIModel {
 		t.Errorf("local = %v", l)
 	}
-	wantTools := ToolsConfig{ApprovalPolicy: ApprovalNever, OutputLimitBytes: 1024, CommandTimeoutSeconds: 30, MaxTimeoutSeconds: 60}
+	wantTools := ToolsConfig{ApprovalPolicy: ApprovalNever, OutputLimitBytes: 1024, CommandTimeoutSeconds: 30, MaxTimeoutSeconds: 60, SpillMaxBytes: 1 << 20}
 	if c.Tools != wantTools || c.Agent != (AgentConfig{MaxSteps: 8, SystemPrompt: "Be brief."}) {
 		t.Errorf("tools %+v agent %+v", c.Tools, c.Agent)
 	}
@@ -570,7 +583,8 @@ system_prompt = "Be brief."
 		"providers.local.model":            "default",
 		"tools.approval_policy":            "$USER:21",
 		"tools.max_timeout_seconds":        "$USER:24",
-		"agent.system_prompt":              "$USER:28",
+		"tools.spill_max_bytes":            "$USER:25",
+		"agent.system_prompt":              "$USER:29",
 		"providers.openai.max_retries":     "$USER:13",
 		"providers.local.timeout_seconds":  "default",
 		"providers.openai.timeout_seconds": "$USER:11",

@@ -21,6 +21,8 @@ const (
 	// file usefully.
 	minOutputLimit = 1 << 10
 	maxOutputLimit = 1 << 20
+	// maxSpill bounds tools.spill_max_bytes (4 GiB).
+	maxSpill = 4 << 30
 	// maxContextTokens bounds providers.<name>.context_max_tokens.
 	maxContextTokens = 1 << 31
 	// maxSteps bounds agent.max_steps.
@@ -163,6 +165,7 @@ func (l *loader) validate() []error {
 	v.intRange("tools.output_limit_bytes", t.OutputLimitBytes, minOutputLimit, maxOutputLimit, "a number of bytes")
 	v.intRange("tools.command_timeout_seconds", int64(t.CommandTimeoutSeconds), 1, maxSeconds, "a number of seconds")
 	v.intRange("tools.max_timeout_seconds", int64(t.MaxTimeoutSeconds), 1, maxSeconds, "a number of seconds")
+	v.intRange("tools.spill_max_bytes", t.SpillMaxBytes, 0, maxSpill, "a number of bytes")
 	if t.CommandTimeoutSeconds > 0 && t.MaxTimeoutSeconds > 0 && t.MaxTimeoutSeconds < t.CommandTimeoutSeconds {
 		// Blame the value set last.
 		if rank(c.Sources["tools.command_timeout_seconds"]) > rank(c.Sources["tools.max_timeout_seconds"]) {
