@@ -1,0 +1,19 @@
+//go:build !linux
+
+package procgroup
+
+import "context"
+
+// EnableSubreaper returns ErrUnsupported off Linux.
+func EnableSubreaper() error { return ErrUnsupported }
+
+// Run returns ErrUnsupported off Linux.
+func Run(ctx context.Context, c Command) (Status, error) { return Status{}, ErrUnsupported }
+
+// FindTagged finds nothing off Linux.
+func FindTagged(tag string) []int { return nil }
+
+// WithTag returns env with TagVar set to tag.
+func WithTag(env []string, tag string) []string {
+	return append(append([]string(nil), env...), TagVar+"="+tag)
+}

@@ -1,0 +1,283 @@
+package procgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
+)
+
+// reapWait bounds the wait for a KILLed leader to die. Only a process in
+// uninterruptible sleep outlives it.
+const reapWait = 10 * time.Second
+
+var (
+	subreaperOnce sync.Once
+	subreaperErr  error
+)
+
+// EnableSubreaper makes the calling process a child subreaper, once: from
+// then on, orphaned descendants reparent to it instead of to init. Run
+// calls it; a server may call it at start to report a failure early. The
+// flag is per process, survives execve and is not inherited by children.
+func EnableSubreaper() error {
+	subreaperOnce.Do(func() {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			subreaperErr = fmt.Errorf("procgroup: prctl(PR_SET_CHILD_SUBREAPER): %w", err)
+		}
+	})
+	return subreaperErr
+}
+
+// Run starts c and waits until it has ended under the package's rules (see
+// the package comment). Cancelling ctx sends TERM to the process group and
+// to every process carrying the run's marker, waits until the leader has
+// exited and the output pipe is at EOF or TermGrace has passed, then KILLs
+// what remains; the returned Status has Cancelled set. Reaching c.Timeout
+// KILLs at once (TimedOut). Either way, once the leader has exited every
+// process still carrying the marker is KILLed, the group is KILLed, the
+// leader is reaped, adopted zombies are reaped, and the output pipe gets
+// PipeGrace to reach EOF.
+//
+// The error is non-nil only when the command could not be started (or the
+// leader's status was lost); a command that fails, is killed or times out
+// is a Status.
+func Run(ctx context.Context, c Command) (Status, error) {
+	tag := c.Tag
+	if tag == "" {
+		tag = uuid.NewString()
+	}
+	if strings.ContainsAny(tag, ",=\x00") {
+		return Status{}, fmt.Errorf("procgroup: tag %q contains ',', '=' or NUL", tag)
+	}
+	st := Status{Tag: tag}
+	if err := ctx.Err(); err != nil {
+		st.Cancelled = true
+		return st, nil
+	}
+	// A failure leaves orphans to init; the marker sweep still kills them.
+	_ = EnableSubreaper()
+	termGrace, pipeGrace := c.TermGrace, c.PipeGrace
+	if termGrace <= 0 {
+		termGrace = DefaultTermGrace
+	}
+	if pipeGrace <= 0 {
+		pipeGrace = DefaultPipeGrace
+	}
+
+	r, w, err := os.Pipe()
+	if err != nil {
+		return st, fmt.Errorf("procgroup: output pipe: %w", err)
+	}
+	cmd := exec.Command(c.Path, c.Args...)
+	cmd.Dir = c.Dir
+	cmd.Env = WithTag(c.Env, tag)
+	cmd.Stdout, cmd.Stderr = w, w // one descriptor: output keeps its order
+	// A new session is a new process group with no controlling terminal:
+	// a command that opens /dev/tty fails at once instead of being
+	// stopped by SIGTTIN until its deadline.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+
+	start := time.Now()
+	spawnMu.Lock()
+	err = cmd.Start()
+	if err == nil {
+		leaders[cmd.Process.Pid] = struct{}{}
+	}
+	spawnMu.Unlock()
+	_ = w.Close()
+	if err != nil {
+		_ = r.Close()
+		return st, err
+	}
+	pid := cmd.Process.Pid
+	st.Pid = pid
+
+	// The reader owns r's reads and c.Output until readDone closes.
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		st.OutputBytes = drain(r, c.Output)
+	}()
+	// The watcher notices the leader's exit without reaping it, so its pid
+	// (the group id) stays reserved until the group has been killed.
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		waitExit(pid)
+	}()
+
+	var deadline <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	select {
+	case <-exited:
+	case <-deadline:
+		st.TimedOut = true
+		signalGroup(pid, unix.SIGKILL)
+	case <-ctx.Done():
+		st.Cancelled = true
+		signalGroup(pid, unix.SIGTERM)
+		signalGroup(pid, unix.SIGCONT) // a stopped process cannot act on TERM
+		signalTagged(tag, unix.SIGTERM)
+		// A deadline that comes during the grace cuts it short.
+		awaitBoth(exited, readDone, termGrace, deadline)
+		signalGroup(pid, unix.SIGKILL)
+	}
+	reaped := awaitOrTimeout(exited, reapWait)
+	st.Elapsed = time.Since(start)
+
+	// Everything that still carries the marker, in the group or not. The
+	// sweep repeats until a scan finds none, so nothing tagged is left to
+	// fork a tagged child afterwards.
+	st.Swept, st.Survivors = sweep(tag)
+	// Whatever dropped the marker but stayed in the group.
+	signalGroup(pid, unix.SIGKILL)
+
+	var waitErr error
+	if reaped {
+		waitErr = cmd.Wait()
+		unregister(pid)
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+			switch {
+			case ws.Exited():
+				st.Exited, st.Code = true, ws.ExitStatus()
+			case ws.Signaled():
+				st.Signal = ws.Signal()
+			}
+		}
+	} else {
+		st.Unreaped = true
+		go func() {
+			<-exited
+			_ = cmd.Wait()
+			unregister(pid)
+		}()
+	}
+	collectZombies()
+
+	pg := time.NewTimer(pipeGrace)
+	select {
+	case <-readDone:
+	case <-pg.C:
+		st.PipeHeld = true
+	}
+	pg.Stop()
+	_ = r.Close() // ends a Read still blocked on a held pipe
+	<-readDone
+
+	if reaped && cmd.ProcessState == nil {
+		return st, fmt.Errorf("procgroup: waiting for pid %d: %w", pid, waitErr)
+	}
+	return st, nil
+}
+
+// drainBufs holds drain's read buffers, a pipe's capacity each.
+var drainBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// drain copies r to out until r fails, and counts the bytes. After a write
+// error it keeps reading (a child blocked on a full pipe must not hang)
+// and discards.
+func drain(r io.Reader, out io.Writer) int64 {
+	bp := drainBufs.Get().(*[]byte)
+	defer drainBufs.Put(bp)
+	buf := *bp
+	var n int64
+	var werr error
+	if out == nil {
+		werr = errors.New("discard")
+	}
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += int64(k)
+			if werr == nil {
+				_, werr = out.Write(buf[:k])
+			}
+		}
+		if err != nil {
+			return n
+		}
+	}
+}
+
+// waitExit blocks until pid has exited, leaving it unreaped.
+func waitExit(pid int) {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
+func signalGroup(pgid int, sig unix.Signal) {
+	_ = unix.Kill(-pgid, sig)
+}
+
+// awaitBoth waits until a and b are both closed (true), or grace passes or
+// deadline fires (false).
+func awaitBoth(a, b <-chan struct{}, grace time.Duration, deadline <-chan time.Time) bool {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	for a != nil || b != nil {
+		select {
+		case <-a:
+			a = nil
+		case <-b:
+			b = nil
+		case <-t.C:
+			return false
+		case <-deadline:
+			return false
+		}
+	}
+	return true
+}
+
+func awaitOrTimeout(ch <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// WithTag returns env with TagVar set for a run tagged tag: an inherited
+// TagVar is replaced by one whose list starts with tag and keeps the
+// inherited tags.
+func WithTag(env []string, tag string) []string {
+	out := make([]string, 0, len(env)+1)
+	value := tag
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, TagVar+"="); ok {
+			if v != "" {
+				value += "," + v
+			}
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, TagVar+"="+value)
+}
