@@ -19,6 +19,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/provider/openai"
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/scv-server/internal/tools/bash"
 	"github.com/scv-cli/scv/scv-server/internal/tools/edit"
 	"github.com/scv-cli/scv/scv-server/internal/tools/read"
 	"github.com/scv-cli/scv/scv-server/internal/tools/write"
@@ -96,7 +97,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	toolsFn := opts.Tools
 	if toolsFn == nil {
-		toolsFn = Tools
+		toolsFn = ToolsFor(cfg.Tools)
 	}
 	mgr := session.NewManager(session.Options{
 		Provider: prov,
@@ -119,13 +120,26 @@ func New(opts Options) (*Runtime, error) {
 	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, log: log, opts: opts}, nil
 }
 
-// Tools builds the built-in tool registry of a session.
+// Tools builds the built-in tool registry of a session with the default
+// tool options; the server builds its sessions' tools with ToolsFor.
 func Tools(workspace string) (*tools.Registry, error) {
+	return builtinTools(workspace, config.Defaults().Tools)
+}
+
+// ToolsFor returns the ToolsFunc of the built-in tools configured by tc
+// (bash's default timeout, the timeout ceiling its schema advertises, and
+// its spill bound).
+func ToolsFor(tc config.ToolsConfig) session.ToolsFunc {
+	return func(workspace string) (*tools.Registry, error) { return builtinTools(workspace, tc) }
+}
+
+func builtinTools(workspace string, tc config.ToolsConfig) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
 	for _, t := range []tools.Tool{
 		read.New(),
 		write.New(),
 		edit.New(),
+		bash.New(bash.Options{DefaultTimeout: tc.CommandTimeout(), MaxTimeout: tc.MaxTimeout(), SpillMaxBytes: tc.SpillMaxBytes}),
 	} {
 		if err := reg.Register(t); err != nil {
 			return nil, err

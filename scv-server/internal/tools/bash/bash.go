@@ -1,0 +1,395 @@
+// Package bash is the bash tool: a shell command run with /bin/bash -lc in
+// the workspace, under the process rules of package procgroup (a new
+// session and process group, TERM then KILL on cancel, KILL at the
+// deadline, every leftover process killed when the command ends), with its
+// combined output bounded to the output limit (head and tail) and, when it
+// does not fit, copied in full (up to the spill bound) to a file in the
+// session's state directory.
+//
+// The first call makes the server a child subreaper (see procgroup), so
+// processes a command leaves behind reparent to the server and are reaped
+// by it. Linux only.
+package bash
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/sys/unix"
+
+	"github.com/scv-cli/scv/scv-server/internal/procgroup"
+	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+//go:embed description.md
+var description string
+
+// Shell is the program commands run with.
+const Shell = "/bin/bash"
+
+// Defaults used when Options and Env leave a value unset; they match the
+// configuration's defaults.
+const (
+	DefaultTimeout = 600 * time.Second
+	DefaultCeiling = 14400 * time.Second
+	// defaultOutputLimit is the output limit when Env has none.
+	defaultOutputLimit = 64 << 10
+	// summaryMax bounds the command shown in the approval summary.
+	summaryMax = 200
+)
+
+// Options configure the tool of one session.
+type Options struct {
+	// DefaultTimeout is the timeout of a call that asks for none
+	// (tools.command_timeout_seconds), as the schema describes it. A
+	// call's Env.Timeout decides when set.
+	DefaultTimeout time.Duration
+	// MaxTimeout is the largest timeout a call may ask for
+	// (tools.max_timeout_seconds): the schema's maximum. A call's
+	// Env.MaxTimeout decides when set.
+	MaxTimeout time.Duration
+	// SpillMaxBytes bounds the file that keeps a truncated output in full
+	// (tools.spill_max_bytes); zero keeps no file.
+	SpillMaxBytes int64
+}
+
+// Tool is the bash tool.
+type Tool struct {
+	opts Options
+	spec tools.Spec
+}
+
+// New returns the bash tool.
+func New(o Options) *Tool {
+	if o.DefaultTimeout <= 0 {
+		o.DefaultTimeout = DefaultTimeout
+	}
+	if o.MaxTimeout <= 0 {
+		o.MaxTimeout = DefaultCeiling
+	}
+	o.MaxTimeout = max(o.MaxTimeout, time.Second)
+	o.DefaultTimeout = min(o.DefaultTimeout, o.MaxTimeout)
+	def, ceil := seconds(o.DefaultTimeout), seconds(o.MaxTimeout)
+	desc := strings.NewReplacer("DEFAULT", strconv.FormatInt(def, 10), "MAX", strconv.FormatInt(ceil, 10)).
+		Replace(strings.TrimSpace(description))
+	schema := fmt.Sprintf(`{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "minLength": 1, "description": "The shell command (bash syntax; several lines are fine)."},
+    "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Seconds the command may run before it is killed (default %d)."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`, ceil, def)
+	return &Tool{opts: o, spec: tools.Spec{Name: "bash", Description: desc, Schema: json.RawMessage(schema)}}
+}
+
+// Spec describes the tool.
+func (t *Tool) Spec() tools.Spec { return t.spec }
+
+type args struct {
+	Command        string `json:"command"`
+	TimeoutSeconds *int64 `json:"timeout_seconds"`
+}
+
+// Prepare checks the command and the timeout; a timeout above the ceiling
+// is refused here, before approval.
+func (t *Tool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) {
+	var a args
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, fmt.Errorf("bash arguments: %w", err)
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return nil, errors.New("command is empty: give the shell command to run")
+	}
+	if i := strings.IndexByte(a.Command, 0); i >= 0 {
+		return nil, fmt.Errorf("command has a NUL byte at position %d, which no shell command can hold; remove it", i)
+	}
+	def, ceiling := t.timeouts(env)
+	timeout := def
+	if a.TimeoutSeconds != nil {
+		s := *a.TimeoutSeconds
+		switch {
+		case s < 1:
+			return nil, fmt.Errorf("timeout_seconds is %d; it must be at least 1", s)
+		case s > seconds(ceiling):
+			return nil, fmt.Errorf("timeout_seconds %d is above the ceiling of %d s (tools.max_timeout_seconds); ask for at most %d, or leave it out for the default of %d s",
+				s, seconds(ceiling), seconds(ceiling), seconds(def))
+		}
+		timeout = time.Duration(s) * time.Second
+	}
+	summary := "Run shell command: " + summarize(a.Command)
+	if timeout != def {
+		summary += fmt.Sprintf(" (timeout %d s)", seconds(timeout))
+	}
+	return &tools.Plan{
+		Risk:    protocol.RiskProcess,
+		Summary: summary,
+		Run: func(ctx context.Context) (tools.Result, error) {
+			return t.run(ctx, env, a.Command, timeout)
+		},
+	}, nil
+}
+
+// timeouts returns a call's default timeout and ceiling.
+func (t *Tool) timeouts(env tools.Env) (def, ceiling time.Duration) {
+	def, ceiling = env.Timeout, env.MaxTimeout
+	if ceiling <= 0 {
+		ceiling = t.opts.MaxTimeout
+	}
+	if def <= 0 {
+		def = t.opts.DefaultTimeout
+	}
+	return min(def, ceiling), ceiling
+}
+
+func seconds(d time.Duration) int64 { return int64(d / time.Second) }
+
+// summarize is the command's first line, bounded, with a note of the lines
+// not shown.
+func summarize(cmd string) string {
+	cmd = strings.TrimSpace(cmd)
+	first, rest, multi := strings.Cut(cmd, "\n")
+	first = strings.TrimRight(first, "\r \t")
+	if len(first) > summaryMax {
+		first = first[:alignPrefix([]byte(first), summaryMax)] + "…"
+	}
+	if multi {
+		n := strings.Count(rest, "\n") + 1
+		first += fmt.Sprintf(" [+%d more line%s]", n, plural(n))
+	}
+	return first
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func (t *Tool) run(ctx context.Context, env tools.Env, command string, timeout time.Duration) (tools.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return tools.Result{}, err
+	}
+	limit := env.OutputLimit
+	if limit <= 0 {
+		limit = defaultOutputLimit
+	}
+	tag := uuid.NewString()
+	var spillPath string
+	if env.StateDir != "" && t.opts.SpillMaxBytes > 0 {
+		spillPath = filepath.Join(env.StateDir, "spill", "bash-"+tag+".log")
+	}
+	c := newCapture(limit, spillPath, t.opts.SpillMaxBytes)
+	var fw *forwarder
+	if env.Progress != nil {
+		fw = startForwarder(env.Progress)
+		c.onLine = fw.offer
+	}
+	st, err := procgroup.Run(ctx, procgroup.Command{
+		Path:    Shell,
+		Args:    []string{"-lc", command},
+		Dir:     env.Workspace,
+		Env:     os.Environ(),
+		Tag:     tag,
+		Output:  c,
+		Timeout: timeout,
+	})
+	if fw != nil {
+		fw.stop()
+	}
+	if st.Cancelled {
+		c.discard()
+		if err := ctx.Err(); err != nil {
+			return tools.Result{}, err
+		}
+		return tools.Result{}, context.Canceled
+	}
+	if err != nil {
+		c.discard()
+		return tools.Failed(fmt.Sprintf("could not run %s in %s: %v", Shell, env.Workspace, err)), nil
+	}
+	res := render(st, c, timeout, limit)
+	_ = c.close()
+	return res, nil
+}
+
+// status is the first line of a result.
+func status(st procgroup.Status, timeout time.Duration) string {
+	switch {
+	case st.TimedOut:
+		return fmt.Sprintf("timed out after %d s (killed)", seconds(timeout))
+	case st.Exited:
+		return "exit " + strconv.Itoa(st.Code)
+	case st.Signal != 0:
+		return "killed by signal " + signalName(st.Signal)
+	}
+	return "ended without an exit status"
+}
+
+func signalName(sig syscall.Signal) string {
+	if name := unix.SignalName(sig); name != "" {
+		return strings.TrimPrefix(name, "SIG")
+	}
+	return strconv.Itoa(int(sig))
+}
+
+// render is the result the model reads: the status line, the bounded
+// output, then notes (truncation, spill file, processes killed), the
+// whole within limit bytes.
+func render(st procgroup.Status, c *capture, timeout time.Duration, limit int) tools.Result {
+	head := status(st, timeout) + "\n"
+	var notes []string
+	if st.Swept > 0 {
+		notes = append(notes, fmt.Sprintf("[%d process%s the command left running %s killed when it ended; a command cannot leave processes behind]",
+			st.Swept, pluralES(st.Swept), wasWere(st.Swept)))
+	}
+	if st.Survivors > 0 {
+		notes = append(notes, fmt.Sprintf("[%d process%s of the command could not be killed]", st.Survivors, pluralES(st.Survivors)))
+	}
+	if st.PipeHeld {
+		notes = append(notes, "[a process out of reach (without the run's environment marker) kept the output open; output after the command ended is lost]")
+	}
+	if st.Unreaped {
+		notes = append(notes, "[the shell did not die after KILL (uninterruptible sleep?); it is reaped when it does]")
+	}
+	res := tools.Result{Success: st.Exited && st.Code == 0 && !st.TimedOut}
+
+	if all, ok := c.memory(); ok {
+		out := valid(all)
+		if len(all) == 0 {
+			out = "(no output)"
+		}
+		text := join(head, out, notes)
+		if len(text) <= limit {
+			res.Output = text
+			return res
+		}
+		// Fits in memory but not in the limit (notes, or bytes that grew
+		// when made valid): keep it in full in the spill file.
+		c.startSpill(all)
+	}
+
+	res.Truncated = true
+	total := c.total
+	var spillNote string
+	switch s := c.spill; {
+	case s == nil:
+		spillNote = "[the full output was not kept; rerun the command with less output, for example through head, tail or grep, or redirect it to a file and read that]"
+	case s.err != nil:
+		spillNote = fmt.Sprintf("[the full output could not be kept in %s: %v]", s.path, s.err)
+	default:
+		spillNote = fmt.Sprintf("[the full output is in %s; that file is outside the workspace, so the read tool cannot open it: view parts of it with bash, for example sed -n '100,200p' %s or tail -c 20000 %s]",
+			s.path, s.path, s.path)
+		if s.cut {
+			spillNote += fmt.Sprintf("\n[the file holds only the first %d of the %d bytes (tools.spill_max_bytes)]", s.written, total)
+		}
+	}
+	// The metadata line's numbers are not known before fitting; reserve
+	// room for the widest.
+	meta := func(kept, h, t int) string {
+		return fmt.Sprintf("[output truncated: %d bytes in total, %d kept: the first %d and the last %d]", total, kept, h, t)
+	}
+	tailNotes := append([]string{meta(limit, limit, limit), spillNote}, notes...)
+	marker := omittedMarker(total)
+	// The 1 is the line break join puts after a tail without one.
+	budget := limit - len(join(head, "\n"+marker+"\n", tailNotes)) - 1
+	budget = max(budget, 0)
+
+	headRaw, tailRaw := c.head, c.tail()
+	if all, ok := c.memory(); ok {
+		headRaw, tailRaw = all, all
+	}
+	hb := budget / 2
+	hs, hn := fitPrefix(headRaw, hb)
+	ts, tn := fitSuffix(tailRaw, budget-len(hs))
+	if len(ts) < budget-hb {
+		// The tail needed less: give the head the rest.
+		hs, hn = fitPrefix(headRaw, budget-len(ts))
+	}
+	tailNotes[0] = meta(hn+tn, hn, tn)
+	body := hs + "\n" + omittedMarker(total-int64(hn+tn)) + "\n" + ts
+	res.Output = join(head, body, tailNotes)
+	return res
+}
+
+func join(head, body string, notes []string) string {
+	var b strings.Builder
+	b.WriteString(head)
+	b.WriteString(body)
+	for _, n := range notes {
+		if !strings.HasSuffix(b.String(), "\n") {
+			b.WriteByte('\n')
+		}
+		b.WriteString(n)
+	}
+	return b.String()
+}
+
+func pluralES(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "es"
+}
+
+func wasWere(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+// forwarder hands the latest output line to Env.Progress from its own
+// goroutine, so a slow client never stalls the pipe's reader. Lines that
+// come while one is being forwarded are replaced by newer ones.
+type forwarder struct {
+	progress func(string)
+	mu       sync.Mutex
+	line     string // guarded by mu
+	kick     chan struct{}
+	done     chan struct{}
+}
+
+func startForwarder(progress func(string)) *forwarder {
+	f := &forwarder{progress: progress, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		for range f.kick {
+			f.mu.Lock()
+			line := f.line
+			f.mu.Unlock()
+			f.progress(line)
+		}
+	}()
+	return f
+}
+
+func (f *forwarder) offer(line string) {
+	f.mu.Lock()
+	f.line = line
+	f.mu.Unlock()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends forwarding after a pending line and waits for the goroutine.
+func (f *forwarder) stop() {
+	close(f.kick)
+	<-f.done
+}
