@@ -466,3 +466,78 @@ func BenchmarkExec(b *testing.B) {
 	}
 	b.ReportMetric(float64(maxRSS)/(1<<20), "peak-RSS-MiB")
 }
+
+// BenchmarkExecFiveBashCalls is scv exec --approval-policy auto on a turn
+// in which the scripted model makes five sequential bash calls (echo
+// step-N), one per response, then answers: process start to exit, server
+// start and exit included; scripts/bench.sh reports it. ns/op is the wall
+// time; peak-RSS-MiB is measured as in BenchmarkExec.
+//
+// HOME is an empty directory, so bash -lc reads the system profile only:
+// the developer account's own login profile (pyenv init takes 120 ms per
+// shell on the project machine) would swamp what SCV does.
+func BenchmarkExecFiveBashCalls(b *testing.B) {
+	srv := fakeopenai.NewServer()
+	defer srv.Close()
+	home, ws, userHome := b.TempDir(), b.TempDir(), b.TempDir()
+	cfg := fmt.Sprintf("[provider]\nactive = \"fake\"\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"test\"\nmodel = \"fake-model\"\n", srv.URL())
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	gnuTime, err := exec.LookPath("/usr/bin/time")
+	measured := err == nil
+	rssFile := filepath.Join(b.TempDir(), "rss")
+	var maxRSS int64
+	first := true
+	for b.Loop() {
+		b.StopTimer()
+		for i := 1; i <= 5; i++ {
+			srv.Enqueue(fakeopenai.Script(fakeopenai.ToolCall(fmt.Sprintf("call_%d", i), "bash", fmt.Sprintf(`{"command":"echo step-%d"}`, i))))
+		}
+		srv.Enqueue(fakeopenai.Script(fakeopenai.Text("All five steps ran.")))
+		before := len(srv.Requests())
+		cmd := scvCmd(context.Background(), home, "exec", "--approval-policy", "auto", "--cd", ws, "run the steps")
+		cmd.Env = append(cmd.Env, "HOME="+userHome)
+		if measured {
+			cmd.Args = append([]string{gnuTime, "-f", "%M", "-o", rssFile, scvBin}, cmd.Args[1:]...)
+			cmd.Path = gnuTime
+		}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		b.StartTimer()
+		err := cmd.Run()
+		b.StopTimer()
+		if err != nil || stdout.String() != "All five steps ran.\n" {
+			b.Fatalf("scv exec: %v\nstdout %q\nstderr:\n%s", err, stdout.String(), stderr.String())
+		}
+		if first {
+			// The model read every step's result.
+			first = false
+			reqs := srv.Requests()[before:]
+			if len(reqs) != 6 {
+				b.Fatalf("%d model requests, want 6", len(reqs))
+			}
+			for i := 1; i <= 5; i++ {
+				m := reqs[i].Messages
+				if last := m[len(m)-1]; last.Role != "tool" || last.Content != fmt.Sprintf("exit 0\nstep-%d\n", i) {
+					b.Fatalf("request %d ends with %+v", i+1, last)
+				}
+			}
+		}
+		if measured {
+			data, err := os.ReadFile(rssFile)
+			if err != nil {
+				b.Fatal(err)
+			}
+			kib, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+			if err != nil {
+				b.Fatalf("parsing %q: %v", data, err)
+			}
+			maxRSS = max(maxRSS, kib<<10)
+		} else if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			maxRSS = max(maxRSS, ru.Maxrss<<10)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(maxRSS)/(1<<20), "peak-RSS-MiB")
+}
