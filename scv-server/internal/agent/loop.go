@@ -21,6 +21,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
+	"github.com/scv-cli/scv/scv-server/internal/tokens"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -40,6 +41,11 @@ type Config struct {
 	Tools    *tools.Registry // nil for a tool-free turn
 	ToolEnv  tools.Env
 	Policy   approval.Policy
+	// OnMessages, when set, is called on the turn's goroutine each time the
+	// loop adds messages to the turn (the prompt, an assistant message, a
+	// tool result), with just those messages, so that the session can
+	// record the turn as it happens. It must not keep or modify the slice.
+	OnMessages func([]provider.Message)
 	// AutoApprove runs calls the policy would ask about without asking;
 	// calls it denies stay denied.
 	AutoApprove bool
@@ -47,6 +53,19 @@ type Config struct {
 	MaxSteps    int
 	// Progress enables tool.progress events (protocol v3).
 	Progress bool
+
+	// ContextMaxTokens is the model's context window; 0 disables
+	// compaction and the context check.
+	ContextMaxTokens int64
+	// CompactShare is the share of the window a request may fill before
+	// the older history is summarized (DefaultCompactShare when 0).
+	CompactShare float64
+	// KeepTurns is how many recent turns compaction keeps verbatim
+	// (DefaultKeepTurns when 0).
+	KeepTurns int
+	// HistoryTokens is the session's running estimate of the history's
+	// tokens; negative means unknown (it is then computed once).
+	HistoryTokens int64
 }
 
 // Failure is a turn that ended with a stable turn.failed code.
@@ -71,6 +90,10 @@ type Outcome struct {
 	// Err is nil for a completed turn, a context error for a cancelled one,
 	// and a *Failure otherwise.
 	Err error
+	// Compacted is true when the turn compacted the history; History is
+	// then the new history that the turn's Messages follow.
+	Compacted bool
+	History   []provider.Message
 }
 
 // DefaultMaxSteps is the step limit when Config.MaxSteps is zero.
@@ -81,33 +104,51 @@ const progressInterval = 500 * time.Millisecond
 
 // Run runs one turn for prompt on top of history.
 func Run(ctx context.Context, cfg Config, history []provider.Message, prompt string, sink Sink) Outcome {
-	l := &loop{cfg: cfg, sink: sink}
-	if l.cfg.MaxSteps <= 0 {
-		l.cfg.MaxSteps = DefaultMaxSteps
-	}
-	l.out.Messages = []provider.Message{{Role: provider.RoleUser, Content: prompt}}
+	l := newLoop(cfg, sink)
+	l.add(provider.Message{Role: provider.RoleUser, Content: prompt})
 	l.out.Err = l.run(ctx, history)
 	return l.out
 }
 
+func newLoop(cfg Config, sink Sink) *loop {
+	l := &loop{cfg: cfg, sink: sink, historyTokens: cfg.HistoryTokens}
+	if l.cfg.MaxSteps <= 0 {
+		l.cfg.MaxSteps = DefaultMaxSteps
+	}
+	if l.cfg.Tools != nil {
+		for _, s := range l.cfg.Tools.Specs() {
+			l.specs = append(l.specs, provider.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.Schema})
+		}
+	}
+	l.fixedTokens = tokens.Request(provider.Request{System: cfg.System, Tools: l.specs})
+	return l
+}
+
 type loop struct {
-	cfg  Config
-	sink Sink
-	out  Outcome
+	cfg   Config
+	sink  Sink
+	out   Outcome
+	specs []provider.ToolSpec
+
+	// Token accounting for compaction (see compact.go).
+	fixedTokens   int64 // system prompt and tool schemas
+	historyTokens int64 // the history before this turn; negative: unknown
+	calibrated    bool  // the provider reported the previous request's size
+	calibTokens   int64 // its input tokens
+	calibMsgs     int   // how many of the turn's messages it held
 }
 
 func (l *loop) run(ctx context.Context, history []provider.Message) error {
-	var specs []provider.ToolSpec
-	if l.cfg.Tools != nil {
-		for _, s := range l.cfg.Tools.Specs() {
-			specs = append(specs, provider.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.Schema})
-		}
-	}
 	for step := 1; step <= l.cfg.MaxSteps; step++ {
 		l.out.Steps = step
+		var err error
+		if history, err = l.fit(ctx, history); err != nil {
+			return l.classify(ctx, err)
+		}
 		msgs := make([]provider.Message, 0, len(history)+len(l.out.Messages))
 		msgs = append(append(msgs, history...), l.out.Messages...)
-		req := provider.Request{Model: l.cfg.Model, System: l.cfg.System, Messages: msgs, Tools: specs}
+		req := provider.Request{Model: l.cfg.Model, System: l.cfg.System, Messages: msgs, Tools: l.specs}
+		held := len(l.out.Messages)
 
 		resp, err := l.cfg.Provider.Stream(ctx, req, provider.HandlerFunc(func(text string) error {
 			return l.sink.Emit(ctx, &protocol.AssistantDelta{Content: text})
@@ -116,12 +157,11 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 			return l.classify(ctx, err)
 		}
 		l.addUsage(resp.Usage)
+		l.calibrate(resp.Usage, held)
 		if err := l.sink.Emit(ctx, &protocol.AssistantCompleted{Content: resp.Content}); err != nil {
 			return l.classify(ctx, err)
 		}
-		l.out.Messages = append(l.out.Messages, provider.Message{
-			Role: provider.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls,
-		})
+		l.add(provider.Message{Role: provider.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
 		if len(resp.ToolCalls) == 0 {
 			return nil
 		}
@@ -135,9 +175,7 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 				l.answerRest(resp.ToolCalls[i:], "not run: the turn was stopped before this call finished")
 				return l.classify(ctx, err)
 			}
-			l.out.Messages = append(l.out.Messages, provider.Message{
-				Role: provider.RoleTool, ToolCallID: call.ID, Content: modelText(res),
-			})
+			l.add(provider.Message{Role: provider.RoleTool, ToolCallID: call.ID, Content: modelText(res)})
 		}
 	}
 	return &Failure{Code: protocol.FailStepLimit, Message: fmt.Sprintf("agent reached %d steps", l.cfg.MaxSteps)}
@@ -147,7 +185,16 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 // a request without its answer.
 func (l *loop) answerRest(calls []provider.ToolCall, note string) {
 	for _, c := range calls {
-		l.out.Messages = append(l.out.Messages, provider.Message{Role: provider.RoleTool, ToolCallID: c.ID, Content: note})
+		l.add(provider.Message{Role: provider.RoleTool, ToolCallID: c.ID, Content: note})
+	}
+}
+
+// add appends m to the turn's messages and reports it to OnMessages. Every
+// message of the turn goes through add.
+func (l *loop) add(m provider.Message) {
+	l.out.Messages = append(l.out.Messages, m)
+	if l.cfg.OnMessages != nil {
+		l.cfg.OnMessages(l.out.Messages[len(l.out.Messages)-1:])
 	}
 }
 

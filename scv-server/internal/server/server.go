@@ -39,6 +39,10 @@ type Options struct {
 	Logger         *slog.Logger
 	// Tools builds each session's tools; nil means the built-in tools.
 	Tools session.ToolsFunc
+	// MaxHistoryBytes and MaxHistoryItems override the history bounds
+	// (tests only; zero keeps the protocol's transcript bounds).
+	MaxHistoryBytes int64
+	MaxHistoryItems int
 	// Grace and SendTimeout override the protocol's 3 s (tests only).
 	Grace       time.Duration
 	SendTimeout time.Duration
@@ -112,6 +116,8 @@ func New(opts Options) (*Runtime, error) {
 		Policy:          policy,
 		MaxSteps:        cfg.Agent.MaxSteps,
 		StateDir:        paths.StateDir(home),
+		MaxHistoryBytes: opts.MaxHistoryBytes,
+		MaxHistoryItems: opts.MaxHistoryItems,
 		ToolTimeout:     cfg.Tools.CommandTimeout(),
 		MaxToolTimeout:  cfg.Tools.MaxTimeout(),
 		ToolOutputLimit: int(cfg.Tools.OutputLimitBytes),

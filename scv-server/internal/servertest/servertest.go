@@ -36,12 +36,22 @@ type Options struct {
 	// ApprovalPolicy overrides the config's.
 	ApprovalPolicy string
 	Tools          session.ToolsFunc
-	Grace          time.Duration
-	SendTimeout    time.Duration
+	// MaxHistoryBytes and MaxHistoryItems shrink the history bounds.
+	MaxHistoryBytes int64
+	MaxHistoryItems int
+	Grace           time.Duration
+	SendTimeout     time.Duration
 }
 
-// FakeProviderConfig returns a config.toml for a provider at baseURL.
+// FakeProviderConfig returns a config.toml for a provider at baseURL with a
+// context window large enough never to compact.
 func FakeProviderConfig(baseURL, extra string) string {
+	return FakeProviderConfigWithContext(baseURL, 1000000, extra)
+}
+
+// FakeProviderConfigWithContext is FakeProviderConfig with a context window
+// of contextTokens.
+func FakeProviderConfigWithContext(baseURL string, contextTokens int64, extra string) string {
 	return fmt.Sprintf(`[provider]
 active = "fake"
 
@@ -50,10 +60,10 @@ kind = "openai"
 base_url = %q
 api_key = "sk-test-secret"
 model = "fake-model"
-context_max_tokens = 64000
+context_max_tokens = %d
 max_retries = 0
 %s
-`, baseURL, extra)
+`, baseURL, contextTokens, extra)
 }
 
 // Server is a running test server and its client end.
@@ -95,11 +105,13 @@ func Start(t testing.TB, opts Options) *Server {
 		env[k] = v
 	}
 	rt, err := server.New(server.Options{
-		Env:            paths.MapEnv(env),
-		ApprovalPolicy: opts.ApprovalPolicy,
-		Tools:          opts.Tools,
-		Grace:          opts.Grace,
-		SendTimeout:    opts.SendTimeout,
+		Env:             paths.MapEnv(env),
+		ApprovalPolicy:  opts.ApprovalPolicy,
+		Tools:           opts.Tools,
+		MaxHistoryBytes: opts.MaxHistoryBytes,
+		MaxHistoryItems: opts.MaxHistoryItems,
+		Grace:           opts.Grace,
+		SendTimeout:     opts.SendTimeout,
 	})
 	if err != nil {
 		t.Fatalf("starting the server: %v", err)
@@ -322,6 +334,11 @@ func Until[T protocol.Event](c *Client) ([]protocol.Event, T) {
 		seen = append(seen, ev)
 		if v, ok := ev.(T); ok {
 			return seen, v
+		}
+		var want T
+		if protocol.IsTerminal(ev) && protocol.IsTerminal(want) {
+			b, _ := protocol.EncodeEvent(ev)
+			c.t.Fatalf("waiting for %T, the turn ended with %s", want, b)
 		}
 	}
 }

@@ -41,6 +41,16 @@ type Options struct {
 	Policy   approval.Policy
 	MaxSteps int
 
+	// CompactShare and KeepTurns tune compaction (agent.Config); zero
+	// values take the agent's defaults.
+	CompactShare float64
+	KeepTurns    int
+	// MaxHistoryBytes and MaxHistoryItems bound a session's history; older
+	// turns are trimmed past them (session.trimmed). Zero values take the
+	// protocol's transcript bounds.
+	MaxHistoryBytes int64
+	MaxHistoryItems int
+
 	// StateDir is SCV_HOME's state directory; each session's tools get
 	// StateDir/sessions/<id>. Empty: no per-session state.
 	StateDir string

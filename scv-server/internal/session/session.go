@@ -14,6 +14,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/agent"
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
+	"github.com/scv-cli/scv/scv-server/internal/tokens"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -53,9 +54,12 @@ type Session struct {
 	mu      sync.Mutex
 	active  *turn              // guarded by mu
 	history []provider.Message // guarded by mu
-	usage   protocol.Usage     // guarded by mu; session totals
-	queue   []*queued          // guarded by mu
-	paused  bool               // guarded by mu
+	// historyTokens estimates the history's tokens, so a request is sized
+	// without rescanning it; -1 means unknown. Guarded by mu.
+	historyTokens int64
+	usage         protocol.Usage // guarded by mu; session totals
+	queue         []*queued      // guarded by mu
+	paused        bool           // guarded by mu
 	// serverTurns wait for the user's queue to drain (guarded by mu).
 	serverTurns []serverTurn
 }
@@ -249,9 +253,20 @@ func (s *Session) StartServerTurn(ctx context.Context, origin protocol.Origin, p
 	return nil
 }
 
-// launchLocked emits turn.started and starts the turn's goroutine. The emit
-// lock must be held and no turn may be active.
+// launchLocked emits turn.started and starts a turn of the agent loop for
+// prompt. The emit lock must be held and no turn may be active.
 func (s *Session) launchLocked(ctx context.Context, requestID, prompt string, origin *protocol.Origin) error {
+	return s.launchTurnLocked(ctx, requestID, origin, func(ctx context.Context, cfg agent.Config, history []provider.Message, sink agent.Sink) agent.Outcome {
+		return agent.Run(ctx, cfg, history, prompt, sink)
+	})
+}
+
+// turnFunc is the work of a turn: a run of the agent loop, or a compaction.
+type turnFunc func(ctx context.Context, cfg agent.Config, history []provider.Message, sink agent.Sink) agent.Outcome
+
+// launchTurnLocked emits turn.started and starts the turn's goroutine,
+// which runs work. The emit lock must be held and no turn may be active.
+func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin *protocol.Origin, work turnFunc) error {
 	m := s.mgr
 	if m.closing() {
 		return errorf(protocol.ErrInternal, "the server is shutting down; no new turn starts")
@@ -266,6 +281,7 @@ func (s *Session) launchLocked(ctx context.Context, requestID, prompt string, or
 	s.mu.Lock()
 	s.active = t
 	history := append([]provider.Message(nil), s.history...)
+	historyTokens := s.historyTokens
 	s.mu.Unlock()
 
 	cfg := agent.Config{
@@ -278,6 +294,11 @@ func (s *Session) launchLocked(ctx context.Context, requestID, prompt string, or
 		Approvals:   s.approvals,
 		MaxSteps:    m.opts.MaxSteps,
 		Progress:    s.version >= protocol.Version3,
+
+		ContextMaxTokens: m.opts.Provider.ContextMaxTokens(),
+		CompactShare:     m.opts.CompactShare,
+		KeepTurns:        m.opts.KeepTurns,
+		HistoryTokens:    historyTokens,
 		ToolEnv: tools.Env{
 			StateDir:    s.stateDir(),
 			Workspace:   s.cwd,
@@ -291,7 +312,7 @@ func (s *Session) launchLocked(ctx context.Context, requestID, prompt string, or
 	go func() {
 		defer m.turns.Done()
 		defer cancel()
-		out := agent.Run(turnCtx, cfg, history, prompt, &turnSink{s: s, t: t})
+		out := work(turnCtx, cfg, history, &turnSink{s: s, t: t})
 		s.finish(t, out)
 	}()
 	return nil
@@ -301,6 +322,7 @@ func (s *Session) launchLocked(ctx context.Context, requestID, prompt string, or
 // next queued prompt unless the session is paused.
 func (s *Session) finish(t *turn, out agent.Outcome) {
 	m := s.mgr
+	out, history, trimmed := s.bound(t, out)
 	hdr := protocol.TurnHeader{RequestID: t.requestID, SessionID: s.id, TurnID: t.id}
 	var terminal protocol.Sequenced
 	var failure *agent.Failure
@@ -316,24 +338,32 @@ func (s *Session) finish(t *turn, out agent.Outcome) {
 	// The terminal event waits for the client like any other, bounded by
 	// the manager's lifetime rather than the (already ended) turn.
 	if err := s.lock(m.ctx); err != nil {
-		s.clearActive(t, out)
+		s.clearActive(t, out, history)
 		return
 	}
 	defer s.unlock()
+	if trimmed != nil {
+		if err := s.emitLocked(m.ctx, trimmed); err != nil {
+			m.log.Warn("Could not report a trimmed history", "session", s.id, "err", err)
+		}
+	}
 	if err := s.emitLocked(m.ctx, terminal); err != nil {
 		m.log.Warn("Could not deliver the end of a turn", "session", s.id, "turn", t.id, "err", err)
 	}
-	s.clearActive(t, out)
+	s.clearActive(t, out, history)
 	s.dequeueLocked(m.ctx)
 }
 
-func (s *Session) clearActive(t *turn, out agent.Outcome) {
+// clearActive ends t and commits history, the session's new history with
+// the turn's messages.
+func (s *Session) clearActive(t *turn, out agent.Outcome, history []provider.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.active == t {
 		s.active = nil
 	}
-	s.history = append(s.history, out.Messages...)
+	s.history = history
+	s.historyTokens = tokens.Messages(history)
 	if out.Usage != nil {
 		s.usage.InputTokens += out.Usage.InputTokens
 		s.usage.OutputTokens += out.Usage.OutputTokens
@@ -428,6 +458,7 @@ func (s *Session) Clear(ctx context.Context, requestID string) error {
 		return errorf(protocol.ErrTurnActive, "a turn is running; session.clear needs an idle session, so cancel the turn or wait for it to end")
 	}
 	s.history = nil
+	s.historyTokens = 0
 	s.usage = protocol.Usage{}
 	s.queue = nil
 	s.serverTurns = nil

@@ -111,8 +111,8 @@ func (c *conn) dispatch(msg protocol.ClientMessage) error {
 			return s.RemoveQueued(ctx, m.RequestID, m.QueueID, m.Revision)
 		})
 	case *protocol.SessionCompact:
-		return c.withSession(m.SessionID, func(context.Context, *session.Session) error {
-			return &session.Error{Code: protocol.ErrInvalidRequest, Message: "session.compact is not available yet in this server version"}
+		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
+			return s.Compact(ctx, m.RequestID)
 		})
 	}
 	return &session.Error{Code: protocol.ErrInvalidRequest, Message: fmt.Sprintf("unknown message type %q", msg.Kind())}
