@@ -139,6 +139,13 @@ type AgentConfig struct {
 	MaxSteps int `toml:"max_steps"`
 	// SystemPrompt replaces the base instructions when not empty.
 	SystemPrompt string `toml:"system_prompt"`
+	// CompactThresholdPercent is the share of the model's context window,
+	// in percent, that a request may fill before the older history is
+	// summarized.
+	CompactThresholdPercent int `toml:"compact_threshold_percent"`
+	// CompactKeepTurns is how many recent turns a compaction keeps
+	// verbatim.
+	CompactKeepTurns int `toml:"compact_keep_turns"`
 }
 
 // Defaults returns the configuration used when no file sets anything: the
@@ -156,8 +163,10 @@ func Defaults() *Config {
 			SpillMaxBytes:         64 << 20,
 		},
 		Agent: AgentConfig{
-			MaxSteps:     32,
-			SystemPrompt: "",
+			MaxSteps:                32,
+			SystemPrompt:            "",
+			CompactThresholdPercent: 80,
+			CompactKeepTurns:        2,
 		},
 	}
 	c.Sources = map[string]Source{}

@@ -550,6 +550,8 @@ spill_max_bytes = 1048576
 [agent]
 max_steps = 8
 system_prompt = "Be brief."
+compact_threshold_percent = 70
+compact_keep_turns = 3
 `
 	f := newFixture(t, user, "")
 	c, diags := mustLoad(t, f, nil)
@@ -572,7 +574,7 @@ system_prompt = "Be brief."
 		t.Errorf("local = %v", l)
 	}
 	wantTools := ToolsConfig{ApprovalPolicy: ApprovalNever, OutputLimitBytes: 1024, CommandTimeoutSeconds: 30, MaxTimeoutSeconds: 60, SpillMaxBytes: 1 << 20}
-	if c.Tools != wantTools || c.Agent != (AgentConfig{MaxSteps: 8, SystemPrompt: "Be brief."}) {
+	if c.Tools != wantTools || c.Agent != (AgentConfig{MaxSteps: 8, SystemPrompt: "Be brief.", CompactThresholdPercent: 70, CompactKeepTurns: 3}) {
 		t.Errorf("tools %+v agent %+v", c.Tools, c.Agent)
 	}
 	wantSources := map[string]string{

@@ -179,6 +179,8 @@ func (l *loader) validate() []error {
 
 	// [agent]
 	v.intRange("agent.max_steps", int64(c.Agent.MaxSteps), 1, maxSteps, "a number of steps")
+	v.intRange("agent.compact_threshold_percent", int64(c.Agent.CompactThresholdPercent), 10, 95, "a percentage of the context window")
+	v.intRange("agent.compact_keep_turns", int64(c.Agent.CompactKeepTurns), 1, 100, "a number of turns")
 
 	return v.errs
 }

@@ -116,6 +116,8 @@ func New(opts Options) (*Runtime, error) {
 		Policy:          policy,
 		MaxSteps:        cfg.Agent.MaxSteps,
 		StateDir:        paths.StateDir(home),
+		CompactShare:    float64(cfg.Agent.CompactThresholdPercent) / 100,
+		KeepTurns:       cfg.Agent.CompactKeepTurns,
 		MaxHistoryBytes: opts.MaxHistoryBytes,
 		MaxHistoryItems: opts.MaxHistoryItems,
 		ToolTimeout:     cfg.Tools.CommandTimeout(),
