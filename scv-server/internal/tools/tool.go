@@ -60,10 +60,30 @@ type Result struct {
 type Plan struct {
 	Risk    protocol.Risk
 	Summary string
+	// Rule is the session approval rule the tool proposes for this call:
+	// what approving it "for the session" (protocol v3) allows from then
+	// on. Nil when the call can only be approved once. Its Key must be one
+	// of Keys, so a granted rule covers the call it was granted for.
+	Rule *Rule
+	// Keys are the keys of every rule that covers this call, most specific
+	// first. A call the policy would ask about runs without asking when
+	// one of its keys is the key of a rule the session granted. Keys share
+	// one namespace across tools ("bash:", "fs:"); a tool uses only its
+	// own family's. Empty: no rule covers the call, it always asks.
+	Keys []string
 	// Run executes the call. It must return when ctx is cancelled. A
 	// failure the model should read is a Result with Success false; an
 	// error means the infrastructure broke.
 	Run func(ctx context.Context) (Result, error)
+}
+
+// Rule is a session approval rule a tool proposes. The tool it is for is
+// the tool that proposed it.
+type Rule struct {
+	// Key identifies the rule, such as "bash:go test" or "fs:src/".
+	Key string
+	// Description says in words what the rule allows, for the user.
+	Description string
 }
 
 // Tool is one tool the model can call.

@@ -134,9 +134,12 @@ func (t *Tool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) 
 	if timeout != def {
 		summary += fmt.Sprintf(" (timeout %d s)", seconds(timeout))
 	}
+	rule, keys := sessionRule(a.Command)
 	return &tools.Plan{
 		Risk:    protocol.RiskProcess,
 		Summary: summary,
+		Rule:    rule,
+		Keys:    keys,
 		Run: func(ctx context.Context) (tools.Result, error) {
 			return t.run(ctx, env, a.Command, timeout)
 		},

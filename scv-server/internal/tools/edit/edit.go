@@ -108,9 +108,12 @@ func (*Tool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) {
 		summary += " → " + t.Real
 	}
 	summary += fmt.Sprintf(" (%s, +%d -%d lines)", replacements(e.count), ins, del)
+	rule, keys := workspace.WriteRule(c.rel, t.Real)
 	return &tools.Plan{
 		Risk:    protocol.RiskFilesystem,
 		Summary: summary,
+		Rule:    rule,
+		Keys:    keys,
 		Run: func(ctx context.Context) (tools.Result, error) {
 			return c.run(ctx, env, e)
 		},

@@ -81,9 +81,12 @@ func (*Tool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) {
 		return nil, err
 	}
 	stat := diffStat(t, c.content)
+	rule, keys := workspace.WriteRule(c.rel, t.Real)
 	return &tools.Plan{
 		Risk:    protocol.RiskFilesystem,
 		Summary: c.summary(t, stat),
+		Rule:    rule,
+		Keys:    keys,
 		Run: func(ctx context.Context) (tools.Result, error) {
 			return c.run(ctx, env, t.SHA256, stat)
 		},
