@@ -50,7 +50,14 @@ type Config struct {
 	// calls it denies stay denied.
 	AutoApprove bool
 	Approvals   *approval.Pending
-	MaxSteps    int
+	// Rules enables session approval rules (protocol v3; nil for v1 and v2
+	// sessions, which see neither). It returns the session's granted rule
+	// that covers a call with the given keys, if any. A call the policy
+	// would ask about runs without asking when its plan's keys match a
+	// rule, and its tool.started names the rule; a call that asks carries
+	// its plan's proposed rule in approval.requested.
+	Rules    func(keys []string) (protocol.Rule, bool)
+	MaxSteps int
 	// Progress enables tool.progress events (protocol v3).
 	Progress bool
 
@@ -294,14 +301,25 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 	if decision == approval.Ask && l.cfg.AutoApprove {
 		decision = approval.Run
 	}
+	// Rules only replace an Ask: the policy's Run and Deny stand.
+	var allowedBy *protocol.Rule
+	if decision == approval.Ask && l.cfg.Rules != nil && len(plan.Keys) > 0 {
+		if r, ok := l.cfg.Rules(plan.Keys); ok {
+			decision, allowedBy = approval.Run, &r
+		}
+	}
 	switch decision {
 	case approval.Deny:
 		return tools.Failed(fmt.Sprintf("denied: the approval policy %q does not allow %s calls (%s risk) without asking, and it never asks; do not retry this call",
 			l.cfg.Policy, call.Name, plan.Risk)), false, nil
 	case approval.Ask:
-		id := l.cfg.Approvals.Open()
+		var proposed *protocol.Rule
+		if l.cfg.Rules != nil && plan.Rule != nil {
+			proposed = &protocol.Rule{Tool: call.Name, Key: plan.Rule.Key, Description: plan.Rule.Description}
+		}
+		id := l.cfg.Approvals.OpenWithRule(proposed)
 		ev := &protocol.ApprovalRequested{ApprovalID: id, CallID: call.ID, Name: call.Name,
-			Risk: plan.Risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: plan.Summary}
+			Risk: plan.Risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: plan.Summary, Rule: proposed}
 		if err := l.sink.Emit(ctx, ev); err != nil {
 			l.cfg.Approvals.Forget(id)
 			return tools.Result{}, false, err
@@ -314,7 +332,7 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 			return tools.Failed(fmt.Sprintf("denied: the user did not approve this %s call; do not retry it unless the user asks", call.Name)), false, nil
 		}
 	}
-	if err := l.sink.Emit(ctx, &protocol.ToolStarted{CallID: call.ID, Name: call.Name}); err != nil {
+	if err := l.sink.Emit(ctx, &protocol.ToolStarted{CallID: call.ID, Name: call.Name, Rule: allowedBy}); err != nil {
 		return tools.Result{}, false, err
 	}
 	rep.start()

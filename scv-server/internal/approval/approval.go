@@ -65,6 +65,10 @@ func (p Policy) Decide(r protocol.Risk) Decision {
 // resolved; the caller answers approval_not_found.
 var ErrNotFound = errors.New("approval not found")
 
+// ErrNoRule is returned by ResolveForSession for a request that proposed no
+// rule; the request stays open.
+var ErrNoRule = errors.New("the approval request proposed no session rule")
+
 // Pending is a session's outstanding approval requests. The zero value is
 // not usable; call NewPending.
 type Pending struct {
@@ -78,6 +82,9 @@ type Pending struct {
 type request struct {
 	answer   chan bool // buffered, one answer
 	resolved bool      // guarded by Pending.mu
+	// rule is what approving it for the session grants (protocol v3);
+	// nil when it can only be approved once.
+	rule *protocol.Rule
 }
 
 // NewPending returns an empty set.
@@ -85,10 +92,14 @@ func NewPending() *Pending { return &Pending{waiting: map[string]*request{}} }
 
 // Open registers a new request and returns its id. The caller must call
 // Wait (or Forget) with it.
-func (p *Pending) Open() string {
+func (p *Pending) Open() string { return p.OpenWithRule(nil) }
+
+// OpenWithRule is Open for a request that may be approved for the session:
+// rule, when not nil, is what ResolveForSession grants.
+func (p *Pending) OpenWithRule(rule *protocol.Rule) string {
 	id := uuid.NewString()
 	p.mu.Lock()
-	p.waiting[id] = &request{answer: make(chan bool, 1)}
+	p.waiting[id] = &request{answer: make(chan bool, 1), rule: rule}
 	p.mu.Unlock()
 	return id
 }
@@ -132,6 +143,31 @@ func (p *Pending) Resolve(id string, approved bool) error {
 	}
 	r.resolved = true
 	r.answer <- approved // buffered, sent once; never blocks
+	return nil
+}
+
+// ResolveForSession approves id and grants its rule: grant is called with
+// the rule before the waiter sees the answer, so the rule is in force by
+// the time the approved call runs and before the next call is checked. It
+// fails with ErrNotFound as Resolve does, and with ErrNoRule, leaving the
+// request open, when the request has no rule.
+func (p *Pending) ResolveForSession(id string, grant func(protocol.Rule)) error {
+	p.mu.Lock()
+	r, ok := p.waiting[id]
+	switch {
+	case !ok || r.resolved:
+		p.mu.Unlock()
+		return ErrNotFound
+	case r.rule == nil:
+		p.mu.Unlock()
+		return ErrNoRule
+	}
+	r.resolved = true
+	p.mu.Unlock()
+	// Granting outside the lock keeps Pending's lock a leaf; resolved is
+	// set, so nothing else answers r meanwhile.
+	grant(*r.rule)
+	r.answer <- true // buffered, sent once; never blocks
 	return nil
 }
 

@@ -62,6 +62,9 @@ type Session struct {
 	paused        bool           // guarded by mu
 	// serverTurns wait for the user's queue to drain (guarded by mu).
 	serverTurns []serverTurn
+	// rules are the approval rules granted for the session, in order, one
+	// per key (rules.go). Guarded by mu.
+	rules []protocol.Rule
 }
 
 type turn struct {
@@ -292,6 +295,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 		Policy:      s.policy,
 		AutoApprove: s.autoApprove,
 		Approvals:   s.approvals,
+		Rules:       s.rulesFunc(),
 		MaxSteps:    m.opts.MaxSteps,
 		Progress:    s.version >= protocol.Version3,
 
@@ -430,14 +434,6 @@ func (s *Session) CancelTurn(turnID string) error {
 	return nil
 }
 
-// ResolveApproval answers an approval request.
-func (s *Session) ResolveApproval(approvalID string, approved bool) error {
-	if err := s.approvals.Resolve(approvalID, approved); err != nil {
-		return errorf(protocol.ErrApprovalNotFound, "approval %q is unknown or already resolved", approvalID)
-	}
-	return nil
-}
-
 // Active reports whether a turn is running.
 func (s *Session) Active() bool {
 	s.mu.Lock()
@@ -445,8 +441,8 @@ func (s *Session) Active() bool {
 	return s.active != nil
 }
 
-// Clear drops the idle session's history, usage totals and queue, keeping
-// the sequence, and emits session.cleared.
+// Clear drops the idle session's history, usage totals, queue and approval
+// rules, keeping the sequence, and emits session.cleared.
 func (s *Session) Clear(ctx context.Context, requestID string) error {
 	if err := s.lock(ctx); err != nil {
 		return err
@@ -462,6 +458,7 @@ func (s *Session) Clear(ctx context.Context, requestID string) error {
 	s.usage = protocol.Usage{}
 	s.queue = nil
 	s.serverTurns = nil
+	s.rules = nil
 	s.mu.Unlock()
 	return s.emitLocked(ctx, &protocol.SessionCleared{SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id}})
 }

@@ -88,7 +88,7 @@ func (c *conn) dispatch(msg protocol.ClientMessage) error {
 		})
 	case *protocol.ApprovalResolve:
 		return c.withSession(m.SessionID, func(_ context.Context, s *session.Session) error {
-			return s.ResolveApproval(m.ApprovalID, m.Approved)
+			return s.ResolveApproval(m.ApprovalID, m.Approved, m.Scope)
 		})
 	case *protocol.SessionClear:
 		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
@@ -109,6 +109,10 @@ func (c *conn) dispatch(msg protocol.ClientMessage) error {
 	case *protocol.QueueRemove:
 		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
 			return s.RemoveQueued(ctx, m.RequestID, m.QueueID, m.Revision)
+		})
+	case *protocol.SessionRules:
+		return c.withSession(m.SessionID, func(_ context.Context, s *session.Session) error {
+			return c.send(&protocol.RulesListed{RequestID: m.RequestID, SessionID: s.ID(), Rules: s.Rules()})
 		})
 	case *protocol.SessionCompact:
 		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
