@@ -34,8 +34,6 @@ const maxRenderedResult = 4 << 10
 type compaction struct {
 	history []provider.Message
 	removed int
-	before  int64
-	after   int64
 }
 
 // turnStarts returns the indices of the user messages of history: the
