@@ -1,0 +1,364 @@
+package sessionstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/scv-cli/scv/scv-server/internal/provider"
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+// Kinds of replay items.
+const (
+	ItemUser      = "user"
+	ItemAssistant = "assistant"
+	ItemTool      = "tool"
+	ItemNotice    = "notice"
+)
+
+// Texts of the notices a replay carries.
+const (
+	NoticeInterrupted = "This turn was interrupted: the server stopped before it ended. Tool calls without a result may or may not have run."
+	NoticeCancelled   = "The turn was cancelled."
+	NoticeCleared     = "The conversation was cleared here; earlier turns are not shown."
+)
+
+// load reads the whole log in f and replays it. It returns the session
+// with an open last turn repaired in memory, the records that make the
+// repair durable, and the offset where the valid records end (a torn last
+// line starts there).
+func load(id, path string, f *os.File) (*Session, []*record, int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("reading %s: %w", path, err)
+	}
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(io.NewSectionReader(f, 0, fi.Size()), data); err != nil {
+		return nil, nil, 0, fmt.Errorf("reading %s: %w", path, err)
+	}
+	// Everything after the last newline is a torn write.
+	end := bytes.LastIndexByte(data, '\n') + 1
+	recs, err := decodeRecords(path, data[:end])
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	data = nil // the records hold copies of their strings
+	if len(recs) == 0 {
+		return nil, nil, 0, &CorruptError{Path: path, Line: 1, Err: errors.New("the log has no complete meta record")}
+	}
+	msgs := 0
+	for i := range recs {
+		if recs[i].T == recMsg {
+			msgs++
+		}
+	}
+	r := &replayer{history: make([]provider.Message, 0, msgs), items: make([]protocol.ReplayItem, 0, msgs)}
+	for i := range recs {
+		rec, line := &recs[i], i+1
+		switch {
+		case line == 1 && rec.T != recMeta:
+			return nil, nil, 0, &CorruptError{Path: path, Line: line, Err: errors.New("the first record is not the session's meta record")}
+		case line == 1 && rec.ID != id:
+			return nil, nil, 0, &CorruptError{Path: path, Line: line, Err: fmt.Errorf("the meta record names session %q, not %q", rec.ID, id)}
+		case line > 1 && rec.T == recMeta:
+			return nil, nil, 0, &CorruptError{Path: path, Line: line, Err: errors.New("a second meta record")}
+		}
+		if err := r.apply(rec); err != nil {
+			return nil, nil, 0, &CorruptError{Path: path, Line: line, Err: err}
+		}
+	}
+	var repair []*record
+	interrupted := ""
+	if r.open != nil {
+		interrupted = r.open.id
+		repair = r.repairRecords()
+		for _, rec := range repair {
+			_ = r.apply(rec)
+		}
+	}
+	s := &Session{
+		Meta:        r.meta,
+		History:     r.history,
+		Usage:       r.usage,
+		Turns:       r.turns,
+		Title:       r.title,
+		Updated:     fi.ModTime(),
+		Bytes:       fi.Size(),
+		Replay:      r.items,
+		Interrupted: interrupted,
+	}
+	if s.Replay == nil {
+		s.Replay = []protocol.ReplayItem{}
+	}
+	return s, repair, int64(end), nil
+}
+
+// parallelChunk is the least data worth a decoding goroutine of its own.
+const parallelChunk = 512 << 10
+
+// decodeRecords decodes data, whole lines of records, in order. Chunks of
+// lines are decoded in parallel, one goroutine each (joined before it
+// returns), since decoding is nearly all the time a resume takes.
+func decodeRecords(path string, data []byte) ([]record, error) {
+	n := min(runtime.GOMAXPROCS(0), 8, len(data)/parallelChunk+1)
+	recs := make([]record, bytes.Count(data, []byte{'\n'}))
+	type chunk struct {
+		data  []byte
+		first int // index of its first line
+		err   error
+	}
+	chunks := make([]chunk, 0, n)
+	line := 0
+	for off := 0; off < len(data); {
+		cut := len(data)
+		if rest := n - len(chunks); rest > 1 {
+			cut = off + (len(data)-off)/rest
+			cut += bytes.IndexByte(data[cut:], '\n') + 1 // data ends with a newline
+		}
+		chunks = append(chunks, chunk{data: data[off:cut], first: line})
+		line += bytes.Count(data[off:cut], []byte{'\n'})
+		off = cut
+	}
+	var wg sync.WaitGroup
+	for i := range chunks {
+		c := &chunks[i]
+		wg.Go(func() { c.err = decodeChunk(path, c.data, c.first, recs) })
+	}
+	wg.Wait()
+	for _, c := range chunks {
+		if c.err != nil {
+			return nil, c.err
+		}
+	}
+	return recs, nil
+}
+
+// decodeChunk decodes whole lines of records, each a JSON object on its
+// own line, into recs from index first (line first+1).
+func decodeChunk(path string, data []byte, first int, recs []record) error {
+	i := first
+	for off := 0; off < len(data); i++ {
+		nl := off + bytes.IndexByte(data[off:], '\n')
+		if err := decodeRecord(data[off:nl], &recs[i]); err != nil {
+			return &CorruptError{Path: path, Line: i + 1, Err: fmt.Errorf("the line is not a valid record: %v", err)}
+		}
+		off = nl + 1
+	}
+	return nil
+}
+
+// replayer rebuilds a session from its records.
+type replayer struct {
+	meta    Meta
+	history []provider.Message
+	usage   protocol.Usage
+	turns   int
+	title   string
+	items   []protocol.ReplayItem
+	// calls are tool calls of the transcript still waiting for a result.
+	calls []pendingCall
+	open  *openTurn
+}
+
+type openTurn struct {
+	id     string
+	server bool // started by the server (it has an origin)
+	first  int  // index of the turn's first item
+}
+
+type pendingCall struct {
+	id, name string
+	args     json.RawMessage
+}
+
+func (r *replayer) apply(rec *record) error {
+	switch rec.T {
+	case recMeta:
+		if rec.Cwd == "" {
+			return errors.New("the meta record has no cwd")
+		}
+		created, _ := time.Parse(time.RFC3339Nano, rec.At)
+		r.meta = Meta{ID: rec.ID, Cwd: rec.Cwd, Model: rec.Model, Created: created}
+	case recTurn:
+		if rec.Turn == "" {
+			return errors.New("a turn record without a turn id")
+		}
+		r.interruptOpen()
+		r.turns++
+		r.open = &openTurn{id: rec.Turn, server: rec.Origin != nil, first: len(r.items)}
+	case recMsg:
+		if rec.Msg == nil {
+			return errors.New("a msg record without a message")
+		}
+		r.message(rec)
+	case recEnd:
+		r.end(rec)
+	case recClear:
+		r.interruptOpen()
+		r.history, r.usage, r.calls = nil, protocol.Usage{}, nil
+		r.items = []protocol.ReplayItem{{Kind: ItemNotice, Text: NoticeCleared}}
+	case recCompact:
+		if rec.From < 0 || rec.Removed < 0 || rec.From+rec.Removed > len(r.history) {
+			return fmt.Errorf("a compact record replaces messages %d to %d of a history of %d", rec.From, rec.From+rec.Removed, len(r.history))
+		}
+		h := make([]provider.Message, 0, len(r.history)-rec.Removed+len(rec.Messages))
+		h = append(h, r.history[:rec.From]...)
+		h = append(h, rec.Messages...)
+		r.history = append(h, r.history[rec.From+rec.Removed:]...)
+		text := fmt.Sprintf("The context was compacted: %d earlier messages were replaced by a summary.", rec.Removed)
+		if len(rec.Messages) == 0 {
+			text = fmt.Sprintf("%d earlier messages were dropped to keep the history within its bounds.", rec.Removed)
+		}
+		r.items = append(r.items, protocol.ReplayItem{Kind: ItemNotice, TurnID: r.openID(), Text: text})
+	case recResume:
+		r.interruptOpen()
+	default:
+		// A record type of a later format: skipped.
+	}
+	return nil
+}
+
+func (r *replayer) openID() string {
+	if r.open == nil {
+		return ""
+	}
+	return r.open.id
+}
+
+func (r *replayer) message(rec *record) {
+	m := *rec.Msg
+	r.history = append(r.history, m)
+	switch m.Role {
+	case provider.RoleUser:
+		kind := ItemUser
+		if r.open != nil && r.open.server {
+			kind = ItemNotice
+		}
+		r.items = append(r.items, protocol.ReplayItem{Kind: kind, TurnID: rec.Turn, Text: m.Content})
+		if kind == ItemUser && r.title == "" {
+			r.title = Title(m.Content)
+		}
+	case provider.RoleAssistant:
+		if m.Content != "" {
+			r.items = append(r.items, protocol.ReplayItem{Kind: ItemAssistant, TurnID: rec.Turn, Text: m.Content})
+		}
+		for _, c := range m.ToolCalls {
+			r.calls = append(r.calls, pendingCall{id: c.ID, name: c.Name, args: argumentsJSON(c.Arguments)})
+		}
+	case provider.RoleTool:
+		item := protocol.ReplayItem{Kind: ItemTool, TurnID: rec.Turn, CallID: m.ToolCallID, Text: m.Content}
+		for i, c := range r.calls {
+			if c.id == m.ToolCallID {
+				item.Name, item.Arguments = c.name, c.args
+				r.calls = append(r.calls[:i:i], r.calls[i+1:]...)
+				break
+			}
+		}
+		switch {
+		case rec.Synthetic:
+			item.Interrupted = true
+		case rec.Failed:
+			item.Success = new(false)
+			item.Text = strings.TrimPrefix(m.Content, "error: ")
+		default:
+			item.Success = new(true)
+		}
+		r.items = append(r.items, item)
+	}
+}
+
+func (r *replayer) end(rec *record) {
+	if rec.Usage != nil {
+		r.usage.InputTokens += rec.Usage.InputTokens
+		r.usage.OutputTokens += rec.Usage.OutputTokens
+	}
+	if r.open == nil || r.open.id != rec.Turn {
+		return
+	}
+	switch rec.Outcome {
+	case OutcomeInterrupted:
+		for i := r.open.first; i < len(r.items); i++ {
+			r.items[i].Interrupted = true
+		}
+		r.items = append(r.items, protocol.ReplayItem{Kind: ItemNotice, TurnID: rec.Turn, Text: NoticeInterrupted, Interrupted: true})
+	case OutcomeCancelled:
+		r.items = append(r.items, protocol.ReplayItem{Kind: ItemNotice, TurnID: rec.Turn, Text: NoticeCancelled})
+	case OutcomeFailed:
+		r.items = append(r.items, protocol.ReplayItem{Kind: ItemNotice, TurnID: rec.Turn,
+			Text: fmt.Sprintf("The turn failed (%s): %s", rec.Code, rec.Message)})
+	}
+	// A turn's end leaves no call waiting: the agent loop answers every
+	// call it records, and an interrupted turn got synthetic results.
+	// Should a log say otherwise, the history is still made valid.
+	for _, c := range openCalls(r.history) {
+		r.history = append(r.history, provider.Message{Role: provider.RoleTool, ToolCallID: c.ID, Content: InterruptedResult})
+	}
+	r.calls = nil
+	r.open = nil
+}
+
+// interruptOpen ends a turn left open (in memory) before the next record
+// that cannot belong to it.
+func (r *replayer) interruptOpen() {
+	if r.open == nil {
+		return
+	}
+	for _, rec := range r.repairRecords() {
+		_ = r.apply(rec)
+	}
+}
+
+// repairRecords are the records that end the open turn as interrupted: a
+// synthetic result for each call of the history without one, then the end.
+func (r *replayer) repairRecords() []*record {
+	var recs []*record
+	for _, c := range openCalls(r.history) {
+		recs = append(recs, &record{T: recMsg, Turn: r.open.id, Failed: true, Synthetic: true,
+			Msg: &provider.Message{Role: provider.RoleTool, ToolCallID: c.ID, Content: InterruptedResult}})
+	}
+	return append(recs, &record{T: recEnd, Turn: r.open.id, Outcome: OutcomeInterrupted, At: stamp(now())})
+}
+
+// openCalls returns the calls of the history's last assistant message that
+// have no result after it.
+func openCalls(history []provider.Message) []provider.ToolCall {
+	i := len(history) - 1
+	answered := map[string]int{}
+	for ; i >= 0 && history[i].Role == provider.RoleTool; i-- {
+		answered[history[i].ToolCallID]++
+	}
+	if i < 0 || history[i].Role != provider.RoleAssistant {
+		return nil
+	}
+	var open []provider.ToolCall
+	for _, c := range history[i].ToolCalls {
+		if answered[c.ID] > 0 {
+			answered[c.ID]--
+			continue
+		}
+		open = append(open, c)
+	}
+	return open
+}
+
+// argumentsJSON is a call's arguments as tool.proposed shows them: the
+// JSON value when the model's text is valid JSON, else the text as a JSON
+// string.
+func argumentsJSON(raw string) json.RawMessage {
+	if strings.TrimSpace(raw) == "" {
+		return json.RawMessage("{}")
+	}
+	if json.Valid([]byte(raw)) {
+		return json.RawMessage(raw)
+	}
+	b, _ := json.Marshal(raw)
+	return b
+}

@@ -1,0 +1,515 @@
+package sessionstore_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/goleak"
+
+	"github.com/scv-cli/scv/scv-server/internal/provider"
+	"github.com/scv-cli/scv/scv-server/internal/sessionstore"
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const ws = "/home/ana/project"
+
+func create(t *testing.T, st *sessionstore.Store, cwd string) *sessionstore.Log {
+	t.Helper()
+	l, err := st.Create(sessionstore.Meta{ID: uuid.NewString(), Cwd: cwd, Model: "fake-model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func id(l *sessionstore.Log) string { return filepath.Base(filepath.Dir(l.Path())) }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func user(s string) provider.Message { return provider.Message{Role: provider.RoleUser, Content: s} }
+func assistant(s string, calls ...provider.ToolCall) provider.Message {
+	return provider.Message{Role: provider.RoleAssistant, Content: s, ToolCalls: calls}
+}
+func toolResult(callID, s string) provider.Message {
+	return provider.Message{Role: provider.RoleTool, ToolCallID: callID, Content: s}
+}
+func call(id, name, args string) provider.ToolCall {
+	return provider.ToolCall{ID: id, Name: name, Arguments: args}
+}
+
+// turn records a whole turn: prompt, then msgs (tool results of failed
+// calls start with "error: "), then its end.
+func turn(t *testing.T, l *sessionstore.Log, turnID, prompt string, end sessionstore.End, msgs ...provider.Message) {
+	t.Helper()
+	must(t, l.TurnStarted(turnID, "r-"+turnID, nil, prompt))
+	must(t, l.Message(turnID, user(prompt), false))
+	for _, m := range msgs {
+		must(t, l.Message(turnID, m, m.Role == provider.RoleTool && strings.HasPrefix(m.Content, "error: ")))
+	}
+	must(t, l.TurnEnded(turnID, end))
+}
+
+func completed(in, out int64) sessionstore.End {
+	return sessionstore.End{Outcome: sessionstore.OutcomeCompleted, Steps: 1, Usage: &protocol.Usage{InputTokens: in, OutputTokens: out}}
+}
+
+func reopen(t *testing.T, st *sessionstore.Store, sid string) (*sessionstore.Log, *sessionstore.Session) {
+	t.Helper()
+	l, s, err := st.Open(sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l, s
+}
+
+func items(t *testing.T, got []protocol.ReplayItem) string {
+	t.Helper()
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestRoundTrip(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	sid := id(l)
+	turn(t, l, "t1", "Fix the\nfailing test.", completed(100, 10),
+		assistant("", call("call_1", "bash", `{"command":"go test ./..."}`)),
+		toolResult("call_1", "error: exit 1"),
+		assistant("The test expects a trailing newline."))
+	turn(t, l, "t2", "Thanks", completed(50, 5), assistant("You're welcome."))
+	must(t, l.Close())
+
+	l2, s := reopen(t, st, sid)
+	wantHistory := []provider.Message{
+		user("Fix the\nfailing test."),
+		assistant("", call("call_1", "bash", `{"command":"go test ./..."}`)),
+		toolResult("call_1", "error: exit 1"),
+		assistant("The test expects a trailing newline."),
+		user("Thanks"),
+		assistant("You're welcome."),
+	}
+	if !reflect.DeepEqual(s.History, wantHistory) {
+		t.Fatalf("history = %+v", s.History)
+	}
+	if s.Usage != (protocol.Usage{InputTokens: 150, OutputTokens: 15}) || s.Turns != 2 || s.Title != "Fix the failing test." {
+		t.Fatalf("usage %+v turns %d title %q", s.Usage, s.Turns, s.Title)
+	}
+	if s.ID != sid || s.Cwd != ws || s.Model != "fake-model" || s.Created.IsZero() || s.Updated.IsZero() || s.Bytes == 0 || s.Interrupted != "" {
+		t.Fatalf("session = %+v", s.Meta)
+	}
+	want := `[{"kind":"user","turn_id":"t1","text":"Fix the\nfailing test."},` +
+		`{"kind":"tool","turn_id":"t1","text":"exit 1","call_id":"call_1","name":"bash","arguments":{"command":"go test ./..."},"success":false},` +
+		`{"kind":"assistant","turn_id":"t1","text":"The test expects a trailing newline."},` +
+		`{"kind":"user","turn_id":"t2","text":"Thanks"},{"kind":"assistant","turn_id":"t2","text":"You're welcome."}]`
+	if got := items(t, s.Replay); got != want {
+		t.Fatalf("replay =\n%s\nwant\n%s", got, want)
+	}
+
+	// Resumed, it goes on where it stopped.
+	must(t, l2.Resume("other-model"))
+	turn(t, l2, "t3", "More", completed(1, 1), assistant("Sure."))
+	must(t, l2.Close())
+	s3, err := st.Load(sid)
+	must(t, err)
+	if len(s3.History) != 8 || s3.Turns != 3 || s3.Usage.InputTokens != 151 {
+		t.Fatalf("after resume: %d messages, %d turns, %+v", len(s3.History), s3.Turns, s3.Usage)
+	}
+}
+
+func TestCancelledAndFailedTurnsHaveNotices(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	turn(t, l, "t1", "a", sessionstore.End{Outcome: sessionstore.OutcomeCancelled}, assistant("", call("c1", "read", `{`)), toolResult("c1", "not run: the turn was stopped before this call finished"))
+	turn(t, l, "t2", "b", sessionstore.End{Outcome: sessionstore.OutcomeFailed, Code: "provider_error", Message: "boom"})
+	must(t, l.Close())
+	s, err := st.Load(id(l))
+	must(t, err)
+	got := items(t, s.Replay)
+	for _, want := range []string{
+		`"arguments":"{"`, // invalid JSON arguments come back as a string
+		`{"kind":"notice","turn_id":"t1","text":"The turn was cancelled."}`,
+		`{"kind":"notice","turn_id":"t2","text":"The turn failed (provider_error): boom"}`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("replay %s lacks %s", got, want)
+		}
+	}
+}
+
+func TestTornLastLineIsIgnoredAndCutOff(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	sid := id(l)
+	turn(t, l, "t1", "hello", completed(1, 1), assistant("hi"))
+	must(t, l.Close())
+	path := st.LogPath(sid)
+	good, err := os.ReadFile(path)
+	must(t, err)
+	torn := `{"t":"msg","turn":"t2","msg":{"role":"user","content":"half a rec`
+	must(t, os.WriteFile(path, append(append([]byte(nil), good...), torn...), 0o600))
+
+	l2, s := reopen(t, st, sid)
+	if len(s.History) != 2 || s.Turns != 1 {
+		t.Fatalf("history %+v, turns %d", s.History, s.Turns)
+	}
+	must(t, l2.Resume("fake-model"))
+	turn(t, l2, "t2", "again", completed(1, 1), assistant("hi again"))
+	must(t, l2.Close())
+	data, err := os.ReadFile(path)
+	must(t, err)
+	if strings.Contains(string(data), "half a rec") || !strings.HasPrefix(string(data), string(good)) {
+		t.Fatalf("the torn line is still in the log:\n%s", data)
+	}
+	s2, err := st.Load(sid)
+	must(t, err)
+	if len(s2.History) != 4 || s2.Turns != 2 {
+		t.Fatalf("after appending: %+v", s2.History)
+	}
+}
+
+func TestCorruptMiddleLineIsRefused(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	sid := id(l)
+	turn(t, l, "t1", "hello", completed(1, 1), assistant("hi"))
+	must(t, l.Close())
+	path := st.LogPath(sid)
+	data, err := os.ReadFile(path)
+	must(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[2] = "{not json\n" // line 3
+	must(t, os.WriteFile(path, []byte(strings.Join(lines, "")), 0o600))
+
+	_, _, err = st.Open(sid)
+	var ce *sessionstore.CorruptError
+	if !errors.As(err, &ce) || ce.Path != path || ce.Line != 3 || !strings.Contains(err.Error(), path+":3: ") {
+		t.Fatalf("Open = %v, want a corrupt error at %s:3", err, path)
+	}
+	if _, err := st.Load(sid); !errors.As(err, &ce) {
+		t.Fatalf("Load = %v", err)
+	}
+	// The refused log is left exactly as it was, and can be opened again
+	// (Open released its lock).
+	after, _ := os.ReadFile(path)
+	if string(after) != strings.Join(lines, "") {
+		t.Fatal("a refused log was modified")
+	}
+	if _, _, err := st.Open(sid); !errors.As(err, &ce) {
+		t.Fatalf("second Open = %v", err)
+	}
+
+	// A first line that is not the meta record is corrupt too.
+	must(t, os.WriteFile(path, []byte(`{"t":"turn","turn":"t1"}`+"\n"), 0o600))
+	if _, _, err := st.Open(sid); !errors.As(err, &ce) || ce.Line != 1 {
+		t.Fatalf("Open = %v, want line 1", err)
+	}
+	// So is a log with no complete line at all.
+	must(t, os.WriteFile(path, []byte(`{"t":"me`), 0o600))
+	if _, _, err := st.Open(sid); !errors.As(err, &ce) || ce.Line != 1 {
+		t.Fatalf("Open = %v, want line 1", err)
+	}
+}
+
+func TestInterruptedTurnGetsSyntheticResults(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	sid := id(l)
+	turn(t, l, "t1", "first", completed(10, 1), assistant("done"))
+	// The second turn stops (a crash) after the first of two calls ran.
+	must(t, l.TurnStarted("t2", "r2", nil, "second"))
+	must(t, l.Message("t2", user("second"), false))
+	must(t, l.Message("t2", assistant("Running both.", call("a", "bash", `{"command":"make"}`), call("b", "write", `{"path":"x"}`)), false))
+	must(t, l.Message("t2", toolResult("a", "ok"), false))
+	must(t, l.Close()) // the process dies: no end record
+
+	l2, s := reopen(t, st, sid)
+	if s.Interrupted != "t2" {
+		t.Fatalf("Interrupted = %q", s.Interrupted)
+	}
+	last := s.History[len(s.History)-1]
+	if !reflect.DeepEqual(last, toolResult("b", sessionstore.InterruptedResult)) || len(s.History) != 6 {
+		t.Fatalf("history = %+v", s.History)
+	}
+	want := `[{"kind":"user","turn_id":"t1","text":"first"},{"kind":"assistant","turn_id":"t1","text":"done"},` +
+		`{"kind":"user","turn_id":"t2","text":"second","interrupted":true},` +
+		`{"kind":"assistant","turn_id":"t2","text":"Running both.","interrupted":true},` +
+		`{"kind":"tool","turn_id":"t2","text":"ok","call_id":"a","name":"bash","arguments":{"command":"make"},"success":true,"interrupted":true},` +
+		`{"kind":"tool","turn_id":"t2","text":"interrupted; it may or may not have run","call_id":"b","name":"write","arguments":{"path":"x"},"interrupted":true},` +
+		`{"kind":"notice","turn_id":"t2","text":"` + sessionstore.NoticeInterrupted + `","interrupted":true}]`
+	if got := items(t, s.Replay); got != want {
+		t.Fatalf("replay =\n%s\nwant\n%s", got, want)
+	}
+	if s.Usage.InputTokens != 10 || s.Turns != 2 {
+		t.Fatalf("usage %+v turns %d", s.Usage, s.Turns)
+	}
+
+	// Resume makes the repair durable: a later load finds the turn ended.
+	must(t, l2.Resume("fake-model"))
+	turn(t, l2, "t3", "third", completed(1, 1), assistant("ok"))
+	must(t, l2.Close())
+	s2, err := st.Load(sid)
+	must(t, err)
+	if s2.Interrupted != "" || len(s2.History) != 8 || s2.Turns != 3 {
+		t.Fatalf("after resume: interrupted %q, history %+v", s2.Interrupted, s2.History)
+	}
+	if got := items(t, s2.Replay); !strings.HasPrefix(got, want[:len(want)-1]) {
+		t.Fatalf("replay after resume =\n%s", got)
+	}
+	// An interrupted turn mid-log (a server stopped, the next one went on
+	// without repairing) is handled the same way.
+	l3 := create(t, st, ws)
+	must(t, l3.TurnStarted("x1", "r", nil, "p"))
+	must(t, l3.Message("x1", user("p"), false))
+	must(t, l3.Message("x1", assistant("", call("c", "bash", `{}`)), false))
+	turn(t, l3, "x2", "q", completed(1, 1), assistant("fine"))
+	must(t, l3.Close())
+	s3, err := st.Load(id(l3))
+	must(t, err)
+	if !reflect.DeepEqual(s3.History[2], toolResult("c", sessionstore.InterruptedResult)) || !reflect.DeepEqual(s3.History[3], user("q")) || s3.Interrupted != "" {
+		t.Fatalf("history = %+v", s3.History)
+	}
+}
+
+func TestClear(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	turn(t, l, "t1", "first prompt", completed(10, 1), assistant("one"))
+	must(t, l.Cleared())
+	turn(t, l, "t2", "after clear", completed(3, 2), assistant("two"))
+	must(t, l.Close())
+	s, err := st.Load(id(l))
+	must(t, err)
+	if !reflect.DeepEqual(s.History, []provider.Message{user("after clear"), assistant("two")}) {
+		t.Fatalf("history = %+v", s.History)
+	}
+	if s.Usage != (protocol.Usage{InputTokens: 3, OutputTokens: 2}) || s.Turns != 2 || s.Title != "first prompt" {
+		t.Fatalf("usage %+v turns %d title %q", s.Usage, s.Turns, s.Title)
+	}
+	want := `[{"kind":"notice","text":"` + sessionstore.NoticeCleared + `"},{"kind":"user","turn_id":"t2","text":"after clear"},{"kind":"assistant","turn_id":"t2","text":"two"}]`
+	if got := items(t, s.Replay); got != want {
+		t.Fatalf("replay = %s", got)
+	}
+}
+
+func TestCompactionReplacesHistory(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	turn(t, l, "t1", "one", completed(1, 1), assistant("1"))
+	turn(t, l, "t2", "two", completed(1, 1), assistant("2"))
+	must(t, l.Compacted([]provider.Message{user("Summary: one, two.")}, 3))
+	turn(t, l, "t3", "three", completed(1, 1), assistant("3"))
+	// A compaction inside a turn keeps the turn's recorded messages.
+	must(t, l.TurnStarted("t4", "r4", nil, "four"))
+	must(t, l.Message("t4", user("four"), false))
+	must(t, l.Message("t4", assistant("", call("c", "read", `{"path":"a"}`)), false))
+	must(t, l.Message("t4", toolResult("c", "A"), false))
+	must(t, l.Compacted([]provider.Message{user("Summary: one to three.")}, 4))
+	must(t, l.Message("t4", assistant("4"), false))
+	must(t, l.TurnEnded("t4", completed(1, 1)))
+	// A trim drops the oldest messages.
+	must(t, l.Replaced(0, 1, nil))
+	must(t, l.Close())
+
+	s, err := st.Load(id(l))
+	must(t, err)
+	want := []provider.Message{user("four"), assistant("", call("c", "read", `{"path":"a"}`)), toolResult("c", "A"), assistant("4")}
+	if !reflect.DeepEqual(s.History, want) {
+		t.Fatalf("history = %+v", s.History)
+	}
+	got := items(t, s.Replay)
+	// The transcript keeps every turn, with a notice where compaction
+	// happened.
+	for _, w := range []string{`"text":"one"`, `"text":"three"`, `{"kind":"notice","text":"The context was compacted: 3 earlier messages were replaced by a summary."}`,
+		`{"kind":"notice","turn_id":"t4","text":"The context was compacted: 4 earlier`, `"text":"1 earlier messages were dropped`} {
+		if !strings.Contains(got, w) {
+			t.Errorf("replay %s lacks %s", got, w)
+		}
+	}
+	if s.Usage.InputTokens != 4 || s.Turns != 4 {
+		t.Fatalf("usage %+v turns %d", s.Usage, s.Turns)
+	}
+
+	// A compaction that does not fit the history is a corrupt log.
+	l2 := create(t, st, ws)
+	turn(t, l2, "t1", "one", completed(1, 1))
+	must(t, l2.Compacted(nil, 5))
+	must(t, l2.Close())
+	var ce *sessionstore.CorruptError
+	if _, err := st.Load(id(l2)); !errors.As(err, &ce) || ce.Line != 5 {
+		t.Fatalf("Load = %v", err)
+	}
+}
+
+func TestListNewestFirstForTheWorkspace(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	if got, err := st.List(ws, 20); err != nil || len(got) != 0 {
+		t.Fatalf("List of an empty store = %v, %v", got, err)
+	}
+	base := time.Now().Add(-time.Hour)
+	var ids []string
+	for i, prompt := range []string{"oldest", "middle " + strings.Repeat("word ", 40), "newest"} {
+		l := create(t, st, ws)
+		turn(t, l, "t", prompt, completed(1, 1), assistant("ok"))
+		must(t, l.Close())
+		mt := base.Add(time.Duration(i) * time.Minute)
+		must(t, os.Chtimes(l.Path(), mt, mt))
+		ids = append(ids, id(l))
+	}
+	other := create(t, st, "/elsewhere")
+	turn(t, other, "t", "elsewhere", completed(1, 1))
+	empty := create(t, st, ws) // no turn: never listed
+	_ = empty
+
+	got, err := st.List(ws, 20)
+	must(t, err)
+	if len(got) != 3 || got[0].SessionID != ids[2] || got[1].SessionID != ids[1] || got[2].SessionID != ids[0] {
+		t.Fatalf("List = %+v", got)
+	}
+	if got[0].Title != "newest" || got[0].Turns != 1 || got[0].Cwd != ws || got[0].Bytes == 0 {
+		t.Fatalf("summary = %+v", got[0])
+	}
+	if title := got[1].Title; len([]rune(title)) != sessionstore.TitleRunes || !strings.HasSuffix(title, "…") {
+		t.Fatalf("long title = %q", title)
+	}
+	if _, err := time.Parse(time.RFC3339, got[0].UpdatedAt); err != nil || got[0].UpdatedAt != base.Add(2*time.Minute).UTC().Format(time.RFC3339) {
+		t.Fatalf("updated_at = %q (%v)", got[0].UpdatedAt, err)
+	}
+	if _, err := time.Parse(time.RFC3339, got[0].CreatedAt); err != nil {
+		t.Fatalf("created_at = %q", got[0].CreatedAt)
+	}
+	if got, _ := st.List(ws, 2); len(got) != 2 || got[0].SessionID != ids[2] {
+		t.Fatalf("List limit 2 = %+v", got)
+	}
+	if got, _ := st.List("/elsewhere", 0); len(got) != 1 || got[0].Title != "elsewhere" {
+		t.Fatalf("List of the other workspace = %+v", got)
+	}
+
+	// Without its summary, a session is listed from its log.
+	must(t, os.Remove(filepath.Join(st.SessionDir(ids[1]), sessionstore.SummaryName)))
+	got, _ = st.List(ws, 20)
+	if len(got) != 3 || got[1].SessionID != ids[1] || !strings.HasPrefix(got[1].Title, "middle word") {
+		t.Fatalf("List without a summary = %+v", got)
+	}
+	// Stray entries are skipped.
+	must(t, os.WriteFile(filepath.Join(st.Dir(), "stray"), nil, 0o600))
+	must(t, os.Mkdir(filepath.Join(st.Dir(), uuid.NewString()), 0o700))
+	if got, _ := st.List(ws, 20); len(got) != 3 {
+		t.Fatalf("List with strays = %+v", got)
+	}
+}
+
+func TestFileModes(t *testing.T) {
+	state := t.TempDir()
+	st := sessionstore.New(state)
+	l := create(t, st, ws)
+	turn(t, l, "t", "p", completed(1, 1))
+	for path, want := range map[string]os.FileMode{
+		st.Dir():             0o700 | os.ModeDir,
+		st.SessionDir(id(l)): 0o700 | os.ModeDir,
+		l.Path():             0o600,
+		filepath.Join(st.SessionDir(id(l)), sessionstore.SummaryName): 0o600,
+	} {
+		fi, err := os.Stat(path)
+		must(t, err)
+		if fi.Mode() != want {
+			t.Errorf("%s has mode %v, want %v", path, fi.Mode(), want)
+		}
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	if _, _, err := st.Open(uuid.NewString()); !errors.Is(err, sessionstore.ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	for _, bad := range []string{"", "../../etc", "ABCDEF00-0000-0000-0000-000000000000", "{" + uuid.NewString() + "}"} {
+		if _, _, err := st.Open(bad); err == nil || errors.Is(err, sessionstore.ErrNotFound) {
+			t.Errorf("Open(%q) = %v, want a refusal of the id", bad, err)
+		}
+	}
+	l := create(t, st, ws)
+	turn(t, l, "t", "p", completed(1, 1))
+	if runtime.GOOS != "windows" {
+		if _, _, err := st.Open(id(l)); !errors.Is(err, sessionstore.ErrBusy) {
+			t.Fatalf("Open of a log open elsewhere = %v, want ErrBusy", err)
+		}
+	}
+	must(t, l.Close())
+	l2, _ := reopen(t, st, id(l))
+	must(t, l2.Close())
+}
+
+func TestAbandonedSessionLeavesNothing(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	must(t, l.Close())
+	if _, err := os.Stat(st.SessionDir(id(l))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the directory of a session without turns is still there: %v", err)
+	}
+}
+
+func TestTitle(t *testing.T) {
+	for in, want := range map[string]string{
+		"  fix\tthe\n\ntest ":      "fix the test",
+		strings.Repeat("é", 80):    strings.Repeat("é", 80),
+		strings.Repeat("é", 81):    strings.Repeat("é", 79) + "…",
+		strings.Repeat("abc ", 30): strings.Repeat("abc ", 19) + "abc…",
+	} {
+		if got := sessionstore.Title(in); got != want {
+			t.Errorf("Title(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestLargeLogs decodes a log big enough to be split among goroutines: the
+// records come back in order and a corrupt line is still named exactly.
+func TestLargeLogs(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	sid := writeTurns(t, st, 700) // about 2 MiB
+	s, err := st.Load(sid)
+	must(t, err)
+	if len(s.History) != 2800 || s.Turns != 700 || s.Usage.InputTokens != 700_000 {
+		t.Fatalf("%d messages, %d turns, %+v", len(s.History), s.Turns, s.Usage)
+	}
+	for i := range 700 {
+		if want := fmt.Sprintf("Step %d:", i); !strings.HasPrefix(s.History[4*i].Content, want) {
+			t.Fatalf("message %d = %.20q, want %q", 4*i, s.History[4*i].Content, want)
+		}
+	}
+	path := st.LogPath(sid)
+	data, err := os.ReadFile(path)
+	must(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[3500] = `{"t":"msg","turn":"x","msg":{"role":"user","content":"split` + "\n"
+	must(t, os.WriteFile(path, []byte(strings.Join(lines, "")), 0o600))
+	var ce *sessionstore.CorruptError
+	if _, err := st.Load(sid); !errors.As(err, &ce) || ce.Line != 3501 {
+		t.Fatalf("Load = %v, want a corrupt error at line 3501", err)
+	}
+	lines[3500] = `{"t":"clear"} {"t":"clear"}` + "\n"
+	must(t, os.WriteFile(path, []byte(strings.Join(lines, "")), 0o600))
+	if _, err := st.Load(sid); !errors.As(err, &ce) || ce.Line != 3501 {
+		t.Fatalf("Load = %v, want a corrupt error at line 3501", err)
+	}
+}
