@@ -33,6 +33,9 @@ type Options struct {
 	Config string
 	// Env adds environment variables.
 	Env map[string]string
+	// Home is the SCV_HOME to use, such as an earlier server's (Server.Home)
+	// to resume its sessions; empty: a new temporary directory.
+	Home string
 	// ApprovalPolicy overrides the config's.
 	ApprovalPolicy string
 	Tools          session.ToolsFunc
@@ -94,7 +97,10 @@ func (p pipeTransport) Close() error {
 // Start starts a server; it is stopped at the end of the test.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
-	home := t.TempDir()
+	home := opts.Home
+	if home == "" {
+		home = t.TempDir()
+	}
 	if opts.Config != "" {
 		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(opts.Config), 0o600); err != nil {
 			t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
+	"github.com/scv-cli/scv/scv-server/internal/sessionstore"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -75,6 +76,11 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*Session // guarded by mu
 	closed   bool                // guarded by mu
+	// opening reserves the ids of sessions being started, so that one
+	// stored session is never opened twice (guarded by mu).
+	opening map[string]bool
+
+	store *sessionstore.Store // nil: sessions are not stored
 }
 
 // NewManager returns a manager.
@@ -86,7 +92,8 @@ func NewManager(opts Options) *Manager {
 		opts.Policy = approval.OnRisk
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel, sessions: map[string]*Session{}}
+	return &Manager{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel, sessions: map[string]*Session{},
+		opening: map[string]bool{}, store: newStore(opts.StateDir)}
 }
 
 // StartOptions are the client's choices for a new session.
@@ -98,6 +105,9 @@ type StartOptions struct {
 	ToolsOff        bool
 	DelegationDepth int
 	Channel         *protocol.Channel
+	// Resume continues the stored session with this id (v3 resume):
+	// the session takes its id, history and usage totals.
+	Resume string
 }
 
 // Start creates a session in opts.Cwd, which must be an absolute path to a
@@ -141,10 +151,19 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 	if m.opts.System != nil {
 		s.system = m.opts.System(cwd, reg)
 	}
+	if err := m.persist(s, opts.Resume); err != nil {
+		_ = root.Close()
+		return nil, err
+	}
+	if s.Resumed() {
+		s.historyTokens = -1 // unknown: the loop measures the restored history once
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.opening, s.id)
 	if m.closed {
 		_ = root.Close()
+		s.closeLog()
 		return nil, errorf(protocol.ErrInternal, "the server is shutting down")
 	}
 	m.sessions[s.id] = s
@@ -197,6 +216,7 @@ func (m *Manager) Close(ctx context.Context) {
 	m.mu.Lock()
 	for _, s := range m.sessions {
 		_ = s.root.Close()
+		s.closeLog()
 	}
 	m.mu.Unlock()
 }

@@ -43,6 +43,8 @@ type Session struct {
 	autoApprove bool
 
 	approvals *approval.Pending
+	// rec is the session's log (persist.go); nil when it is not stored.
+	rec *recorder
 
 	// emitLock serializes emission and the turn transitions that must not
 	// interleave with it (a terminal event and the next turn.started). It is
@@ -72,6 +74,7 @@ type turn struct {
 	requestID string
 	origin    *protocol.Origin // set for a turn the server started
 	cancel    context.CancelFunc
+	rec       *turnRecord // what the session log has of the turn; nil when not stored
 }
 
 // serverTurn is a turn the server asked for, waiting for an idle session.
@@ -312,6 +315,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 			OutputLimit: m.opts.ToolOutputLimit,
 		},
 	}
+	s.recordTurn(t, &cfg)
 	m.turns.Add(1)
 	go func() {
 		defer m.turns.Done()
@@ -327,6 +331,8 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 func (s *Session) finish(t *turn, out agent.Outcome) {
 	m := s.mgr
 	out, history, trimmed := s.bound(t, out)
+	// The log has the turn's end before the client hears of it.
+	s.recordEnd(t, out, history)
 	hdr := protocol.TurnHeader{RequestID: t.requestID, SessionID: s.id, TurnID: t.id}
 	var terminal protocol.Sequenced
 	var failure *agent.Failure
@@ -460,6 +466,7 @@ func (s *Session) Clear(ctx context.Context, requestID string) error {
 	s.serverTurns = nil
 	s.rules = nil
 	s.mu.Unlock()
+	s.recordClear()
 	return s.emitLocked(ctx, &protocol.SessionCleared{SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id}})
 }
 
@@ -486,6 +493,7 @@ type turnSink struct {
 func (k *turnSink) Emit(ctx context.Context, ev protocol.TurnEvent) error {
 	h := ev.Turn()
 	h.RequestID, h.SessionID, h.TurnID = k.t.requestID, k.s.id, k.t.id
+	k.s.noteEvent(k.t, ev)
 	if err := k.s.emit(ctx, ev); err != nil {
 		return fmt.Errorf("emitting %s: %w", ev.Kind(), err)
 	}

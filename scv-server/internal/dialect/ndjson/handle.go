@@ -110,6 +110,8 @@ func (c *conn) dispatch(msg protocol.ClientMessage) error {
 		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
 			return s.RemoveQueued(ctx, m.RequestID, m.QueueID, m.Revision)
 		})
+	case *protocol.SessionList:
+		return c.listSessions(m)
 	case *protocol.SessionRules:
 		return c.withSession(m.SessionID, func(_ context.Context, s *session.Session) error {
 			return c.send(&protocol.RulesListed{RequestID: m.RequestID, SessionID: s.ID(), Rules: s.Rules()})
@@ -155,6 +157,7 @@ func (c *conn) startSession(m *protocol.SessionStart) error {
 		opts.Model = m.Model
 		opts.AutoApprove = m.AutoApprove
 		opts.Channel = m.Channel
+		opts.Resume = m.Resume
 		if m.Tools != nil && !*m.Tools {
 			opts.ToolsOff = true
 		}
@@ -175,7 +178,7 @@ func (c *conn) startSession(m *protocol.SessionStart) error {
 	if err := c.attach(s); err != nil {
 		return err
 	}
-	err = c.send(&protocol.SessionStarted{
+	started := &protocol.SessionStarted{
 		RequestID:             m.RequestID,
 		SessionID:             s.ID(),
 		Cwd:                   s.Cwd(),
@@ -186,9 +189,18 @@ func (c *conn) startSession(m *protocol.SessionStart) error {
 		MaxTranscriptItems:    protocol.DefaultMaxTranscriptItems,
 		MaxPromptHistoryBytes: protocol.DefaultMaxPromptHistoryBytes,
 		MaxPromptHistoryItems: protocol.DefaultMaxPromptHistoryItems,
-	})
-	if err != nil {
+	}
+	if s.Resumed() {
+		u := s.Usage()
+		started.Resumed, started.Usage = true, &u
+	}
+	if err := c.send(started); err != nil {
 		return err
+	}
+	if s.Resumed() {
+		if err := c.sendReplay(m.RequestID, s); err != nil {
+			return err
+		}
 	}
 	if c.version >= protocol.Version2 {
 		ctx, cancel := c.requestCtx()
