@@ -58,6 +58,9 @@ type Options struct {
 	JSON bool
 	// ApprovalPolicy is passed to the server when it is not "".
 	ApprovalPolicy string
+	// Continue resumes the workspace's most recently updated session
+	// instead of starting a new one.
+	Continue bool
 }
 
 // NewCmdExec returns the exec command. runF replaces the behaviour in tests.
@@ -73,7 +76,9 @@ func NewCmdExec(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Short: "Run one turn headless and print the reply",
 		Long: `Run one turn headless: start scv-server, send PROMPT, print the streamed
 reply on stdout and tool activity on stderr, and exit when the turn ends.
-PROMPT "-" reads the prompt from stdin.
+PROMPT "-" reads the prompt from stdin. --continue sends the prompt to the
+workspace's most recent session (its history and usage carry over) instead
+of a new one; with none stored, it starts a new one.
 
 A tool call that needs approval is asked on the terminal when stdin is one,
 and denied otherwise; --approval-policy auto runs every call unasked and is
@@ -83,7 +88,8 @@ Exit codes: 0 the turn completed, 1 it failed or an error occurred,
 2 usage error, 130 interrupted or cancelled.`,
 		Example: `  scv exec "explain what this repository does"
   scv exec - < task.md
-  scv exec --json --cd ~/src/app "list the failing tests"`,
+  scv exec --json --cd ~/src/app "list the failing tests"
+  scv exec --continue "now fix the first one"`,
 		Args: cmdutil.ExactArgs(1, `exec needs one PROMPT argument: quote a prompt of several words, or pass "-" to read it from stdin`),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Prompt = args[0]
@@ -103,6 +109,7 @@ Exit codes: 0 the turn completed, 1 it failed or an error occurred,
 	fl.BoolVar(&opts.JSON, "json", false, "print every protocol event from the server as NDJSON on stdout instead of the reply")
 	fl.StringVar(&opts.ApprovalPolicy, "approval-policy", "", "approval policy for this run, overriding tools.approval_policy: on-risk, never or auto")
 	fl.StringVarP(&opts.Dir, "cd", "C", "", "workspace directory (default: the current directory)")
+	fl.BoolVar(&opts.Continue, "continue", false, "continue the workspace's most recent session instead of starting a new one")
 	return cmd
 }
 

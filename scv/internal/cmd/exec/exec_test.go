@@ -43,6 +43,8 @@ func TestNewCmdExec(t *testing.T) {
 		{name: "policy on-risk", argv: []string{"--approval-policy=on-risk", "hi"}, want: Options{Prompt: "hi", ApprovalPolicy: "on-risk"}},
 		{name: "policy never", argv: []string{"--approval-policy", "never", "hi"}, want: Options{Prompt: "hi", ApprovalPolicy: "never"}},
 		{name: "dash-dash prompt", argv: []string{"--", "--json"}, want: Options{Prompt: "--json"}},
+		{name: "continue", argv: []string{"--continue", "go on"}, want: Options{Prompt: "go on", Continue: true}},
+		{name: "continue with json", argv: []string{"--json", "--continue", "-"}, want: Options{Prompt: "-", JSON: true, Continue: true}},
 		{name: "bad policy", argv: []string{"--approval-policy", "yolo", "hi"}, wantCode: exitcode.Usage, wantErr: `invalid --approval-policy "yolo": want one of on-risk, never, auto`},
 		{name: "empty policy", argv: []string{"--approval-policy", "", "hi"}, wantCode: exitcode.Usage, wantErr: "invalid --approval-policy"},
 		{name: "missing prompt", argv: nil, wantCode: exitcode.Usage, wantErr: "exec needs one PROMPT argument"},
@@ -76,9 +78,9 @@ func TestNewCmdExec(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Prompt != tt.want.Prompt || got.JSON != tt.want.JSON || got.Dir != tt.want.Dir || got.ApprovalPolicy != tt.want.ApprovalPolicy {
-				t.Errorf("options = {Prompt:%q JSON:%v Dir:%q ApprovalPolicy:%q}, want {Prompt:%q JSON:%v Dir:%q ApprovalPolicy:%q}",
-					got.Prompt, got.JSON, got.Dir, got.ApprovalPolicy, tt.want.Prompt, tt.want.JSON, tt.want.Dir, tt.want.ApprovalPolicy)
+			if got.Prompt != tt.want.Prompt || got.JSON != tt.want.JSON || got.Dir != tt.want.Dir || got.ApprovalPolicy != tt.want.ApprovalPolicy || got.Continue != tt.want.Continue {
+				t.Errorf("options = {Prompt:%q JSON:%v Dir:%q ApprovalPolicy:%q Continue:%v}, want {Prompt:%q JSON:%v Dir:%q ApprovalPolicy:%q Continue:%v}",
+					got.Prompt, got.JSON, got.Dir, got.ApprovalPolicy, got.Continue, tt.want.Prompt, tt.want.JSON, tt.want.Dir, tt.want.ApprovalPolicy, tt.want.Continue)
 			}
 			if got.ServerPath == nil || got.Signals == nil || got.IO != f.IO {
 				t.Error("dependencies not wired from the factory")
@@ -178,6 +180,15 @@ func TestRun(t *testing.T) {
 			wantCode: exitcode.Failure, wantErr: []string{"scv-server sent a malformed frame"}, notErr: []string{"killed"},
 		},
 		{name: "background turn is not ours", scenario: "background", opts: Options{Prompt: "hi"}, wantOut: "mine\n"},
+		{
+			name: "continue resumes the newest session without printing its replay", scenario: "continue", opts: Options{Prompt: "go on", Continue: true},
+			wantOut: "resume=\"s0\" prompt=\"go on\"\n", wantErr: []string{"scv: continuing the session of 2026-12-01T08:05:00Z (2 turns): the old task"}, notErr: []string{"OLD", "no earlier session"},
+		},
+		{
+			name: "continue without an earlier session starts one", scenario: "continue-none", opts: Options{Prompt: "go on", Continue: true},
+			wantOut: "resume=\"\" prompt=\"go on\"\n", wantErr: []string{"scv: no earlier session in this workspace; starting a new one"},
+		},
+		{name: "continue json prints the replay", scenario: "continue", opts: Options{Prompt: "go on", Continue: true, JSON: true}, checkJSON: true, wantOut: `"items":[{"kind":"assistant","text":"OLD REPLY"}],"done":true`},
 		{name: "json", scenario: "tools", opts: Options{Prompt: "hi", JSON: true}, checkJSON: true, notErr: []string{"•"}},
 		{name: "json keeps unknown events", scenario: "unknown-event", opts: Options{Prompt: "hi", JSON: true}, checkJSON: true, wantOut: `"type":"future.event"`},
 		{

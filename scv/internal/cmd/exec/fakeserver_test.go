@@ -36,6 +36,7 @@ type fake struct {
 	seq      uint64
 	turn     protocol.TurnHeader
 	cwd      string
+	resume   string
 }
 
 func (s *fake) emit(evs ...protocol.Event) {
@@ -91,7 +92,23 @@ func (s *fake) serve() error {
 				continue
 			}
 			s.cwd = m.Cwd
+			if m.Resume != "" {
+				// A resumed session: its transcript follows, which a text
+				// run must not print.
+				s.resume = m.Resume
+				s.emit(&protocol.SessionStarted{RequestID: m.RequestID, SessionID: "s1", Cwd: m.Cwd, Model: "fake", Resumed: true, Usage: &protocol.Usage{InputTokens: 5}},
+					&protocol.SessionReplay{RequestID: m.RequestID, SessionID: "s1", Items: []protocol.ReplayItem{{Kind: "user", Text: "OLD PROMPT"}}},
+					&protocol.SessionReplay{RequestID: m.RequestID, SessionID: "s1", Items: []protocol.ReplayItem{{Kind: "assistant", Text: "OLD REPLY"}}, Done: true})
+				continue
+			}
 			s.emit(&protocol.SessionStarted{RequestID: m.RequestID, SessionID: "s1", Cwd: m.Cwd, Model: "fake"})
+		case *protocol.SessionList:
+			var sessions []protocol.SessionSummary
+			if s.scenario == "continue" && m.Cwd == filepath.Clean(m.Cwd) && m.Limit == 1 {
+				sessions = append(sessions, protocol.SessionSummary{SessionID: "s0", Cwd: m.Cwd, Title: "the old task",
+					CreatedAt: "2026-12-01T08:00:00Z", UpdatedAt: "2026-12-01T08:05:00Z", Turns: 2, Bytes: 100})
+			}
+			s.emit(&protocol.SessionListed{RequestID: m.RequestID, Sessions: append([]protocol.SessionSummary{}, sessions...)})
 		case *protocol.TurnStart:
 			s.turn = protocol.TurnHeader{RequestID: m.RequestID, SessionID: m.SessionID, TurnID: "t1"}
 			s.emit(&protocol.TurnStarted{TurnHeader: s.h()})
@@ -133,6 +150,8 @@ func (s *fake) play(m *protocol.TurnStart) error {
 		s.completeText("line one\n", "line two\n")
 	case "echo":
 		s.completeText(fmt.Sprintf("prompt=%q args=%q cwd=%s", m.Prompt, os.Args[1:], s.cwd))
+	case "continue", "continue-none":
+		s.completeText(fmt.Sprintf("resume=%q prompt=%q", s.resume, m.Prompt))
 	case "unstreamed":
 		s.emit(&protocol.AssistantCompleted{TurnHeader: s.h(), Content: "all at once"},
 			&protocol.TurnCompleted{TurnHeader: s.h(), Steps: 1})

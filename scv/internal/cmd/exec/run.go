@@ -178,14 +178,20 @@ type run struct {
 // interrupts it.
 func (r *run) loop(frames <-chan frame, sigs <-chan os.Signal) error {
 	// initialize and session.start need no answer from each other, so they
-	// go in one write: one round trip fewer before the turn starts.
+	// go in one write: one round trip fewer before the turn starts. With
+	// --continue, session.list goes first and its answer names the session
+	// to resume.
+	var open protocol.ClientMessage = &protocol.SessionStart{RequestID: r.id(protocol.TypeSessionStart), Cwd: r.dir}
+	if r.opts.Continue {
+		open = &protocol.SessionList{RequestID: r.id(protocol.TypeSessionList), Cwd: r.dir, Limit: 1}
+	}
 	if err := r.send(
 		&protocol.Initialize{
 			RequestID:       r.id(protocol.TypeInitialize),
 			ProtocolVersion: protocol.Latest,
 			Client:          protocol.ClientInfo{Name: ClientName, Version: version.Version},
 		},
-		&protocol.SessionStart{RequestID: r.id(protocol.TypeSessionStart), Cwd: r.dir},
+		open,
 	); err != nil {
 		return err
 	}
@@ -255,6 +261,8 @@ func (r *run) handle(f frame) (done bool, err error) {
 		}
 	}
 	switch ev := f.ev.(type) {
+	case *protocol.SessionListed:
+		return false, r.continueSession(ev)
 	case *protocol.SessionStarted:
 		if r.sessionID != "" {
 			return false, nil
@@ -311,6 +319,24 @@ func (r *run) handle(f frame) (done bool, err error) {
 		return true, &ServerError{Request: req, Code: ev.Code, Message: ev.Message}
 	}
 	return false, nil
+}
+
+// continueSession answers session.list for --continue: resume the newest
+// session, or start a new one when the workspace has none. The replay that
+// follows a resume is not printed (--json prints it like every frame).
+func (r *run) continueSession(ev *protocol.SessionListed) error {
+	if !r.opts.Continue || r.sessionID != "" || r.requests[ev.RequestID] != protocol.TypeSessionList {
+		return nil
+	}
+	start := &protocol.SessionStart{RequestID: r.id(protocol.TypeSessionStart), Cwd: r.dir}
+	if len(ev.Sessions) == 0 {
+		fmt.Fprintln(r.opts.IO.ErrOut, "scv: no earlier session in this workspace; starting a new one")
+	} else {
+		last := ev.Sessions[0]
+		start.Resume = last.SessionID
+		fmt.Fprintf(r.opts.IO.ErrOut, "scv: continuing the session of %s (%d turns): %s\n", last.UpdatedAt, last.Turns, last.Title)
+	}
+	return r.send(start)
 }
 
 // mine reports whether a turn event belongs to the turn this run started,
