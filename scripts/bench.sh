@@ -4,8 +4,11 @@
 #   - protocol: encoding an assistant.delta frame, decoding a client frame;
 #   - scv-server: one turn of 10,000 streamed deltas over the stdio pipes,
 #     start to initialized, resident memory after one session;
+#   - tools: read, write and edit of a 1 MiB file; a bash call of `true`
+#     through the tool against spawning `bash -lc true` directly;
+#   - sessions: resuming a 2,000-turn session;
 #   - scv exec: wall time and peak memory answering a one-line prompt from a
-#     local scripted model.
+#     local scripted model, and a turn of five sequential bash calls.
 # Usage: scripts/bench.sh [count]   (default 10 runs of each)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,14 +28,19 @@ fi
 
 out="$root/.cache/bench"
 mkdir -p "$out"
-run() { # module, pattern, file
-	(cd "$1" && go test -run '^$' -bench "$2" -benchmem -count "$count" .) | tee "$out/$3.txt" >/dev/null
+run() { # package dir, pattern, file
+	(cd "$1" && go test -run '^$' -bench "$2" -benchmem -count "$count" .) >>"$out/$3.txt"
 }
+rm -f "$out"/*.txt
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%F)"
 run shared/protocol 'EncodeAssistantDelta|DecodeClientFrame' protocol
 run scv-server 'Turn10kDeltas|StartToInitialized|RSSAfterSession' server
+for d in read write edit bash; do
+	run scv-server/internal/tools/$d '.' tools
+done
+run scv-server/internal/sessionstore 'Resume' sessions
 run scv 'Exec' exec
-for f in protocol server exec; do
+for f in protocol server tools sessions exec; do
 	echo
 	"$gobin/benchstat" "$out/$f.txt"
 done
