@@ -294,3 +294,65 @@ func TestServerStartedTurnNeedsV3(t *testing.T) {
 		}
 	}
 }
+
+func TestQueueRulesMore(t *testing.T) {
+	f, s := fake(t, "", st.Options{})
+	c := s.Client
+	c.Init(3)
+	sidA := c.StartSession(t.TempDir(), 3).SessionID
+	sidB := c.StartSession(t.TempDir(), 3).SessionID
+	f.Enqueue(fo.Script(fo.Text("busy"), fo.Hang()))
+	turn := c.Turn(sidA, "one")
+	st.Expect[*protocol.AssistantDelta](c)
+	c.Send(&protocol.TurnStart{RequestID: "q1", SessionID: sidA, Prompt: "first"})
+	e1 := st.Expect[*protocol.QueueEnqueued](c).Entry
+	c.Send(&protocol.TurnStart{RequestID: "q2", SessionID: sidA, Prompt: "second"})
+	e2 := st.Expect[*protocol.QueueEnqueued](c).Entry
+
+	// Two clients' interleaved updates from the same revision: the first
+	// wins, the second conflicts and sees the first's result.
+	c.Send(&protocol.QueueUpdate{RequestID: "u1", SessionID: sidA, QueueID: e1.QueueID, Revision: 1, Prompt: "first, edited by one"})
+	c.Send(&protocol.QueueUpdate{RequestID: "u2", SessionID: sidA, QueueID: e1.QueueID, Revision: 1, Prompt: "first, edited by two"})
+	if up := st.Expect[*protocol.QueueUpdated](c); up.RequestID != "u1" || up.Entry.Revision != 2 {
+		t.Fatalf("first update: %+v", up)
+	}
+	conflict := c.ExpectError(protocol.ErrQueueConflict)
+	if conflict.RequestID != "u2" || conflict.Entry.Prompt != "first, edited by one" || conflict.Entry.Revision != 2 {
+		t.Fatalf("second update: %+v", conflict)
+	}
+	// Move to the front (before the first) and back to the end.
+	c.Send(&protocol.QueueMove{RequestID: "m1", SessionID: sidA, QueueID: e2.QueueID, Revision: 1, BeforeQueueID: e1.QueueID})
+	if mv := st.Expect[*protocol.QueueMoved](c); mv.Entry.Position != 0 {
+		t.Fatalf("move to front: %+v", mv)
+	}
+	c.Send(&protocol.QueueMove{RequestID: "m2", SessionID: sidA, QueueID: e2.QueueID, Revision: 2})
+	if mv := st.Expect[*protocol.QueueMoved](c); mv.Entry.Position != 1 {
+		t.Fatalf("move to end: %+v", mv)
+	}
+	// Moving an entry before itself is refused and changes nothing.
+	c.Send(&protocol.QueueMove{RequestID: "m3", SessionID: sidA, QueueID: e2.QueueID, Revision: 3, BeforeQueueID: e2.QueueID})
+	c.ExpectError(protocol.ErrInvalidRequest)
+	// Another session's entries are not found from this one.
+	c.Send(&protocol.QueueRemove{RequestID: "r1", SessionID: sidB, QueueID: e1.QueueID, Revision: 2})
+	c.ExpectError(protocol.ErrQueueNotFound)
+
+	// Pause, end the turn, and clear with entries queued: the queue goes.
+	c.Send(&protocol.SessionPause{RequestID: "p", SessionID: sidA, Paused: true})
+	st.Expect[*protocol.SessionPaused](c)
+	c.Send(&protocol.TurnCancel{RequestID: "c", SessionID: sidA, TurnID: turn.TurnID})
+	st.Expect[*protocol.TurnCancelled](c)
+	c.Send(&protocol.SessionClear{RequestID: "clr", SessionID: sidA})
+	st.Expect[*protocol.SessionCleared](c)
+	sess, _ := s.Runtime.Manager.Get(sidA)
+	if q := sess.Queue(); len(q) != 0 {
+		t.Fatalf("queue after clear: %+v", q)
+	}
+	c.Send(&protocol.QueueRemove{RequestID: "r2", SessionID: sidA, QueueID: e1.QueueID, Revision: 2})
+	c.ExpectError(protocol.ErrQueueNotFound)
+	// Resuming dequeue after the clear starts nothing.
+	c.Send(&protocol.SessionPause{RequestID: "p2", SessionID: sidA, Paused: false})
+	st.Expect[*protocol.SessionPaused](c)
+	f.Enqueue(fo.Script(fo.Text("fresh")))
+	c.Turn(sidA, "fresh")
+	st.Until[*protocol.TurnCompleted](c)
+}
