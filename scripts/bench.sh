@@ -29,16 +29,21 @@ fi
 out="$root/.cache/bench"
 mkdir -p "$out"
 run() { # package dir, pattern, file
-	(cd "$1" && go test -run '^$' -bench "$2" -benchmem -count "$count" .) >>"$out/$3.txt"
+	if ! (cd "$1" && go test -run '^$' -bench "$2" -benchmem -count "$count" .) >>"$out/$3.txt" 2>&1; then
+		cat "$out/$3.txt" >&2
+		echo "bench: $1 failed" >&2
+		exit 1
+	fi
 }
 rm -f "$out"/*.txt
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%F)"
 run shared/protocol 'EncodeAssistantDelta|DecodeClientFrame' protocol
-run scv-server 'Turn10kDeltas|StartToInitialized|RSSAfterSession' server
+run scv-server 'Turn10kDeltas|StartToInitialized|RSSAfterSession|ResumeSession' server
 for d in read write edit bash; do
 	run scv-server/internal/tools/$d '.' tools
 done
 run scv-server/internal/sessionstore 'Resume' sessions
+run scv-server/internal/agent 'BuildRequest' sessions
 run scv 'Exec' exec
 for f in protocol server tools sessions exec; do
 	echo

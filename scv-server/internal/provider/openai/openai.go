@@ -58,6 +58,9 @@ import (
 	"github.com/scv-cli/scv/shared/version"
 )
 
+// minSecretLen is the shortest API key or URL password that is redacted.
+const minSecretLen = 4
+
 // Defaults for zero Config fields.
 const (
 	DefaultName             = "openai"
@@ -179,10 +182,12 @@ func New(cfg Config) (*Provider, error) {
 	if p.http == nil {
 		p.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	if cfg.APIKey != "" {
+	// A key or password of a few characters is no real secret, and
+	// replacing every occurrence of it would garble every message.
+	if len(cfg.APIKey) >= minSecretLen {
 		p.secrets = append(p.secrets, cfg.APIKey)
 	}
-	if pw, ok := u.User.Password(); ok && pw != "" {
+	if pw, ok := u.User.Password(); ok && len(pw) >= minSecretLen {
 		p.secrets = append(p.secrets, pw)
 	}
 	for _, v := range cfg.Headers {
