@@ -11,7 +11,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -243,7 +242,7 @@ func (l *loop) classify(ctx context.Context, err error) error {
 // gate and execution. A returned error ends the turn; everything the model
 // should read comes back as the result.
 func (l *loop) runCall(ctx context.Context, call provider.ToolCall) (tools.Result, error) {
-	if err := l.sink.Emit(ctx, &protocol.ToolProposed{CallID: call.ID, Name: call.Name, Arguments: argumentsJSON(call.Arguments)}); err != nil {
+	if err := l.sink.Emit(ctx, &protocol.ToolProposed{CallID: call.ID, Name: call.Name, Arguments: call.ArgumentsJSON()}); err != nil {
 		return tools.Result{}, err
 	}
 	rep := &reporter{ctx: ctx, sink: l.sink, call: call}
@@ -454,17 +453,4 @@ func modelText(res tools.Result) string {
 		return "error: " + text
 	}
 	return text
-}
-
-// argumentsJSON returns the call's arguments for tool.proposed: the object
-// itself when it is valid JSON, else the raw text as a JSON string.
-func argumentsJSON(raw string) json.RawMessage {
-	if strings.TrimSpace(raw) == "" {
-		return json.RawMessage("{}")
-	}
-	if json.Valid([]byte(raw)) {
-		return json.RawMessage(raw)
-	}
-	b, _ := json.Marshal(raw)
-	return b
 }

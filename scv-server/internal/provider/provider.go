@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Role is the author of a message in the history.
@@ -41,6 +42,20 @@ type ToolCall struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+}
+
+// ArgumentsJSON returns the call's arguments as a JSON value for clients
+// (tool.proposed, a session's replay): the value itself when the model's
+// text is valid JSON, else the text as a JSON string; {} when empty.
+func (c ToolCall) ArgumentsJSON() json.RawMessage {
+	if strings.TrimSpace(c.Arguments) == "" {
+		return json.RawMessage("{}")
+	}
+	if json.Valid([]byte(c.Arguments)) {
+		return json.RawMessage(c.Arguments)
+	}
+	b, _ := json.Marshal(c.Arguments)
+	return b
 }
 
 // ToolSpec is a tool offered to the model.

@@ -103,15 +103,11 @@ func turnStarts(msgs []provider.Message) []int {
 // context.compacted, then the terminal event, all carrying requestID; the
 // turn makes no model step of its own beyond the summary.
 func (s *Session) Compact(ctx context.Context, requestID string) error {
-	if err := s.lock(ctx); err != nil {
+	if err := s.lockIdle(ctx, "session.compact"); err != nil {
 		return err
 	}
 	defer s.unlock()
 	s.mu.Lock()
-	if s.active != nil {
-		s.mu.Unlock()
-		return errorf(protocol.ErrTurnActive, "a turn is running; session.compact needs an idle session, so wait for the turn to end or cancel it")
-	}
 	can := agent.CanCompact(s.history)
 	s.mu.Unlock()
 	if !can {

@@ -447,18 +447,30 @@ func (s *Session) Active() bool {
 	return s.active != nil
 }
 
+// lockIdle takes the emit lock for a request that needs an idle session;
+// no turn can start while the caller holds it. The caller unlocks.
+func (s *Session) lockIdle(ctx context.Context, request string) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	active := s.active != nil
+	s.mu.Unlock()
+	if active {
+		s.unlock()
+		return errorf(protocol.ErrTurnActive, "a turn is running; %s needs an idle session, so wait for the turn to end or cancel it", request)
+	}
+	return nil
+}
+
 // Clear drops the idle session's history, usage totals, queue and approval
 // rules, keeping the sequence, and emits session.cleared.
 func (s *Session) Clear(ctx context.Context, requestID string) error {
-	if err := s.lock(ctx); err != nil {
+	if err := s.lockIdle(ctx, "session.clear"); err != nil {
 		return err
 	}
 	defer s.unlock()
 	s.mu.Lock()
-	if s.active != nil {
-		s.mu.Unlock()
-		return errorf(protocol.ErrTurnActive, "a turn is running; session.clear needs an idle session, so cancel the turn or wait for it to end")
-	}
 	s.history = nil
 	s.historyTokens = 0
 	s.usage = protocol.Usage{}

@@ -251,7 +251,7 @@ func (r *replayer) message(rec *record) {
 			r.items = append(r.items, protocol.ReplayItem{Kind: ItemAssistant, TurnID: rec.Turn, Text: m.Content})
 		}
 		for _, c := range m.ToolCalls {
-			r.calls = append(r.calls, pendingCall{id: c.ID, name: c.Name, args: argumentsJSON(c.Arguments)})
+			r.calls = append(r.calls, pendingCall{id: c.ID, name: c.Name, args: c.ArgumentsJSON()})
 		}
 	case provider.RoleTool:
 		item := protocol.ReplayItem{Kind: ItemTool, TurnID: rec.Turn, CallID: m.ToolCallID, Text: m.Content}
@@ -347,18 +347,4 @@ func openCalls(history []provider.Message) []provider.ToolCall {
 		open = append(open, c)
 	}
 	return open
-}
-
-// argumentsJSON is a call's arguments as tool.proposed shows them: the
-// JSON value when the model's text is valid JSON, else the text as a JSON
-// string.
-func argumentsJSON(raw string) json.RawMessage {
-	if strings.TrimSpace(raw) == "" {
-		return json.RawMessage("{}")
-	}
-	if json.Valid([]byte(raw)) {
-		return json.RawMessage(raw)
-	}
-	b, _ := json.Marshal(raw)
-	return b
 }
