@@ -108,10 +108,9 @@ func BenchmarkTurn10kDeltas(b *testing.B) {
 		f.Enqueue(fo.Script(fo.Repeat(deltas, "tok ")))
 	}
 	b.ResetTimer()
-	start := time.Now()
 	var elapsed time.Duration
 	for i := range b.N {
-		start = time.Now()
+		start := time.Now()
 		s.send(b, &protocol.TurnStart{RequestID: strconv.Itoa(i), SessionID: sid, Prompt: "stream"})
 		s.until(b, protocol.TypeTurnCompleted)
 		elapsed += time.Since(start)
