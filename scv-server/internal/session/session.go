@@ -352,6 +352,10 @@ func (s *Session) finish(t *turn, out agent.Outcome) {
 		return
 	}
 	defer s.unlock()
+	// Commit before the client hears of the end, so whatever it does next
+	// sees the turn's history; holding the emit lock, no turn can start in
+	// between.
+	s.clearActive(t, out, history)
 	if trimmed != nil {
 		if err := s.emitLocked(m.ctx, trimmed); err != nil {
 			m.log.Warn("Could not report a trimmed history", "session", s.id, "err", err)
@@ -360,7 +364,6 @@ func (s *Session) finish(t *turn, out agent.Outcome) {
 	if err := s.emitLocked(m.ctx, terminal); err != nil {
 		m.log.Warn("Could not deliver the end of a turn", "session", s.id, "turn", t.id, "err", err)
 	}
-	s.clearActive(t, out, history)
 	s.dequeueLocked(m.ctx)
 }
 
