@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/scv-server/internal/tools/toolstest"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -28,40 +29,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // ending in "/" is a directory) and returns its Env.
 func newEnv(t testing.TB, outputLimit int, files map[string]string) tools.Env {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if strings.HasSuffix(name, "/") {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { root.Close() })
-	return tools.Env{Workspace: dir, Root: root, OutputLimit: outputLimit}
+	env := toolstest.Env(t, files)
+	env.OutputLimit = outputLimit
+	return env
 }
 
 func argsJSON(t *testing.T, a map[string]any) json.RawMessage {
 	t.Helper()
-	b, err := json.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return toolstest.Args(t, a)
 }
 
 var sha256Field = regexp.MustCompile(`, sha256 [0-9a-f]{64}`)

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/scv-server/internal/tools/toolstest"
 	"github.com/scv-cli/scv/scv-server/internal/tools/workspace"
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -40,40 +41,12 @@ func TestMain(m *testing.M) {
 // ending in "/" is a directory) and returns its Env.
 func newEnv(t testing.TB, files map[string]string) tools.Env {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if strings.HasSuffix(name, "/") {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { root.Close() })
-	return tools.Env{Workspace: dir, Root: root, OutputLimit: 64 << 10}
+	return toolstest.Env(t, files)
 }
 
 func argsJSON(t testing.TB, a map[string]any) json.RawMessage {
 	t.Helper()
-	b, err := json.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return toolstest.Args(t, a)
 }
 
 // run prepares and runs one call: a Prepare refusal is returned as a
@@ -96,11 +69,7 @@ func run(t testing.TB, env tools.Env, a map[string]any) tools.Result {
 
 func read(t testing.TB, env tools.Env, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(env.Workspace, filepath.FromSlash(name)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return toolstest.ReadFile(t, env, name)
 }
 
 func sha(s string) string { return workspace.SHA256([]byte(s)) }
