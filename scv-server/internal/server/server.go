@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
@@ -99,13 +101,13 @@ func New(opts Options) (*Runtime, error) {
 	if prov.Name() == demo.Name {
 		log.Info("No provider is configured: running the built-in demo model")
 	}
-	toolsFn := opts.Tools
-	if toolsFn == nil {
-		toolsFn = ToolsFor(cfg.Tools)
-	}
+	base := workspaceConfig(cfg.Tools, policy, opts.Tools)
 	mgr := session.NewManager(session.Options{
 		Provider: prov,
-		Tools:    toolsFn,
+		Tools:    base.Tools,
+		Workspace: func(ws string) (session.WorkspaceConfig, error) {
+			return projectConfig(home, ws, opts, base, log)
+		},
 		System: func(ws string, reg *tools.Registry) string {
 			var names []string
 			if reg != nil {
@@ -120,12 +122,76 @@ func New(opts Options) (*Runtime, error) {
 		KeepTurns:       cfg.Agent.CompactKeepTurns,
 		MaxHistoryBytes: opts.MaxHistoryBytes,
 		MaxHistoryItems: opts.MaxHistoryItems,
-		ToolTimeout:     cfg.Tools.CommandTimeout(),
-		MaxToolTimeout:  cfg.Tools.MaxTimeout(),
-		ToolOutputLimit: int(cfg.Tools.OutputLimitBytes),
+		ToolTimeout:     base.ToolTimeout,
+		MaxToolTimeout:  base.MaxToolTimeout,
+		ToolOutputLimit: base.ToolOutputLimit,
 		Logger:          log,
 	})
 	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, log: log, opts: opts}, nil
+}
+
+// projectConfig returns the configuration of a session in workspace ws:
+// base when the workspace has no project file, otherwise the configuration
+// loaded again with the project file merged in (only its [tools] options
+// take effect; the loader warns about the rest, and those warnings are
+// logged). A file that does not load refuses the session.
+func projectConfig(home, ws string, opts Options, base session.WorkspaceConfig, log *slog.Logger) (session.WorkspaceConfig, error) {
+	file := paths.ProjectConfigFile(ws)
+	if _, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) {
+		return base, nil
+	}
+	cfg, diags, err := config.Load(config.LoadOptions{Home: home, Workspace: ws, Env: opts.Env})
+	for _, d := range diags {
+		log.Warn(d.String(), "workspace", ws)
+	}
+	if err != nil {
+		return session.WorkspaceConfig{}, fmt.Errorf("the configuration of the workspace %s is invalid, so the session was not started: %w", ws, err)
+	}
+	policy, err := approval.ParsePolicy(string(cfg.Tools.ApprovalPolicy))
+	if err != nil {
+		return session.WorkspaceConfig{}, err
+	}
+	if opts.ApprovalPolicy != "" {
+		override, err := approval.ParsePolicy(opts.ApprovalPolicy)
+		if err != nil {
+			return session.WorkspaceConfig{}, err
+		}
+		// The override replaces the user's policy; a project may still
+		// make it stricter.
+		if cfg.Sources["tools.approval_policy"].Kind != config.SourceProject || strictness(override) > strictness(policy) {
+			policy = override
+		}
+	}
+	log.Info("Project configuration applied", "workspace", ws, "file", file, "policy", policy)
+	return workspaceConfig(cfg.Tools, policy, opts.Tools), nil
+}
+
+// strictness orders approval policies from the loosest (auto) to the
+// strictest (never).
+func strictness(p approval.Policy) int {
+	switch p {
+	case approval.Auto:
+		return 0
+	case approval.Never:
+		return 2
+	default:
+		return 1
+	}
+}
+
+// workspaceConfig is the session configuration of tc and policy; toolsFn,
+// when not nil, replaces the built-in tools (tests).
+func workspaceConfig(tc config.ToolsConfig, policy approval.Policy, toolsFn session.ToolsFunc) session.WorkspaceConfig {
+	if toolsFn == nil {
+		toolsFn = ToolsFor(tc)
+	}
+	return session.WorkspaceConfig{
+		Tools:           toolsFn,
+		Policy:          policy,
+		ToolTimeout:     tc.CommandTimeout(),
+		MaxToolTimeout:  tc.MaxTimeout(),
+		ToolOutputLimit: int(tc.OutputLimitBytes),
+	}
 }
 
 // Tools builds the built-in tool registry of a session with the default

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,8 @@ type Options struct {
 	MaxHistoryItems int
 	Grace           time.Duration
 	SendTimeout     time.Duration
+	// Logger receives the server's log; nil discards it.
+	Logger *slog.Logger
 }
 
 // FakeProviderConfig returns a config.toml for a provider at baseURL with a
@@ -118,6 +121,7 @@ func Start(t testing.TB, opts Options) *Server {
 		MaxHistoryItems: opts.MaxHistoryItems,
 		Grace:           opts.Grace,
 		SendTimeout:     opts.SendTimeout,
+		Logger:          opts.Logger,
 	})
 	if err != nil {
 		t.Fatalf("starting the server: %v", err)

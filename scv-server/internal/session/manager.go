@@ -34,6 +34,21 @@ type ToolsFunc func(workspace string) (*tools.Registry, error)
 // SystemFunc builds a session's system prompt.
 type SystemFunc func(workspace string, reg *tools.Registry) string
 
+// WorkspaceConfig is the configuration of the sessions of one workspace,
+// such as the server's merged with the workspace's project file.
+type WorkspaceConfig struct {
+	Tools           ToolsFunc // nil: the session is tool-free
+	Policy          approval.Policy
+	ToolTimeout     time.Duration
+	MaxToolTimeout  time.Duration
+	ToolOutputLimit int
+}
+
+// WorkspaceFunc returns the configuration of a new session in workspace
+// (canonical, absolute). An error refuses session.start: a *Error is
+// returned as is, any other error as invalid_request with its text.
+type WorkspaceFunc func(workspace string) (WorkspaceConfig, error)
+
 // Options configure a Manager.
 type Options struct {
 	Provider provider.Provider
@@ -59,6 +74,11 @@ type Options struct {
 	ToolTimeout     time.Duration
 	MaxToolTimeout  time.Duration
 	ToolOutputLimit int
+
+	// Workspace, when not nil, replaces Tools, Policy, ToolTimeout,
+	// MaxToolTimeout and ToolOutputLimit per session with what it returns
+	// for the session's workspace.
+	Workspace WorkspaceFunc
 
 	Logger *slog.Logger
 }
@@ -117,9 +137,23 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	wc := WorkspaceConfig{Tools: m.opts.Tools, Policy: m.opts.Policy, ToolTimeout: m.opts.ToolTimeout,
+		MaxToolTimeout: m.opts.MaxToolTimeout, ToolOutputLimit: m.opts.ToolOutputLimit}
+	if m.opts.Workspace != nil {
+		if wc, err = m.opts.Workspace(cwd); err != nil {
+			var se *Error
+			if errors.As(err, &se) {
+				return nil, se
+			}
+			return nil, errorf(protocol.ErrInvalidRequest, "%v", err)
+		}
+		if wc.Policy == "" {
+			wc.Policy = approval.OnRisk
+		}
+	}
 	var reg *tools.Registry
-	if !opts.ToolsOff && m.opts.Tools != nil {
-		reg, err = m.opts.Tools(cwd)
+	if !opts.ToolsOff && wc.Tools != nil {
+		reg, err = wc.Tools(cwd)
 		if err != nil {
 			return nil, fmt.Errorf("setting up the tools of %s: %w", cwd, err)
 		}
@@ -132,7 +166,7 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 	if model == "" {
 		model = m.opts.Provider.Model()
 	}
-	policy := m.opts.Policy
+	policy := wc.Policy
 	s := &Session{
 		id:          uuid.NewString(),
 		cwd:         cwd,
@@ -144,6 +178,7 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 		root:        root,
 		tools:       reg,
 		policy:      policy,
+		toolEnv:     tools.Env{Timeout: wc.ToolTimeout, MaxTimeout: wc.MaxToolTimeout, OutputLimit: wc.ToolOutputLimit},
 		autoApprove: opts.AutoApprove,
 		approvals:   approval.NewPending(),
 		emitLock:    make(chan struct{}, 1),

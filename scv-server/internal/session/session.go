@@ -38,6 +38,8 @@ type Session struct {
 	root    *os.Root
 	tools   *tools.Registry
 	policy  approval.Policy
+	// toolEnv holds the session's tool timeouts and output limit.
+	toolEnv tools.Env
 	// autoApprove answers every approval request yes without asking
 	// (session.start auto_approve); calls the policy denies stay denied.
 	autoApprove bool
@@ -310,9 +312,9 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 			StateDir:    s.stateDir(),
 			Workspace:   s.cwd,
 			Root:        s.root,
-			Timeout:     m.opts.ToolTimeout,
-			MaxTimeout:  m.opts.MaxToolTimeout,
-			OutputLimit: m.opts.ToolOutputLimit,
+			Timeout:     s.toolEnv.Timeout,
+			MaxTimeout:  s.toolEnv.MaxTimeout,
+			OutputLimit: s.toolEnv.OutputLimit,
 		},
 	}
 	s.recordTurn(t, &cfg)
