@@ -1,0 +1,75 @@
+package config
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// TestValidationMessagesGolden compares the exact message of every kind of
+// configuration error with testdata/errors/<name>.golden. The files' paths
+// appear as $USER and $PROJECT. Run with -update to rewrite the files.
+func TestValidationMessagesGolden(t *testing.T) {
+	tests := []struct {
+		name    string
+		user    string
+		project string
+		env     map[string]string
+	}{
+		{name: "unknown_key_did_you_mean", user: "[tools]\naproval_policy = \"never\"\n"},
+		{name: "unknown_key", user: "[tools]\nzzz = 1\n"},
+		{name: "unknown_table_did_you_mean", user: "[agnet]\nmax_steps = 3\n"},
+		{name: "unknown_provider_key", user: "[providers.openai]\nmodle = \"gpt-4.1\"\n"},
+		{name: "wrong_type_string", user: "[tools]\napproval_policy = 3\n"},
+		{name: "wrong_type_integer", user: "[tools]\noutput_limit_bytes = \"big\"\n"},
+		{name: "wrong_type_table", user: "[providers.openai]\nheaders = \"x\"\n"},
+		{name: "out_of_range_low", user: "[tools]\noutput_limit_bytes = 10\n"},
+		{name: "out_of_range_high", user: "[agent]\ncompact_threshold_percent = 99\n"},
+		{name: "out_of_range_negative", user: "[providers.openai]\nmax_retries = -1\n"},
+		{name: "max_timeout_below_command_timeout", user: "[tools]\ncommand_timeout_seconds = 100\nmax_timeout_seconds = 50\n"},
+		{name: "unknown_policy", user: "[tools]\napproval_policy = \"sometimes\"\n"},
+		{name: "unknown_policy_project", project: "[tools]\napproval_policy = \"sometimes\"\n"},
+		{name: "unknown_policy_env", env: map[string]string{"SCV_APPROVAL_POLICY": "yolo"}},
+		{name: "unknown_kind", user: "[providers.x]\nkind = \"anthropic\"\n"},
+		{name: "unknown_wire_api", user: "[providers.x]\nwire_api = \"grpc\"\n"},
+		{name: "bad_base_url", user: "[providers.x]\nbase_url = \"ftp://example.com\"\n"},
+		{name: "active_names_no_table", user: "[provider]\nactive = \"missing\"\n\n[providers.openai]\nmodel = \"m\"\n"},
+		{name: "several_providers_no_active", user: "[providers.a]\nmodel = \"m\"\n\n[providers.b]\nmodel = \"m\"\n"},
+		{name: "demo_table_reserved", user: "[providers.demo]\nmodel = \"m\"\n"},
+		{name: "syntax_error", user: "[tools]\noutput_limit_bytes = 2048\n[tools\n"},
+		{name: "syntax_error_project", project: "[tools]\napproval_policy = \"never\n"},
+		{name: "defined_twice", user: "[tools]\nspill_max_bytes = 1\nspill_max_bytes = 2\n"},
+		{name: "several_errors", user: "[tools]\noutput_limit_bytes = 1\ncommand_timeout_seconds = 0\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.user, tt.project)
+			_, _, err := f.load(tt.env)
+			if err == nil {
+				t.Fatal("Load succeeded, want an error")
+			}
+			got := strings.NewReplacer(f.userFile, "$USER", f.projectFile, "$PROJECT").Replace(err.Error()) + "\n"
+			golden := filepath.Join("testdata", "errors", tt.name+".golden")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestValidationMessagesGolden -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("message of %s:\n got  %s want %s", tt.name, got, want)
+			}
+		})
+	}
+}
