@@ -72,6 +72,8 @@ type Config struct {
 	Tools ToolsConfig `toml:"tools"`
 	// Agent are the agent loop options.
 	Agent AgentConfig `toml:"agent"`
+	// Skills bound skill discovery and read_skill; a project may set them.
+	Skills SkillsConfig `toml:"skills"`
 
 	// Sources tells where each value came from, by dotted key (for example
 	// "tools.approval_policy" or "providers.openai.model"). Every key of
@@ -148,6 +150,14 @@ type AgentConfig struct {
 	CompactKeepTurns int `toml:"compact_keep_turns"`
 }
 
+// SkillsConfig is the [skills] table.
+type SkillsConfig struct {
+	// MaxSkills bounds the skills a session discovers.
+	MaxSkills int `toml:"max_skills"`
+	// MaxSkillBytes bounds what read_skill returns of a SKILL.md.
+	MaxSkillBytes int64 `toml:"max_skill_bytes"`
+}
+
 // Defaults returns the configuration used when no file sets anything: the
 // demo provider, no configured providers, and the default tool and agent
 // options. Its Sources say "default" for every key.
@@ -168,6 +178,7 @@ func Defaults() *Config {
 			CompactThresholdPercent: 80,
 			CompactKeepTurns:        2,
 		},
+		Skills: SkillsConfig{MaxSkills: 64, MaxSkillBytes: 64 << 10},
 	}
 	c.Sources = map[string]Source{}
 	for _, k := range c.Keys() {

@@ -309,7 +309,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "project unknown top-level key",
 			project: "[tools]\n[skils]\n",
-			want:    `$PROJECT:2: unknown table [skils]; see docs/configuration.md for the keys`,
+			want:    `$PROJECT:2: unknown table [skils]; see docs/configuration.md for the keys (did you mean [skills]?)`,
 			line:    2, key: "skils",
 		},
 		{

@@ -61,7 +61,8 @@ type LoadOptions struct {
 // unknown keys: setting them is a warning and their content is ignored. Any
 // other key is an unknown key.
 type projectFile struct {
-	Tools ToolsConfig `toml:"tools"`
+	Tools  ToolsConfig  `toml:"tools"`
+	Skills SkillsConfig `toml:"skills"`
 
 	Provider    any `toml:"provider"`
 	Providers   any `toml:"providers"`

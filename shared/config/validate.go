@@ -182,6 +182,10 @@ func (l *loader) validate() []error {
 	v.intRange("agent.compact_threshold_percent", int64(c.Agent.CompactThresholdPercent), 10, 95, "a percentage of the context window")
 	v.intRange("agent.compact_keep_turns", int64(c.Agent.CompactKeepTurns), 1, 100, "a number of turns")
 
+	// [skills]
+	v.intRange("skills.max_skills", int64(c.Skills.MaxSkills), 1, 1000, "a number of skills")
+	v.intRange("skills.max_skill_bytes", c.Skills.MaxSkillBytes, minOutputLimit, maxOutputLimit, "a size in bytes")
+
 	return v.errs
 }
 
