@@ -2,10 +2,13 @@ package config
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/scv-cli/scv/shared/paths"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -71,5 +74,39 @@ func TestValidationMessagesGolden(t *testing.T) {
 				t.Errorf("message of %s:\n got  %s want %s", tt.name, got, want)
 			}
 		})
+	}
+}
+
+func TestEntriesRedact(t *testing.T) {
+	user := "[providers.a]\napi_key = \"sk-secret-1\"\nheaders = { X-Token = \"tok-secret-2\" }\n\n[providers.b]\napi_key_env = \"B_KEY\"\n\n[provider]\nactive = \"a\"\n"
+	f := newFixture(t, user, "")
+	c, _ := mustLoad(t, f, nil)
+	for _, env := range []map[string]string{nil, {"B_KEY": "sk-secret-3"}} {
+		for _, e := range c.Entries(paths.MapEnv(env)) {
+			if s := fmt.Sprint(e.Value); strings.Contains(s, "secret") {
+				t.Errorf("%s = %s reveals a secret", e.Key, s)
+			}
+			switch e.Key {
+			case "providers.a.api_key":
+				if e.Value != Set || !e.Redacted || e.Source.Line != 2 {
+					t.Errorf("%s = %+v", e.Key, e)
+				}
+			case "providers.b.api_key":
+				if e.Value != NotSet {
+					t.Errorf("%s = %+v", e.Key, e)
+				}
+			case "providers.a.headers":
+				if h, ok := e.Value.(map[string]string); !ok || h["X-Token"] != Set || len(h) != 1 {
+					t.Errorf("%s = %+v", e.Key, e)
+				}
+			case "providers.b.api_key_env":
+				if e.Value != "B_KEY" || e.EnvSet == nil || *e.EnvSet != (env != nil) {
+					t.Errorf("%s = %+v (env %v)", e.Key, e, env)
+				}
+			}
+		}
+	}
+	if n := len(c.Entries(nil)); n != len(c.Keys()) {
+		t.Errorf("%d entries for %d keys", n, len(c.Keys()))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/scv-cli/scv/scv/internal/cmd/config"
 	"github.com/scv-cli/scv/scv/internal/cmd/exec"
 	"github.com/scv-cli/scv/scv/internal/cmd/server"
 	"github.com/scv-cli/scv/scv/internal/cmd/version"
@@ -77,6 +78,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 	root.CompletionOptions.DisableDefaultCmd = true
 
 	root.AddCommand(
+		config.NewCmdConfig(f, nil, nil),
 		exec.NewCmdExec(f, nil),
 		server.NewCmdServer(f, nil),
 		version.NewCmdVersion(f),
