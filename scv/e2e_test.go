@@ -541,3 +541,38 @@ func BenchmarkExecFiveBashCalls(b *testing.B) {
 	}
 	b.ReportMetric(float64(maxRSS)/(1<<20), "peak-RSS-MiB")
 }
+
+func TestExecBadConfig(t *testing.T) {
+	// A malformed user file stops the server before it reads stdin; a
+	// malformed project file refuses the session. Either way scv exec exits
+	// 1 with the loader's message (file, line, key) and no stack trace.
+	home := t.TempDir()
+	ws := t.TempDir()
+	userFile := filepath.Join(home, "config.toml")
+	projectFile := filepath.Join(ws, ".scv", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(projectFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, file, text, want string
+	}{
+		{"user file", userFile, "[tools]\naproval_policy = \"never\"\n",
+			userFile + `:2: unknown key "tools.aproval_policy"; see docs/configuration.md for the keys (did you mean "tools.approval_policy"?)`},
+		{"project file", projectFile, "[tools]\noutput_limit_bytes = 1\n",
+			projectFile + `:2: key "tools.output_limit_bytes" is 1, out of range: it must be a number of bytes from 1024 to 1048576`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := os.WriteFile(tt.file, []byte(tt.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(tt.file)
+			r := runSCV(t, home, "exec", "--cd", ws, "hi")
+			if r.code != 1 || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %s", r.code, r.stderr, tt.want)
+			}
+			if strings.Contains(r.stderr, "goroutine ") || strings.Contains(r.stderr, "panic") || r.stdout != "" {
+				t.Errorf("stdout %q, stderr:\n%s", r.stdout, r.stderr)
+			}
+		})
+	}
+}
