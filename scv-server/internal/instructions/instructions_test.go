@@ -165,6 +165,7 @@ func TestBuildGolden(t *testing.T) {
 	}{
 		{"default.golden", Options{Workspace: "/home/user/project", Tools: []string{"read"}}},
 		{"no_tools.golden", Options{Workspace: "/home/user/project"}},
+		{"full.golden", full()},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
