@@ -15,7 +15,6 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
-	"github.com/scv-cli/scv/scv-server/internal/instructions"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	"github.com/scv-cli/scv/scv-server/internal/provider/demo"
 	"github.com/scv-cli/scv/scv-server/internal/provider/openai"
@@ -101,20 +100,15 @@ func New(opts Options) (*Runtime, error) {
 	if prov.Name() == demo.Name {
 		log.Info("No provider is configured: running the built-in demo model")
 	}
-	base := workspaceConfig(cfg.Tools, policy, opts.Tools)
+	sk := newSessionSkills(home, log)
+	base := sk.withSkills(workspaceConfig(cfg.Tools, policy, opts.Tools), cfg.Skills, opts.Tools != nil)
 	mgr := session.NewManager(session.Options{
 		Provider: prov,
 		Tools:    base.Tools,
 		Workspace: func(ws string) (session.WorkspaceConfig, error) {
-			return projectConfig(home, ws, opts, base, log)
+			return projectConfig(home, ws, opts, base, sk, log)
 		},
-		System: func(ws string, reg *tools.Registry) string {
-			var names []string
-			if reg != nil {
-				names = reg.Names()
-			}
-			return instructions.Build(instructions.Options{Override: cfg.Agent.SystemPrompt, Workspace: ws, Tools: names})
-		},
+		System:          systemFunc(cfg.Agent.SystemPrompt, sk, log),
 		Policy:          policy,
 		MaxSteps:        cfg.Agent.MaxSteps,
 		StateDir:        paths.StateDir(home),
@@ -132,10 +126,10 @@ func New(opts Options) (*Runtime, error) {
 
 // projectConfig returns the configuration of a session in workspace ws:
 // base when the workspace has no project file, otherwise the configuration
-// loaded again with the project file merged in (only its [tools] options
+// loaded again with the project file merged in (only its [tools] and [skills] options
 // take effect; the loader warns about the rest, and those warnings are
 // logged). A file that does not load refuses the session.
-func projectConfig(home, ws string, opts Options, base session.WorkspaceConfig, log *slog.Logger) (session.WorkspaceConfig, error) {
+func projectConfig(home, ws string, opts Options, base session.WorkspaceConfig, sk *sessionSkills, log *slog.Logger) (session.WorkspaceConfig, error) {
 	file := paths.ProjectConfigFile(ws)
 	if _, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) {
 		return base, nil
@@ -163,7 +157,7 @@ func projectConfig(home, ws string, opts Options, base session.WorkspaceConfig, 
 		}
 	}
 	log.Info("Project configuration applied", "workspace", ws, "file", file, "policy", policy)
-	return workspaceConfig(cfg.Tools, policy, opts.Tools), nil
+	return sk.withSkills(workspaceConfig(cfg.Tools, policy, opts.Tools), cfg.Skills, opts.Tools != nil), nil
 }
 
 // strictness orders approval policies from the loosest (auto) to the
