@@ -4,7 +4,7 @@
 // errors that name the file, the line and the key), merged in the order
 // defaults, user file, project file, environment.
 //
-// A project file may set only [tools] options (spec decision 6); any other
+// A project file may set only [tools] and [skills] options (spec decision 6); any other
 // key it sets is reported as a Diagnostic and ignored. The package never
 // logs: warnings are returned to the caller as Diagnostics.
 //

@@ -661,7 +661,7 @@ output_limit_bytes = 2048
 		if d.File != f.projectFile || d.Line != w.line || d.Key != w.key {
 			t.Errorf("diagnostic %d = %s:%d %s, want line %d key %s", i, d.File, d.Line, d.Key, w.line, w.key)
 		}
-		wantMsg := fmt.Sprintf(`%s:%d: key "%s" is ignored: a project config may set only [tools] options, never providers, credentials or agent settings; move it to your user config ($SCV_HOME/config.toml)`, f.projectFile, w.line, w.key)
+		wantMsg := fmt.Sprintf(`%s:%d: key "%s" is ignored: a project config may set only [tools] and [skills] options, never providers, credentials or agent settings; move it to your user config ($SCV_HOME/config.toml)`, f.projectFile, w.line, w.key)
 		if d.String() != wantMsg {
 			t.Errorf("diagnostic %d:\n got  %s\n want %s", i, d, wantMsg)
 		}

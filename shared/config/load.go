@@ -298,7 +298,7 @@ func (l *loader) warnForbidden(p *layer) {
 		}
 		l.diags = append(l.diags, Diagnostic{
 			File: p.file, Line: e.line, Key: key,
-			Message: fmt.Sprintf("%s is ignored: a project config may set only [tools] options, never providers, credentials or agent settings; move it to your user config ($SCV_HOME/%s)", what, paths.ConfigFileName),
+			Message: fmt.Sprintf("%s is ignored: a project config may set only [tools] and [skills] options, never providers, credentials or agent settings; move it to your user config ($SCV_HOME/%s)", what, paths.ConfigFileName),
 		})
 	}
 }
