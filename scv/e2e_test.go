@@ -431,40 +431,22 @@ func BenchmarkExec(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	gnuTime, err := exec.LookPath("/usr/bin/time")
-	measured := err == nil
-	rssFile := filepath.Join(b.TempDir(), "rss")
-	var maxRSS int64
+	peak := newPeakMeter(b)
 	for b.Loop() {
 		b.StopTimer()
 		srv.Enqueue(fakeopenai.Script(fakeopenai.Text("Hello! How can I help?")))
 		cmd := scvCmd(context.Background(), home, "exec", "--cd", ws, "hello")
-		if measured {
-			cmd.Args = append([]string{gnuTime, "-f", "%M", "-o", rssFile, scvBin}, cmd.Args[1:]...)
-			cmd.Path = gnuTime
-		}
+		peak.wrap(cmd)
 		b.StartTimer()
 		out, err := cmd.CombinedOutput()
 		b.StopTimer()
 		if err != nil {
 			b.Fatalf("scv exec: %v\n%s", err, out)
 		}
-		if measured {
-			data, err := os.ReadFile(rssFile)
-			if err != nil {
-				b.Fatal(err)
-			}
-			kib, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-			if err != nil {
-				b.Fatalf("parsing %q: %v", data, err)
-			}
-			maxRSS = max(maxRSS, kib<<10)
-		} else if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			maxRSS = max(maxRSS, ru.Maxrss<<10)
-		}
+		peak.record(b, cmd)
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(maxRSS)/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(float64(peak.max)/(1<<20), "peak-RSS-MiB")
 }
 
 // BenchmarkExecFiveBashCalls is scv exec --approval-policy auto on a turn
@@ -484,10 +466,7 @@ func BenchmarkExecFiveBashCalls(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	gnuTime, err := exec.LookPath("/usr/bin/time")
-	measured := err == nil
-	rssFile := filepath.Join(b.TempDir(), "rss")
-	var maxRSS int64
+	peak := newPeakMeter(b)
 	first := true
 	for b.Loop() {
 		b.StopTimer()
@@ -498,10 +477,7 @@ func BenchmarkExecFiveBashCalls(b *testing.B) {
 		before := len(srv.Requests())
 		cmd := scvCmd(context.Background(), home, "exec", "--approval-policy", "auto", "--cd", ws, "run the steps")
 		cmd.Env = append(cmd.Env, "HOME="+userHome)
-		if measured {
-			cmd.Args = append([]string{gnuTime, "-f", "%M", "-o", rssFile, scvBin}, cmd.Args[1:]...)
-			cmd.Path = gnuTime
-		}
+		peak.wrap(cmd)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		b.StartTimer()
@@ -524,22 +500,10 @@ func BenchmarkExecFiveBashCalls(b *testing.B) {
 				}
 			}
 		}
-		if measured {
-			data, err := os.ReadFile(rssFile)
-			if err != nil {
-				b.Fatal(err)
-			}
-			kib, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-			if err != nil {
-				b.Fatalf("parsing %q: %v", data, err)
-			}
-			maxRSS = max(maxRSS, kib<<10)
-		} else if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			maxRSS = max(maxRSS, ru.Maxrss<<10)
-		}
+		peak.record(b, cmd)
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(maxRSS)/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(float64(peak.max)/(1<<20), "peak-RSS-MiB")
 }
 
 func TestExecBadConfig(t *testing.T) {
@@ -575,4 +539,51 @@ func TestExecBadConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// peakMeter measures the peak resident memory of scv exec runs. Linux
+// charges a process started with vfork (as os/exec does) with its parent's
+// peak at exec, which would be this test binary's; so when /usr/bin/time
+// is present each run goes through it (GNU time forks) and its %M is what
+// scv and the scv-server it reaps used themselves.
+type peakMeter struct {
+	gnuTime string // empty without /usr/bin/time
+	file    string
+	max     int64 // bytes
+}
+
+func newPeakMeter(b *testing.B) *peakMeter {
+	m := &peakMeter{file: filepath.Join(b.TempDir(), "rss")}
+	if p, err := exec.LookPath("/usr/bin/time"); err == nil {
+		m.gnuTime = p
+	}
+	return m
+}
+
+// wrap makes cmd (an scvCmd) run under GNU time.
+func (m *peakMeter) wrap(cmd *exec.Cmd) {
+	if m.gnuTime == "" {
+		return
+	}
+	cmd.Args = append([]string{m.gnuTime, "-f", "%M", "-o", m.file, scvBin}, cmd.Args[1:]...)
+	cmd.Path = m.gnuTime
+}
+
+// record takes the finished run's peak.
+func (m *peakMeter) record(b *testing.B, cmd *exec.Cmd) {
+	if m.gnuTime == "" {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			m.max = max(m.max, ru.Maxrss<<10)
+		}
+		return
+	}
+	data, err := os.ReadFile(m.file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kib, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		b.Fatalf("parsing %q: %v", data, err)
+	}
+	m.max = max(m.max, kib<<10)
 }
