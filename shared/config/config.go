@@ -74,6 +74,11 @@ type Config struct {
 	Agent AgentConfig `toml:"agent"`
 	// Skills bound skill discovery and read_skill; a project may set them.
 	Skills SkillsConfig `toml:"skills"`
+	// Agents are the user's settings of delegated agents, by agent name
+	// ([agents.<name>]).
+	Agents map[string]AgentSettings `toml:"agents"`
+	// Web configures web_fetch and web_search.
+	Web WebConfig `toml:"web"`
 
 	// Sources tells where each value came from, by dotted key (for example
 	// "tools.approval_policy" or "providers.openai.model"). Every key of
@@ -133,6 +138,9 @@ type ToolsConfig struct {
 	// SpillMaxBytes bounds the file that keeps a truncated command output
 	// in full, in the session's state directory; 0 keeps no file.
 	SpillMaxBytes int64 `toml:"spill_max_bytes"`
+	// AgentTimeoutSeconds is the default timeout of a delegated agent
+	// call; a call may raise it up to MaxTimeoutSeconds.
+	AgentTimeoutSeconds int `toml:"agent_timeout_seconds"`
 }
 
 // AgentConfig is the [agent] table.
@@ -148,6 +156,80 @@ type AgentConfig struct {
 	// CompactKeepTurns is how many recent turns a compaction keeps
 	// verbatim.
 	CompactKeepTurns int `toml:"compact_keep_turns"`
+	// Prefer names delegated agents in the user's order of preference; the
+	// first one a session offers runs an agent call that names none.
+	Prefer []string `toml:"prefer"`
+	// MaxConversations bounds the delegated-agent conversations a session
+	// remembers; starting another forgets the least recently used idle one.
+	MaxConversations int `toml:"max_conversations"`
+	// ConversationIdleSeconds forgets a conversation left unused this long.
+	ConversationIdleSeconds int `toml:"conversation_idle_seconds"`
+	// MaxBackground bounds the background agent jobs a session runs at
+	// once; 0 turns background jobs off.
+	MaxBackground int `toml:"max_background"`
+	// MaxDelegationDepth is the nesting depth below which the agent tool
+	// is offered.
+	MaxDelegationDepth int `toml:"max_delegation_depth"`
+}
+
+// AgentSettings is one [agents.<name>] table.
+type AgentSettings struct {
+	// UseFor is the user's one-line note on when to use the agent.
+	UseFor string `toml:"use_for"`
+	// Model and Effort are the selections to pass for that work (or
+	// always, without UseFor).
+	Model  string `toml:"model"`
+	Effort string `toml:"effort"`
+	// Permissions is "" (the agent's own settings) or "full" (its
+	// full-autonomy switches).
+	Permissions string `toml:"permissions"`
+}
+
+// Web search backends (web.search).
+const (
+	SearchOff      = ""
+	SearchProvider = "provider"
+	SearchSearXNG  = "searxng"
+	SearchBrave    = "brave"
+)
+
+// WebConfig is the [web] table.
+type WebConfig struct {
+	// FetchMaxBytes bounds what web_fetch downloads of one page.
+	FetchMaxBytes int64 `toml:"fetch_max_bytes"`
+	// MaxRedirects bounds the redirects web_fetch follows.
+	MaxRedirects int `toml:"max_redirects"`
+	// FetchTimeoutSeconds bounds one fetch.
+	FetchTimeoutSeconds int `toml:"fetch_timeout_seconds"`
+	// AllowPrivateAddresses lifts the public-address policy of web_fetch.
+	AllowPrivateAddresses bool `toml:"allow_private_addresses"`
+	// AutoApproveDomains are HTTPS hosts web_fetch reads without approval.
+	AutoApproveDomains []string `toml:"auto_approve_domains"`
+	// Search is the web search backend: "" (none), "provider", "searxng"
+	// or "brave".
+	Search string `toml:"search"`
+	// SearXNGURL is the base URL of the SearXNG instance.
+	SearXNGURL string `toml:"searxng_url"`
+	// BraveAPIKeyEnv names the environment variable holding the Brave
+	// Search API key.
+	BraveAPIKeyEnv string `toml:"brave_api_key_env"`
+	// MaxSearchResults bounds the results of one search.
+	MaxSearchResults int `toml:"max_search_results"`
+}
+
+// FetchTimeout returns FetchTimeoutSeconds as a duration.
+func (w WebConfig) FetchTimeout() time.Duration {
+	return time.Duration(w.FetchTimeoutSeconds) * time.Second
+}
+
+// AgentTimeout returns AgentTimeoutSeconds as a duration.
+func (t ToolsConfig) AgentTimeout() time.Duration {
+	return time.Duration(t.AgentTimeoutSeconds) * time.Second
+}
+
+// ConversationIdle returns ConversationIdleSeconds as a duration.
+func (a AgentConfig) ConversationIdle() time.Duration {
+	return time.Duration(a.ConversationIdleSeconds) * time.Second
 }
 
 // SkillsConfig is the [skills] table.
@@ -171,12 +253,27 @@ func Defaults() *Config {
 			CommandTimeoutSeconds: 600,
 			MaxTimeoutSeconds:     14400,
 			SpillMaxBytes:         64 << 20,
+			AgentTimeoutSeconds:   3600,
 		},
 		Agent: AgentConfig{
 			MaxSteps:                32,
 			SystemPrompt:            "",
 			CompactThresholdPercent: 80,
 			CompactKeepTurns:        2,
+			Prefer:                  []string{},
+			MaxConversations:        8,
+			ConversationIdleSeconds: 86400,
+			MaxBackground:           4,
+			MaxDelegationDepth:      2,
+		},
+		Agents: map[string]AgentSettings{},
+		Web: WebConfig{
+			FetchMaxBytes:       2 << 20,
+			MaxRedirects:        5,
+			FetchTimeoutSeconds: 30,
+			AutoApproveDomains:  []string{},
+			BraveAPIKeyEnv:      "BRAVE_API_KEY",
+			MaxSearchResults:    8,
 		},
 		Skills: SkillsConfig{MaxSkills: 64, MaxSkillBytes: 64 << 10},
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -417,7 +418,7 @@ func TestLoadDefaultsAndDemo(t *testing.T) {
 	f := newFixture(t, "", "")
 	c, _ := mustLoad(t, f, nil)
 	d := Defaults()
-	if c.Tools != d.Tools || c.Agent != d.Agent || c.Provider != d.Provider {
+	if c.Tools != d.Tools || !reflect.DeepEqual(c.Agent, d.Agent) || c.Provider != d.Provider || !reflect.DeepEqual(c.Web, d.Web) {
 		t.Errorf("Load with no files = %+v, want the defaults %+v", c, d)
 	}
 	if c.Tools.ApprovalPolicy != ApprovalOnRisk || c.Tools.OutputLimitBytes != 65536 || c.Tools.CommandTimeoutSeconds != 600 ||
@@ -573,8 +574,10 @@ compact_keep_turns = 3
 	if l := c.Providers["local"]; l.APIKey != "local-key" || l.Model != DefaultOpenAIModel {
 		t.Errorf("local = %v", l)
 	}
-	wantTools := ToolsConfig{ApprovalPolicy: ApprovalNever, OutputLimitBytes: 1024, CommandTimeoutSeconds: 30, MaxTimeoutSeconds: 60, SpillMaxBytes: 1 << 20}
-	if c.Tools != wantTools || c.Agent != (AgentConfig{MaxSteps: 8, SystemPrompt: "Be brief.", CompactThresholdPercent: 70, CompactKeepTurns: 3}) {
+	wantTools := ToolsConfig{ApprovalPolicy: ApprovalNever, OutputLimitBytes: 1024, CommandTimeoutSeconds: 30, MaxTimeoutSeconds: 60, SpillMaxBytes: 1 << 20, AgentTimeoutSeconds: 3600}
+	wantAgent := Defaults().Agent
+	wantAgent.MaxSteps, wantAgent.SystemPrompt, wantAgent.CompactThresholdPercent, wantAgent.CompactKeepTurns = 8, "Be brief.", 70, 3
+	if c.Tools != wantTools || !reflect.DeepEqual(c.Agent, wantAgent) {
 		t.Errorf("tools %+v agent %+v", c.Tools, c.Agent)
 	}
 	wantSources := map[string]string{
@@ -625,6 +628,9 @@ command = "/tmp/evil"
 
 [tools]
 output_limit_bytes = 2048
+
+[web]
+allow_private_addresses = true
 `
 	f := newFixture(t, user, project)
 	c, diags := mustLoad(t, f, nil)
@@ -637,6 +643,9 @@ output_limit_bytes = 2048
 	}
 	if c.Tools.OutputLimitBytes != 2048 {
 		t.Errorf("tools.output_limit_bytes = %d, want the project's 2048", c.Tools.OutputLimitBytes)
+	}
+	if c.Web.AllowPrivateAddresses || len(c.Agents) != 0 {
+		t.Errorf("the project changed web or agents settings: %+v %+v", c.Web, c.Agents)
 	}
 	if s := c.Sources["tools.output_limit_bytes"]; s.Kind != SourceProject || s.File != f.projectFile || s.Line != 17 {
 		t.Errorf("source = %v", s)
@@ -652,6 +661,7 @@ output_limit_bytes = 2048
 		{10, "agent.max_steps"},
 		{11, "agent.system_prompt"},
 		{14, "agents.codex.command"},
+		{20, "web.allow_private_addresses"},
 	}
 	if len(diags) != len(want) {
 		t.Fatalf("diagnostics:\n%v\nwant %d", diags, len(want))
@@ -661,7 +671,7 @@ output_limit_bytes = 2048
 		if d.File != f.projectFile || d.Line != w.line || d.Key != w.key {
 			t.Errorf("diagnostic %d = %s:%d %s, want line %d key %s", i, d.File, d.Line, d.Key, w.line, w.key)
 		}
-		wantMsg := fmt.Sprintf(`%s:%d: key "%s" is ignored: a project config may set only [tools] and [skills] options, never providers, credentials or agent settings; move it to your user config ($SCV_HOME/config.toml)`, f.projectFile, w.line, w.key)
+		wantMsg := fmt.Sprintf(`%s:%d: key "%s" is ignored: a project config may set only [tools] and [skills] options, never providers, credentials, agent or web settings; move it to your user config ($SCV_HOME/config.toml)`, f.projectFile, w.line, w.key)
 		if d.String() != wantMsg {
 			t.Errorf("diagnostic %d:\n got  %s\n want %s", i, d, wantMsg)
 		}
@@ -971,5 +981,78 @@ func TestSchemaSuggest(t *testing.T) {
 	}
 	if k := joinKey([]string{"providers", "my.proxy", "model"}); k != `providers."my.proxy".model` {
 		t.Errorf("joinKey = %s", k)
+	}
+}
+
+func TestAgentsAndWebKeys(t *testing.T) {
+	user := `[agent]
+prefer = ["codex", "claude"]
+max_background = 0
+max_delegation_depth = 1
+
+[agents.claude]
+use_for = "coding"
+model = "opus-5.5"
+effort = "xhigh"
+permissions = "full"
+
+[agents.grok]
+use_for = "current events, and anything that needs posts on X"
+
+[tools]
+agent_timeout_seconds = 7200
+
+[web]
+fetch_max_bytes = 1048576
+max_redirects = 2
+auto_approve_domains = ["docs.rs", ".go.dev"]
+search = "searxng"
+searxng_url = "http://127.0.0.1:8888"
+max_search_results = 5
+`
+	f := newFixture(t, user, "")
+	c, diags := mustLoad(t, f, nil)
+	if len(diags) != 0 {
+		t.Fatalf("diagnostics: %v", diags)
+	}
+	if !reflect.DeepEqual(c.Agent.Prefer, []string{"codex", "claude"}) || c.Agent.MaxBackground != 0 || c.Agent.MaxDelegationDepth != 1 ||
+		c.Agent.MaxConversations != 8 || c.Agent.ConversationIdle().Hours() != 24 {
+		t.Errorf("agent = %+v", c.Agent)
+	}
+	want := map[string]AgentSettings{
+		"claude": {UseFor: "coding", Model: "opus-5.5", Effort: "xhigh", Permissions: "full"},
+		"grok":   {UseFor: "current events, and anything that needs posts on X"},
+	}
+	if !reflect.DeepEqual(c.Agents, want) {
+		t.Errorf("agents = %+v\nwant %+v", c.Agents, want)
+	}
+	if c.Tools.AgentTimeout().Hours() != 2 {
+		t.Errorf("agent timeout = %v", c.Tools.AgentTimeout())
+	}
+	w := c.Web
+	if w.FetchMaxBytes != 1<<20 || w.MaxRedirects != 2 || w.FetchTimeout().Seconds() != 30 || w.Search != SearchSearXNG ||
+		w.SearXNGURL != "http://127.0.0.1:8888" || w.MaxSearchResults != 5 || w.BraveAPIKeyEnv != "BRAVE_API_KEY" ||
+		!reflect.DeepEqual(w.AutoApproveDomains, []string{"docs.rs", ".go.dev"}) {
+		t.Errorf("web = %+v", w)
+	}
+	if s := c.Sources["agents.claude.model"]; s.Kind != SourceUser || s.Line != 8 {
+		t.Errorf("source of agents.claude.model = %v", s)
+	}
+	if s := c.Sources["agents.grok.model"]; s.Kind != SourceDefault {
+		t.Errorf("source of agents.grok.model = %v, want the default", s)
+	}
+	if s := c.Sources["web.max_redirects"]; s.Kind != SourceUser || s.Line != 20 {
+		t.Errorf("source of web.max_redirects = %v", s)
+	}
+}
+
+func TestValidModel(t *testing.T) {
+	for m, want := range map[string]bool{
+		"gpt-5.5": true, "opus": true, "openai/gpt-4.1": true, "us.anthropic.claude[1m]": true, "a:b@c": true,
+		"": false, "-x": false, "@x": false, "a b": false, "a;b": false, strings.Repeat("a", 129): false, strings.Repeat("a", 128): true,
+	} {
+		if got := ValidModel(m); got != want {
+			t.Errorf("ValidModel(%q) = %v, want %v", m, got, want)
+		}
 	}
 }

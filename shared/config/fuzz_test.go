@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -60,7 +61,7 @@ func FuzzLoad(f *testing.F) {
 			if name, p, _ := c.ActiveProvider(); name != ImplicitProvider || len(c.Providers) != 1 || p.BaseURL != DefaultOpenAIBaseURL {
 				t.Fatalf("a project file changed the provider: %q %v", name, p)
 			}
-			if c.Agent != Defaults().Agent {
+			if !reflect.DeepEqual(c.Agent, Defaults().Agent) || !reflect.DeepEqual(c.Web, Defaults().Web) || len(c.Agents) != 0 {
 				t.Fatalf("a project file changed the agent: %+v", c.Agent)
 			}
 		}

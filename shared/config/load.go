@@ -68,6 +68,7 @@ type projectFile struct {
 	Providers   any `toml:"providers"`
 	Agent       any `toml:"agent"`
 	Agents      any `toml:"agents"`
+	Web         any `toml:"web"`
 	Credentials any `toml:"credentials"`
 }
 
@@ -298,7 +299,7 @@ func (l *loader) warnForbidden(p *layer) {
 		}
 		l.diags = append(l.diags, Diagnostic{
 			File: p.file, Line: e.line, Key: key,
-			Message: fmt.Sprintf("%s is ignored: a project config may set only [tools] and [skills] options, never providers, credentials or agent settings; move it to your user config ($SCV_HOME/%s)", what, paths.ConfigFileName),
+			Message: fmt.Sprintf("%s is ignored: a project config may set only [tools] and [skills] options, never providers, credentials, agent or web settings; move it to your user config ($SCV_HOME/%s)", what, paths.ConfigFileName),
 		})
 	}
 }
@@ -466,6 +467,7 @@ func quoteKey(key string) string {
 // mapDefaults gives the value a new entry of a named table starts from.
 var mapDefaults = map[string]func() any{
 	"providers": func() any { return DefaultProvider() },
+	"agents":    func() any { return AgentSettings{} },
 }
 
 // merge copies into dst every value of src that the layer sets (and allow

@@ -182,6 +182,16 @@ func (l *loader) validate() []error {
 	v.intRange("agent.compact_threshold_percent", int64(c.Agent.CompactThresholdPercent), 10, 95, "a percentage of the context window")
 	v.intRange("agent.compact_keep_turns", int64(c.Agent.CompactKeepTurns), 1, 100, "a number of turns")
 
+	v.intRange("agent.max_conversations", int64(c.Agent.MaxConversations), 1, 64, "a number of conversations")
+	v.intRange("agent.conversation_idle_seconds", int64(c.Agent.ConversationIdleSeconds), 60, maxSeconds, "a number of seconds")
+	v.intRange("agent.max_background", int64(c.Agent.MaxBackground), 0, 32, "a number of jobs")
+	v.intRange("agent.max_delegation_depth", int64(c.Agent.MaxDelegationDepth), 0, 8, "a nesting depth")
+	v.intRange("tools.agent_timeout_seconds", int64(t.AgentTimeoutSeconds), 1, maxSeconds, "a number of seconds")
+	v.validateAgents()
+
+	// [web]
+	v.validateWeb()
+
 	// [skills]
 	v.intRange("skills.max_skills", int64(c.Skills.MaxSkills), 1, 1000, "a number of skills")
 	v.intRange("skills.max_skill_bytes", c.Skills.MaxSkillBytes, minOutputLimit, maxOutputLimit, "a size in bytes")

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -215,7 +216,7 @@ func TestShowFromWorkspaceSubdirectoryUsesCwd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "tools.approval_policy            \"never\"   "+paths.ProjectConfigFile(in.ws)+":2\n") {
+	if !regexp.MustCompile(`(?m)^tools\.approval_policy +"never" +` + regexp.QuoteMeta(paths.ProjectConfigFile(in.ws)) + `:2$`).MatchString(out.String()) {
 		t.Errorf("the current directory's project file was not read:\n%s", out.String())
 	}
 }

@@ -1,0 +1,117 @@
+package config
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// AgentOptions says which selections a delegated agent takes, for
+// validating [agents.<name>] and agent.prefer. It mirrors the adapters'
+// descriptors (tools.md, "Choosing an agent"), which the configuration
+// cannot import.
+type AgentOptions struct {
+	Model, Effort bool
+}
+
+// KnownAgents are the delegated agents SCV knows, in the order it offers
+// them, with the selections each takes.
+var KnownAgents = []struct {
+	Name string
+	AgentOptions
+}{
+	{"claude", AgentOptions{Model: true, Effort: true}},
+	{"codex", AgentOptions{Model: true, Effort: true}},
+	{"grok", AgentOptions{Model: true, Effort: true}},
+	{"dsh", AgentOptions{}},
+	{"pi", AgentOptions{Model: true, Effort: true}},
+	{"scv", AgentOptions{Model: true}},
+}
+
+// AgentNames returns the names of KnownAgents.
+func AgentNames() []string {
+	names := make([]string, len(KnownAgents))
+	for i, a := range KnownAgents {
+		names[i] = a.Name
+	}
+	return names
+}
+
+func knownAgent(name string) (AgentOptions, bool) {
+	for _, a := range KnownAgents {
+		if a.Name == name {
+			return a.AgentOptions, true
+		}
+	}
+	return AgentOptions{}, false
+}
+
+// Efforts are the values an effort selection may take.
+var Efforts = []string{"low", "medium", "high", "xhigh", "max"}
+
+// ValidModel reports whether m is a model selection SCV passes on: 1-128
+// ASCII letters, digits or `._:/@[]-`, not starting with `-` or `@`.
+func ValidModel(m string) bool {
+	if m == "" || len(m) > 128 || m[0] == '-' || m[0] == '@' {
+		return false
+	}
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:/@[]-", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxUseFor bounds agents.<name>.use_for.
+const maxUseFor = 500
+
+// validateAgents checks agent.prefer and every [agents.<name>] table.
+func (v *validator) validateAgents() {
+	c := v.c
+	names := AgentNames()
+	seen := map[string]bool{}
+	for _, p := range c.Agent.Prefer {
+		switch {
+		case !slices.Contains(names, p):
+			v.fail("agent.prefer", "names %q, which is not an agent SCV knows; use %s", p, quoteList(names, "or"))
+		case seen[p]:
+			v.fail("agent.prefer", "names %q twice; list each agent once, in the order you prefer them", p)
+		}
+		seen[p] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		a := c.Agents[name]
+		k := func(field string) string { return joinKey([]string{"agents", name, field}) }
+		opts, ok := knownAgent(name)
+		if !ok {
+			v.fail(joinKey([]string{"agents", name}), "configures %q, which is not an agent SCV knows; use one of %s", name, quoteList(names, "or"))
+			continue
+		}
+		if len(a.UseFor) > maxUseFor {
+			v.fail(k("use_for"), "is %d bytes long; keep it to one line of at most %d bytes", len(a.UseFor), maxUseFor)
+		} else if strings.ContainsAny(a.UseFor, "\r\n") {
+			v.fail(k("use_for"), "has a line break; write the note on one line")
+		}
+		if a.Model != "" {
+			switch {
+			case !opts.Model:
+				v.fail(k("model"), "is set, but %s does not take a model selection; remove it", name)
+			case !ValidModel(a.Model):
+				v.fail(k("model"), "is %q, which is not a model name: use 1-128 letters, digits or ._:/@[]- not starting with - or @", a.Model)
+			}
+		}
+		if a.Effort != "" {
+			switch {
+			case !opts.Effort:
+				v.fail(k("effort"), "is set, but %s does not take an effort selection; remove it", name)
+			default:
+				v.oneOf(k("effort"), a.Effort, Efforts, "an effort")
+			}
+		}
+		if a.Permissions != "" {
+			v.oneOf(k("permissions"), a.Permissions, []string{"full"}, "a permissions setting (leave it unset for the agent's own settings)")
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package config
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Bounds of the [web] keys.
+const (
+	minFetchBytes    = 1 << 10
+	maxFetchBytes    = 64 << 20
+	maxRedirectLimit = 20
+	maxFetchSeconds  = 3600
+	maxSearchResults = 50
+)
+
+var searchBackends = []string{SearchProvider, SearchSearXNG, SearchBrave}
+
+// validateWeb checks the [web] table.
+func (v *validator) validateWeb() {
+	w := v.c.Web
+	v.intRange("web.fetch_max_bytes", w.FetchMaxBytes, minFetchBytes, maxFetchBytes, "a number of bytes")
+	v.intRange("web.max_redirects", int64(w.MaxRedirects), 0, maxRedirectLimit, "a number of redirects")
+	v.intRange("web.fetch_timeout_seconds", int64(w.FetchTimeoutSeconds), 1, maxFetchSeconds, "a number of seconds")
+	v.intRange("web.max_search_results", int64(w.MaxSearchResults), 1, maxSearchResults, "a number of results")
+	for _, d := range w.AutoApproveDomains {
+		if !validDomainPattern(d) {
+			v.fail("web.auto_approve_domains", "lists %q, which is not a host name; list bare host names such as \"docs.rs\" (or \".example.com\" for every subdomain), without scheme, port or path", d)
+		}
+	}
+	if w.Search != SearchOff {
+		v.oneOf("web.search", w.Search, searchBackends, "a web search backend (leave it unset for none)")
+	}
+	switch w.Search {
+	case SearchSearXNG:
+		if w.SearXNGURL == "" {
+			v.fail("web.search", "is \"searxng\", but web.searxng_url is not set; set it to your SearXNG instance, such as \"http://127.0.0.1:8888\"")
+		}
+	case SearchBrave:
+		if !validEnvName(w.BraveAPIKeyEnv) {
+			v.fail("web.brave_api_key_env", "is %q, which is not an environment variable name; use letters, digits and underscores, such as \"BRAVE_API_KEY\"", w.BraveAPIKeyEnv)
+		}
+	case SearchProvider:
+		if name, p, isDemo := v.c.ActiveProvider(); !isDemo && p.WireAPI != WireResponses {
+			v.fail("web.search", "is \"provider\", but the active provider %q uses wire_api = %q; hosted search needs wire_api = \"responses\" (or use \"searxng\" or \"brave\")", name, p.WireAPI)
+		}
+	}
+	if w.SearXNGURL != "" {
+		u, err := url.Parse(w.SearXNGURL)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			v.fail("web.searxng_url", "is %q, which is not an http:// or https:// URL; use the base URL of your instance, such as \"http://127.0.0.1:8888\"", w.SearXNGURL)
+		case u.User != nil:
+			v.fail("web.searxng_url", "contains a user name or password; remove them from the URL")
+		}
+	}
+}
+
+// validDomainPattern reports whether d is a lower-case host name, optionally
+// with a leading dot (that host's subdomains too).
+func validDomainPattern(d string) bool {
+	d = strings.TrimPrefix(d, ".")
+	if d == "" || len(d) > 253 || strings.HasPrefix(d, ".") || strings.HasSuffix(d, ".") || strings.Contains(d, "..") {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		c := d[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
