@@ -1,0 +1,221 @@
+package transcript
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/scv-cli/scv/scv-tui/internal/ui/golden"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/markdown"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/styles"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/toolcard"
+)
+
+func newT(w, h int) *Transcript {
+	st := styles.Default()
+	t := New(st, markdown.New(st.MarkdownStyle))
+	t.SetSize(w, h)
+	return t
+}
+
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		w, h int
+		fill func(*Transcript)
+	}{
+		{"streaming", 60, 10, func(tr *Transcript) {
+			tr.AddUser("Explain the build.")
+			for _, d := range []string{"The build ", "runs in **two** steps:\n", "1. compile\n", "2. te"} {
+				tr.Delta(d)
+			}
+		}},
+		{"completed_markdown", 60, 16, func(tr *Transcript) {
+			tr.AddUser("Show me main.")
+			tr.Delta("partial")
+			tr.Complete("Here is `main`:\n\n```go\nfunc main() {\n\tfmt.Println(\"hi\")\n}\n```\n\n- one\n- two")
+		}},
+		{"interrupted", 60, 8, func(tr *Transcript) {
+			tr.AddUser("Write a poem.")
+			tr.Delta("Roses are red,\nviolets")
+			tr.Interrupt()
+			tr.AddNotice(Info, "The turn was cancelled.")
+		}},
+		{"tools_only_reply", 60, 8, func(tr *Transcript) {
+			tr.AddUser("Read it.")
+			tr.Delta("x")
+			tr.Complete("")
+			c := toolcard.New("c1", "read", json.RawMessage(`{"path":"a.go"}`))
+			tr.AddCard("t/c1", c)
+		}},
+		{"notices", 60, 12, func(tr *Transcript) {
+			tr.AddNotice(Info, "The context was compacted: about 52000 tokens became 9100 (118 messages summarized).")
+			tr.AddNotice(Warn, "Events were lost: seq jumped from 4 to 7.")
+			tr.AddNotice(Error, "The turn failed: the model's reply was larger than the 4 MiB limit.")
+		}},
+		{"narrow", 40, 14, func(tr *Transcript) {
+			tr.AddUser("A prompt that is long enough to wrap at forty columns, surely.")
+			tr.AddReply("A reply with a [link](https://example.com) and a very-long-identifier-that-cannot-wrap-anywhere-at-all.")
+			c := toolcard.New("c1", "bash", json.RawMessage(`{"command":"go vet ./..."}`))
+			c.Start("")
+			tr.AddCard("t/c1", c)
+		}},
+		{"scrolled", 40, 6, func(tr *Transcript) {
+			for i := range 10 {
+				tr.AddNotice(Info, fmt.Sprintf("notice %d", i))
+			}
+			tr.ScrollUp(7)
+		}},
+		{"marker", 50, 8, func(tr *Transcript) {
+			tr.SetBounds(0, 3)
+			for i := range 6 {
+				tr.AddUser(fmt.Sprintf("prompt %d", i))
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newT(tt.w, tt.h)
+			tt.fill(tr)
+			out := tr.View()
+			if n := strings.Count(out, "\n") + 1; n != tt.h {
+				t.Errorf("view has %d lines, want %d", n, tt.h)
+			}
+			golden.RequireWidth(t, out, tt.w)
+			golden.RequireEqual(t, out)
+		})
+	}
+}
+
+func TestBoundsItems(t *testing.T) {
+	tr := newT(40, 5)
+	tr.SetBounds(0, 100)
+	for i := range 1000 {
+		tr.AddUser(fmt.Sprintf("p%d", i))
+	}
+	if tr.Len() != 101 { // 100 items plus the marker
+		t.Errorf("len = %d, want 101", tr.Len())
+	}
+	if tr.Dropped() != 900 {
+		t.Errorf("dropped = %d, want 900", tr.Dropped())
+	}
+	if !strings.Contains(golden.Plain(strings.Join(tr.itemLines(0), "\n")), "900 earlier items were removed") {
+		t.Errorf("marker: %q", tr.itemLines(0))
+	}
+	if !strings.Contains(tr.View(), "p999") {
+		t.Error("the newest item is not shown")
+	}
+}
+
+func TestBoundsBytes(t *testing.T) {
+	tr := newT(40, 5)
+	tr.SetBounds(10_000, 0)
+	big := strings.Repeat("x", 999)
+	for range 100 {
+		tr.AddReply(big)
+	}
+	if tr.Bytes() > 10_000 {
+		t.Errorf("bytes = %d, over the 10000 bound", tr.Bytes())
+	}
+	// One item bigger than the whole bound still stays: the newest is kept.
+	tr.Delta(strings.Repeat("y", 20_000))
+	if tr.live == nil || tr.Len() != 2 {
+		t.Errorf("the live reply was dropped: len %d", tr.Len())
+	}
+	tr.Delta("more")
+	tr.Complete(strings.Repeat("y", 20_000) + "more")
+	if tr.Bytes() != 20_004 {
+		t.Errorf("bytes = %d after completion", tr.Bytes())
+	}
+}
+
+func TestScroll(t *testing.T) {
+	tr := newT(30, 5)
+	for i := range 20 {
+		tr.AddNotice(Info, fmt.Sprintf("n%02d", i)) // 2 lines each with the separator
+	}
+	if !tr.Following() {
+		t.Fatal("not following at start")
+	}
+	tr.PageUp()
+	if tr.Following() {
+		t.Fatal("still following after PageUp")
+	}
+	tr.Home()
+	if v := golden.Plain(tr.View()); !strings.HasPrefix(v, "• n00") {
+		t.Errorf("Home shows %q", v)
+	}
+	tr.ScrollDown(1000)
+	if !tr.Following() {
+		t.Error("scrolling past the end does not follow again")
+	}
+	tr.PageUp()
+	tr.AddNotice(Info, "new")
+	if strings.Contains(tr.View(), "new") {
+		t.Error("a new item moved a scrolled-up view")
+	}
+	tr.End()
+	if !strings.Contains(tr.View(), "new") {
+		t.Error("End does not show the newest item")
+	}
+	// Scrolling an empty or short transcript is harmless.
+	short := newT(30, 10)
+	short.ScrollUp(5)
+	short.PageDown()
+	short.Home()
+	if !short.Following() {
+		t.Error("a transcript that fits should keep following")
+	}
+}
+
+func TestResizeAnyTime(t *testing.T) {
+	tr := newT(80, 10)
+	tr.AddReply("# Heading\n\nSome text that will wrap differently at each width we try here.")
+	tr.Delta("live text streaming along")
+	for _, w := range []int{80, 40, 12, 1, 200, 40} {
+		tr.SetSize(w, 7)
+		golden.RequireWidth(t, tr.View(), max(w, 1))
+	}
+}
+
+func TestCardLifecycle(t *testing.T) {
+	tr := newT(50, 10)
+	c := toolcard.New("c1", "bash", json.RawMessage(`{"command":"sleep 1"}`))
+	tr.AddCard("k", c)
+	tr.UpdateCard("k", func(c *toolcard.Card) { c.Start("") })
+	if len(tr.running) != 1 {
+		t.Fatal("running card not tracked")
+	}
+	tr.SetFrame("⠙")
+	if !strings.Contains(tr.View(), "⠙") {
+		t.Error("spinner frame not shown")
+	}
+	tr.UpdateCard("k", func(c *toolcard.Card) { c.Complete(true, strings.Repeat("line\n", 10), false) })
+	if len(tr.running) != 0 {
+		t.Error("finished card still tracked as running")
+	}
+	if !tr.ToggleLastCard() || !tr.Card("k").Expanded {
+		t.Error("toggle did not expand the card")
+	}
+	if tr.UpdateCard("missing", func(*toolcard.Card) {}) {
+		t.Error("UpdateCard of a missing card reported true")
+	}
+}
+
+func TestClear(t *testing.T) {
+	tr := newT(40, 5)
+	tr.SetBounds(0, 2)
+	for range 5 {
+		tr.AddUser("x")
+	}
+	tr.Delta("live")
+	tr.Clear()
+	if tr.Len() != 0 || tr.Bytes() != 0 || tr.Dropped() != 0 || tr.live != nil {
+		t.Errorf("not empty after Clear: len %d bytes %d", tr.Len(), tr.Bytes())
+	}
+	tr.Delta("again")
+	if tr.Len() != 1 {
+		t.Error("streaming after Clear failed")
+	}
+}
