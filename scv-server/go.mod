@@ -30,6 +30,7 @@ require (
 	github.com/spf13/pflag v1.0.9 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/net v0.62.0
+	golang.org/x/text v0.43.0
 )
 
 replace github.com/scv-cli/scv/shared => ../shared
