@@ -209,7 +209,7 @@ func TestLookup(t *testing.T) {
 	mk(filepath.Join(home, ".grok/bin/grok"), 0o755)
 	mk(filepath.Join(pathDir, "codex"), 0o755)
 	mk(filepath.Join(home, ".local/bin/codex"), 0o755)
-	mk(filepath.Join(home, ".local/bin/pi"), 0o644) // not executable
+	mk(filepath.Join(home, ".local/bin/pi"), 0o644)                           // not executable
 	if err := os.MkdirAll(filepath.Join(pathDir, "dsh"), 0o755); err != nil { // a directory
 		t.Fatal(err)
 	}
