@@ -5,8 +5,9 @@
 // group and KILLs what remains after a grace, a deadline KILLs at once, and
 // when the leader exits everything still carrying the marker is killed,
 // including processes that left the group (setsid, double fork). Output is
-// one pipe shared by stdout and stderr, drained by the package and handed
-// to the caller's writer; a process that keeps the pipe open cannot hold
+// one pipe shared by stdout and stderr (or two, when the caller asks for
+// stderr apart), drained by the package and handed to the caller's
+// writers; a process that keeps the pipe open cannot hold
 // Run past the leader's exit plus a short grace.
 //
 // The package makes the server process a child subreaper
@@ -59,9 +60,20 @@ type Command struct {
 	// not contain a comma, NUL or '='.
 	Tag string
 	// Output receives the combined stdout and stderr, from a single
-	// goroutine, while the command runs. Run returns only after its last
-	// Write. A Write error stops delivery; draining goes on. Nil discards.
+	// goroutine, while the command runs; when Stderr is set, only stdout.
+	// Run returns only after its last Write. A Write error stops
+	// delivery; draining goes on. Nil discards.
 	Output io.Writer
+	// Stderr, when set, receives stderr through a pipe of its own, from
+	// another goroutine than Output's (so stdout stays a clean stream for
+	// a parser). Nil keeps the single combined pipe, whose order of
+	// interleaved output a terminal-like reader such as the bash tool
+	// depends on.
+	Stderr io.Writer
+	// OnStart, when set, is called with the leader's pid once it has
+	// started, before Run waits for it (to record the run while it
+	// lasts). Run does not return before OnStart does.
+	OnStart func(pid int)
 	// Timeout is the deadline, measured from the start; reaching it KILLs
 	// the group at once. Zero means none.
 	Timeout time.Duration
@@ -103,8 +115,10 @@ type Status struct {
 	// KILL (uninterruptible sleep); it is reaped in the background when it
 	// finally exits.
 	Unreaped bool
-	// OutputBytes is the number of bytes read from the output pipe.
+	// OutputBytes is the number of bytes read from the output pipe;
+	// StderrBytes from the stderr pipe when Command.Stderr was set.
 	OutputBytes int64
+	StderrBytes int64
 	// Elapsed is the time from start to the leader's exit.
 	Elapsed time.Duration
 }

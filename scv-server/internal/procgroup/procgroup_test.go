@@ -393,3 +393,85 @@ func TestConcurrentRuns(t *testing.T) {
 	}
 	checkClean(t, "none")
 }
+
+func TestSeparateStderr(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	var started []int
+	c := Command{
+		Path:    "/bin/bash",
+		Args:    []string{"-c", `echo out1; echo err1 >&2; head -c 3000000 /dev/zero >&2; echo out2`},
+		Env:     os.Environ(),
+		Output:  &stdout,
+		Stderr:  &stderr,
+		OnStart: func(pid int) { started = append(started, pid) },
+	}
+	st, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, st.Tag)
+	if got := stdout.String(); got != "out1\nout2\n" {
+		t.Errorf("stdout %q", got)
+	}
+	if !strings.HasPrefix(stderr.String(), "err1\n") || stderr.Len() != 5+3000000 {
+		t.Errorf("stderr %d bytes, starting %q", stderr.Len(), stderr.String()[:min(10, stderr.Len())])
+	}
+	if st.OutputBytes != 10 || st.StderrBytes != 3000005 || !st.Exited || st.Code != 0 {
+		t.Errorf("status %+v", st)
+	}
+	if len(started) != 1 || started[0] != st.Pid || st.Pid == 0 {
+		t.Errorf("OnStart calls %v, leader %d", started, st.Pid)
+	}
+}
+
+func TestOnStartSeesRunningLeader(t *testing.T) {
+	// OnStart runs while the leader is alive and unreaped: its /proc entry
+	// (and so its start time) can be read.
+	var comm string
+	st, err := Run(context.Background(), Command{
+		Path: "/bin/sleep", Args: []string{"0.2"},
+		OnStart: func(pid int) {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+			comm = strings.TrimSpace(string(b))
+		},
+	})
+	if err != nil || !st.Exited {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if comm != "sleep" {
+		t.Errorf("comm at OnStart = %q", comm)
+	}
+	// A command that fails to start never calls OnStart.
+	called := false
+	if _, err := Run(context.Background(), Command{Path: "/no/such", OnStart: func(int) { called = true }}); err == nil || called {
+		t.Errorf("start failure: err %v, OnStart called %v", err, called)
+	}
+}
+
+func TestStderrPipeHolder(t *testing.T) {
+	// A process out of reach holding only the stderr pipe is abandoned
+	// after the pipe grace, as for the output pipe.
+	var stdout, stderr bytes.Buffer
+	st, err := Run(context.Background(), Command{
+		Path: "/bin/bash",
+		Args: []string{"-c", `setsid env -i /bin/sleep 300 >/dev/null & p=$!
+until [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ]; do sleep 0.01; done
+echo "pid $p"`},
+		Env: os.Environ(), Output: &stdout, Stderr: &stderr, PipeGrace: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, perr := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(stdout.String(), "pid ")))
+	if perr != nil {
+		t.Fatalf("output %q", stdout.String())
+	}
+	defer func() {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, 0, nil)
+	}()
+	if !st.PipeHeld || !st.Exited {
+		t.Fatalf("status %+v, want the stderr pipe held", st)
+	}
+}

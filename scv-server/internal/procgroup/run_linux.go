@@ -78,10 +78,22 @@ func Run(ctx context.Context, c Command) (Status, error) {
 	if err != nil {
 		return st, fmt.Errorf("procgroup: output pipe: %w", err)
 	}
+	// With Stderr set, stderr gets a pipe of its own (re, we).
+	var re, we *os.File
+	if c.Stderr != nil {
+		if re, we, err = os.Pipe(); err != nil {
+			_ = r.Close()
+			_ = w.Close()
+			return st, fmt.Errorf("procgroup: stderr pipe: %w", err)
+		}
+	}
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = WithTag(c.Env, tag)
 	cmd.Stdout, cmd.Stderr = w, w // one descriptor: output keeps its order
+	if we != nil {
+		cmd.Stderr = we
+	}
 	// A new session is a new process group with no controlling terminal:
 	// a command that opens /dev/tty fails at once instead of being
 	// stopped by SIGTTIN until its deadline.
@@ -95,18 +107,37 @@ func Run(ctx context.Context, c Command) (Status, error) {
 	}
 	spawnMu.Unlock()
 	_ = w.Close()
+	if we != nil {
+		_ = we.Close()
+	}
 	if err != nil {
 		_ = r.Close()
+		if re != nil {
+			_ = re.Close()
+		}
 		return st, err
 	}
 	pid := cmd.Process.Pid
 	st.Pid = pid
 
-	// The reader owns r's reads and c.Output until readDone closes.
+	// The readers own r's and re's reads and c.Output and c.Stderr until
+	// readDone closes.
 	readDone := make(chan struct{})
+	var outBytes, errBytes int64
 	go func() {
 		defer close(readDone)
-		st.OutputBytes = drain(r, c.Output)
+		var errDone chan struct{}
+		if re != nil {
+			errDone = make(chan struct{})
+			go func() {
+				defer close(errDone)
+				errBytes = drain(re, c.Stderr)
+			}()
+		}
+		outBytes = drain(r, c.Output)
+		if errDone != nil {
+			<-errDone
+		}
 	}()
 	// The watcher notices the leader's exit without reaping it, so its pid
 	// (the group id) stays reserved until the group has been killed.
@@ -121,6 +152,9 @@ func Run(ctx context.Context, c Command) (Status, error) {
 		t := time.NewTimer(c.Timeout)
 		defer t.Stop()
 		deadline = t.C
+	}
+	if c.OnStart != nil {
+		c.OnStart(pid)
 	}
 	select {
 	case <-exited:
@@ -176,7 +210,11 @@ func Run(ctx context.Context, c Command) (Status, error) {
 	}
 	pg.Stop()
 	_ = r.Close() // ends a Read still blocked on a held pipe
+	if re != nil {
+		_ = re.Close()
+	}
 	<-readDone
+	st.OutputBytes, st.StderrBytes = outBytes, errBytes
 
 	if reaped && cmd.ProcessState == nil {
 		return st, fmt.Errorf("procgroup: waiting for pid %d: %w", pid, waitErr)
