@@ -1,0 +1,40 @@
+package picker
+
+import (
+	"testing"
+
+	"github.com/scv-cli/scv/shared/protocol"
+
+	"github.com/scv-cli/scv/scv-tui/internal/ui/golden"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/styles"
+)
+
+func TestPicker(t *testing.T) {
+	st := styles.Default()
+	sessions := []protocol.SessionSummary{
+		{SessionID: "s1", Title: "Fix the failing test.", UpdatedAt: "2026-12-01T08:05:00Z", Turns: 2},
+		{SessionID: "s2", Title: "Add a --json flag to scv config show", UpdatedAt: "2026-11-30T17:00:00Z", Turns: 7},
+	}
+	p := New(sessions, "s1")
+	if p.Chosen() != "" {
+		t.Error("the open session can be chosen")
+	}
+	p.Move(1)
+	if p.Chosen() != "s2" {
+		t.Errorf("chosen %q", p.Chosen())
+	}
+	p.Move(5)
+	if p.Chosen() != "s2" {
+		t.Error("selection not clamped")
+	}
+	t.Run("list", func(t *testing.T) {
+		out := p.View(st, 60, 6)
+		golden.RequireWidth(t, out, 60)
+		golden.RequireEqual(t, out)
+	})
+	t.Run("empty", func(t *testing.T) {
+		out := New(nil, "").View(st, 40, 6)
+		golden.RequireWidth(t, out, 40)
+		golden.RequireEqual(t, out)
+	})
+}
