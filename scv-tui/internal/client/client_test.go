@@ -1,0 +1,575 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/scv-cli/scv/shared/protocol"
+	"go.uber.org/goleak"
+)
+
+// fakeModeEnv, when set, makes the test binary act as a fake server (see
+// runFake) instead of running the tests.
+const fakeModeEnv = "SCV_TUI_CLIENT_FAKE"
+
+// serverBin is the real scv-server, built once in TestMain.
+var serverBin string
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(fakeModeEnv); mode != "" {
+		os.Exit(runFake(mode))
+	}
+	dir, err := os.MkdirTemp("", "scv-tui-client-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverBin = filepath.Join(dir, "scv-server")
+	if prebuilt := os.Getenv(prebuiltServerEnv); prebuilt != "" {
+		serverBin = prebuilt
+	} else if err := buildServer(serverBin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := 1
+	func() {
+		defer os.RemoveAll(dir)
+		code = m.Run()
+	}()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// prebuiltServerEnv names a scv-server binary to test against instead of
+// building ../scv-server (for a tree in which it does not build yet).
+const prebuiltServerEnv = "SCV_TUI_TEST_SERVER_BIN"
+
+func buildServer(out string) error {
+	build := exec.Command("go", "build", "-buildvcs=false", "-o", out, ".")
+	build.Dir = "../../../scv-server"
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building scv-server: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// runFake is a misbehaving server. Modes:
+//
+//	bad       writes a non-JSON line, an unknown event, an oversized frame
+//	          and a good event between each, then exits 0 at end of input
+//	crash     writes to stderr and exits 3 after reading one line
+//	config    writes a configuration error and exits 78 at once
+//	stubborn  ignores the end of its input, with a child holding stdout
+//	echo      answers every line with an initialized event naming it
+func runFake(mode string) int {
+	good := func(id string) {
+		fmt.Printf(`{"type":"initialized","request_id":%q,"protocol_version":3,"server":{"name":"fake","version":"0"}}`+"\n", id)
+	}
+	readLine := func() bool {
+		var b [1]byte
+		for {
+			if _, err := os.Stdin.Read(b[:]); err != nil {
+				return false
+			}
+			if b[0] == '\n' {
+				return true
+			}
+		}
+	}
+	switch mode {
+	case "bad":
+		fmt.Println("this is not json")
+		good("1")
+		fmt.Println(`{"type":"bogus.event","request_id":"x"}`)
+		good("2")
+		fmt.Println(`{"type":"initialized","pad":"` + strings.Repeat("x", 4096) + `"}`)
+		good("3")
+		for readLine() {
+		}
+		return 0
+	case "crash":
+		readLine()
+		fmt.Fprintln(os.Stderr, "panic: something broke")
+		fmt.Fprintln(os.Stderr, "goroutine 1 [running]")
+		return 3
+	case "config":
+		fmt.Fprintln(os.Stderr, `scv-server: /home/ana/.scv/config.toml:3: unknown key "provider.actve"`)
+		return 78
+	case "stubborn":
+		// A child in the same process group holding our stdout, like a
+		// tool the server started.
+		child := exec.Command("sleep", "300")
+		child.Stdout = os.Stdout
+		if err := child.Start(); err != nil {
+			return 9
+		}
+		fmt.Fprintf(os.Stderr, "child %d\n", child.Process.Pid)
+		good("ready")
+		for readLine() {
+		}
+		select {} // never exits by itself
+	case "echo":
+		for i := 0; readLine(); i++ {
+			good(fmt.Sprint(i))
+		}
+		return 0
+	}
+	return 2
+}
+
+// fake returns a Config running the test binary as a fake server.
+func fake(t *testing.T, mode string) Config {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{
+		Path:    self,
+		Args:    []string{"-test.run=^$"},
+		Dir:     t.TempDir(),
+		// The race detector otherwise sleeps a second at exit.
+		Env:     append(os.Environ(), fakeModeEnv+"="+mode, "GORACE=atexit_sleep_ms=0"),
+		LogPath: filepath.Join(t.TempDir(), "logs", "tui-server.log"),
+	}
+}
+
+// next returns the next message, failing after a generous deadline.
+func next(t *testing.T, c *Client) Message {
+	t.Helper()
+	select {
+	case m, ok := <-c.Messages():
+		if !ok {
+			t.Fatal("Messages closed")
+		}
+		return m
+	case <-time.After(30 * time.Second):
+		t.Fatal("no message from the server within 30s")
+	}
+	return Message{}
+}
+
+func closeClient(t *testing.T, c *Client) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return c.Close(ctx)
+}
+
+func TestRealServerSession(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# demo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(home, "logs", "tui-server.log")
+	c := New(Config{
+		Path:    serverBin,
+		Dir:     ws,
+		Env:     []string{"SCV_HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOME=" + home},
+		LogPath: logPath,
+	})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, c); !m.Started {
+		t.Fatalf("first message %+v, want Started", m)
+	}
+	send := func(m protocol.ClientMessage) {
+		t.Helper()
+		if err := c.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// waitFor returns the first event of type kind, failing on problems.
+	waitFor := func(kind string) protocol.Event {
+		t.Helper()
+		for {
+			m := next(t, c)
+			if m.Err != nil {
+				t.Fatalf("problem while waiting for %s: %v", kind, m.Err)
+			}
+			if m.Event != nil && m.Event.Kind() == kind {
+				return m.Event
+			}
+		}
+	}
+	send(&protocol.Initialize{RequestID: "r1", ProtocolVersion: 3, Client: protocol.ClientInfo{Name: "scv-tui-test"}})
+	if ev := waitFor(protocol.TypeInitialized).(*protocol.Initialized); ev.ProtocolVersion != 3 {
+		t.Errorf("initialized version %d", ev.ProtocolVersion)
+	}
+	send(&protocol.SessionStart{RequestID: "r2", Cwd: ws, AutoApprove: true})
+	started := waitFor(protocol.TypeSessionStarted).(*protocol.SessionStarted)
+	send(&protocol.TurnStart{RequestID: "r3", SessionID: started.SessionID, Prompt: "hello"})
+	waitFor(protocol.TypeTurnCompleted)
+
+	// A clean shutdown: stdin closed, the server exits 0 by itself.
+	if err := closeClient(t, c); err != nil {
+		t.Errorf("Close = %v, want a clean exit", err)
+	}
+	if err := c.Send(&protocol.TurnCancel{RequestID: "r4", SessionID: started.SessionID}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Send after Close = %v, want ErrClosed", err)
+	}
+	if err := c.Start(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Start after Close = %v, want ErrClosed", err)
+	}
+	if _, ok := <-c.Messages(); ok {
+		t.Error("Messages still open after Close")
+	}
+	if err := closeClient(t, c); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+	st, err := os.Stat(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("log mode %v, want 0600", st.Mode().Perm())
+	}
+	if dst, _ := os.Stat(filepath.Dir(logPath)); dst.Mode().Perm() != 0o700 {
+		t.Errorf("log dir mode %v, want 0700", dst.Mode().Perm())
+	}
+	log, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(log), "(pid ") || !strings.Contains(string(log), "exited with status 0") {
+		t.Errorf("log does not record the start and the exit:\n%s", log)
+	}
+}
+
+func TestRealServerConfigError(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[provider]\nactve = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{
+		Path:    serverBin,
+		Dir:     t.TempDir(),
+		Env:     []string{"SCV_HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOME=" + home},
+		LogPath: filepath.Join(home, "logs", "tui-server.log"),
+	})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, c); !m.Started {
+		t.Fatalf("first message %+v", m)
+	}
+	m := next(t, c)
+	var ee *ExitError
+	if !m.Exited || !errors.As(m.Err, &ee) || !ee.ConfigError() {
+		t.Fatalf("got %+v, want an exit with status 78", m)
+	}
+	if !strings.Contains(ee.Stderr, "actve") || !strings.Contains(m.Err.Error(), "configuration error") {
+		t.Errorf("the message does not carry the server's words: %q", m.Err.Error())
+	}
+	if err := c.Send(&protocol.Initialize{RequestID: "x", ProtocolVersion: 3}); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Send after the exit = %v, want ErrNotRunning", err)
+	}
+	if err := closeClient(t, c); err != nil {
+		t.Errorf("Close after the exit = %v", err)
+	}
+}
+
+func TestBadOutput(t *testing.T) {
+	cfg := fake(t, "bad")
+	cfg.MaxFrame = 1024
+	c := New(cfg)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"started", "line:not a valid protocol event", "event:1", `line:unknown event type "bogus.event"`, "event:2", "line:over the 1024-byte limit", "event:3"}
+	for i, w := range want {
+		m := next(t, c)
+		var got string
+		var le *LineError
+		switch {
+		case m.Started:
+			got = "started"
+		case m.Event != nil:
+			got = "event:" + m.Event.(*protocol.Initialized).RequestID
+		case errors.As(m.Err, &le):
+			got = "line:" + le.Error()
+		default:
+			got = fmt.Sprintf("%+v", m)
+		}
+		if !strings.HasPrefix(w, "line:") && got != w || strings.HasPrefix(w, "line:") && !strings.Contains(got, strings.TrimPrefix(w, "line:")) {
+			t.Errorf("message %d = %q, want %q", i, got, w)
+		}
+	}
+	if err := closeClient(t, c); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+}
+
+func TestExitIsReported(t *testing.T) {
+	c := New(fake(t, "crash"))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, c); !m.Started {
+		t.Fatalf("first message %+v", m)
+	}
+	if err := c.Send(&protocol.Initialize{RequestID: "1", ProtocolVersion: 3}); err != nil {
+		t.Fatal(err)
+	}
+	m := next(t, c)
+	var ee *ExitError
+	if !m.Exited || !errors.As(m.Err, &ee) || ee.Code != 3 {
+		t.Fatalf("got %+v, want an exit with status 3", m)
+	}
+	if want := "scv-server exited with status 3:\npanic: something broke\ngoroutine 1 [running]"; m.Err.Error() != want {
+		t.Errorf("message %q, want %q", m.Err.Error(), want)
+	}
+
+	// Restart runs a new process of the same kind.
+	if err := c.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, c); !m.Started {
+		t.Fatalf("after Restart %+v, want Started", m)
+	}
+	if err := c.Send(&protocol.Initialize{RequestID: "1", ProtocolVersion: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, c); !m.Exited {
+		t.Fatalf("after Restart %+v, want the exit again", m)
+	}
+	if err := closeClient(t, c); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+}
+
+func TestRestartDropsTheOldProcess(t *testing.T) {
+	c := New(fake(t, "echo"))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err == nil {
+		t.Error("a second Start while running succeeded")
+	}
+	if m := next(t, c); !m.Started {
+		t.Fatalf("first message %+v", m)
+	}
+	for gen := 0; gen < 3; gen++ {
+		if err := c.Send(&protocol.Initialize{RequestID: "x", ProtocolVersion: 3}); err != nil {
+			t.Fatal(err)
+		}
+		if m := next(t, c); m.Event == nil || m.Event.(*protocol.Initialized).RequestID != "0" {
+			t.Fatalf("generation %d: %+v, want the first answer of a new process", gen, m)
+		}
+		if err := c.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		// The old process's exit is not reported: the next message is the
+		// new process's start.
+		if m := next(t, c); !m.Started {
+			t.Fatalf("generation %d: after Restart %+v, want Started", gen, m)
+		}
+	}
+	if err := closeClient(t, c); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+}
+
+func TestCloseKillsAStubbornServer(t *testing.T) {
+	cfg := fake(t, "stubborn")
+	cfg.Grace = 200 * time.Millisecond
+	c := New(cfg)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, c); !m.Started {
+		t.Fatalf("first message %+v", m)
+	}
+	if m := next(t, c); m.Event == nil {
+		t.Fatalf("got %+v, want the ready event", m)
+	}
+	c.mu.Lock()
+	pgid := c.cur.cmd.Process.Pid
+	c.mu.Unlock()
+	start := time.Now()
+	err := closeClient(t, c)
+	if err == nil || !strings.Contains(err.Error(), "was killed") {
+		t.Errorf("Close = %v, want it to say the server was killed", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Close took %s", d)
+	}
+	// The whole group is gone, the child holding stdout too.
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(-pgid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the process group is still alive after Close")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestQueueFull(t *testing.T) {
+	cfg := fake(t, "stubborn")
+	cfg.QueueSize = 2
+	cfg.Grace = 100 * time.Millisecond
+	c := New(cfg)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The stubborn server reads its input, so fill the queue faster than
+	// a pipe drains by sending big frames; some Send must report a full
+	// queue rather than block.
+	big := &protocol.TurnStart{RequestID: "r", SessionID: "s", Prompt: strings.Repeat("p", 200<<10)}
+	var full bool
+	for i := 0; i < 1000 && !full; i++ {
+		err := c.Send(big)
+		if errors.Is(err, ErrQueueFull) {
+			full = true
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !full {
+		t.Error("the queue never reported full")
+	}
+	tooBig := &protocol.TurnStart{RequestID: "r", SessionID: "s", Prompt: strings.Repeat("p", protocol.MaxClientFrameBytes)}
+	if err := c.Send(tooBig); err == nil || !strings.Contains(err.Error(), "over the server's") {
+		t.Errorf("Send of an oversized frame = %v", err)
+	}
+	_ = closeClient(t, c)
+}
+
+func TestStartErrors(t *testing.T) {
+	c := New(Config{Path: filepath.Join(t.TempDir(), "missing")})
+	if err := c.Start(); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("Start of a missing binary = %v", err)
+	}
+	if err := c.Send(&protocol.Initialize{RequestID: "1", ProtocolVersion: 3}); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Send without a process = %v", err)
+	}
+	_ = closeClient(t, c)
+
+	// A log path under a file cannot be created.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c = New(Config{Path: serverBin, LogPath: filepath.Join(file, "logs", "x.log")})
+	if err := c.Start(); err == nil || !strings.Contains(err.Error(), "server log") {
+		t.Errorf("Start with a bad log path = %v", err)
+	}
+	_ = closeClient(t, c)
+}
+
+func TestTailBuffer(t *testing.T) {
+	tests := []struct {
+		name   string
+		writes []string
+		n      int
+		want   string
+	}{
+		{"empty", nil, 5, ""},
+		{"one line", []string{"hello\n"}, 5, "hello"},
+		{"last lines", []string{"a\nb\nc\n", "d\n"}, 2, "c\nd"},
+		{"partial last line", []string{"a\nb"}, 5, "a\nb"},
+		{"invalid utf-8", []string{"\xff\n"}, 5, "\uFFFD"},
+		{"long", []string{strings.Repeat("x", 2*tailBytes) + "\nend\n"}, 1, "end"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var tb tailBuffer
+			for _, w := range tt.writes {
+				tb.Write([]byte(w))
+			}
+			if got := tb.Lines(tt.n); got != tt.want {
+				t.Errorf("Lines(%d) = %q, want %q", tt.n, got, tt.want)
+			}
+			if len(tb.buf) > tailBytes {
+				t.Errorf("kept %d bytes, more than %d", len(tb.buf), tailBytes)
+			}
+		})
+	}
+}
+
+func TestExitErrorMessages(t *testing.T) {
+	tests := []struct {
+		ee   ExitError
+		want string
+	}{
+		{ExitError{Code: 78, Stderr: "bad key"}, "scv-server could not start because of a configuration error:\nbad key"},
+		{ExitError{Code: 1, LogPath: "/l"}, "scv-server exited with status 1; see /l"},
+		{ExitError{Code: -1, Signal: "killed", Stderr: "x"}, "scv-server was killed by signal killed:\nx"},
+		{ExitError{Code: -1, Err: errors.New("wait failed")}, "scv-server ended (wait failed)"},
+	}
+	for _, tt := range tests {
+		if got := tt.ee.Error(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.ee, got, tt.want)
+		}
+	}
+}
+
+func TestFinder(t *testing.T) {
+	dir := t.TempDir()
+	next := filepath.Join(dir, "bin", ServerName)
+	envBin := filepath.Join(dir, "env-server")
+	for _, p := range []string{next, envBin} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notExec := filepath.Join(dir, "plain")
+	if err := os.WriteFile(notExec, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self := func(p string) func() (string, error) { return func() (string, error) { return p, nil } }
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == ServerBinEnv {
+				return v
+			}
+			return ""
+		}
+	}
+	onPath := func(string) (string, error) { return "/usr/bin/scv-server", nil }
+	notOnPath := func(string) (string, error) { return "", exec.ErrNotFound }
+	tests := []struct {
+		name    string
+		f       Finder
+		want    string
+		wantErr []string
+	}{
+		{"next to the executable wins", Finder{self(filepath.Join(dir, "bin", "scv-tui")), env(envBin), onPath}, next, nil},
+		{"then the variable", Finder{self(filepath.Join(dir, "scv-tui")), env(envBin), onPath}, envBin, nil},
+		{"then PATH", Finder{self(filepath.Join(dir, "scv-tui")), env(""), onPath}, "/usr/bin/scv-server", nil},
+		{"a bad variable falls through to PATH", Finder{self(filepath.Join(dir, "scv-tui")), env(notExec), onPath}, "/usr/bin/scv-server", nil},
+		{"nowhere", Finder{self(filepath.Join(dir, "scv-tui")), env(""), notOnPath}, "", []string{"next to scv-tui (in " + dir + ")", "SCV_SERVER_BIN is not set", "$PATH", "scripts/build.sh"}},
+		{"nowhere, bad variable", Finder{self(filepath.Join(dir, "scv-tui")), env(notExec), notOnPath}, "", []string{"SCV_SERVER_BIN=" + notExec + " cannot be run: it is not executable"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.f.Find()
+			if got != tt.want {
+				t.Errorf("Find = %q, want %q", got, tt.want)
+			}
+			for _, w := range tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v does not contain %q", err, w)
+				}
+			}
+			if tt.wantErr == nil && err != nil {
+				t.Errorf("error %v", err)
+			}
+		})
+	}
+}

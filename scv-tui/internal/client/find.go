@@ -1,0 +1,102 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+const (
+	// ServerName is the name of the server binary.
+	ServerName = "scv-server"
+	// ServerBinEnv names the variable that points at a server binary when
+	// none sits next to scv-tui.
+	ServerBinEnv = "SCV_SERVER_BIN"
+)
+
+// Finder locates the server binary. Its fields are the operating-system
+// calls it makes, so tests can replace them; the zero Finder uses the real
+// ones.
+type Finder struct {
+	Executable func() (string, error)            // os.Executable
+	Getenv     func(key string) string           // os.Getenv
+	LookPath   func(file string) (string, error) // exec.LookPath
+}
+
+// NotFoundError says where the server binary was looked for.
+type NotFoundError struct {
+	Dir    string // the directory of the running executable, "" when unknown
+	EnvVal string // the value of SCV_SERVER_BIN, "" when unset
+	EnvErr error  // why that value could not be used
+}
+
+func (e *NotFoundError) Error() string {
+	next := "next to scv-tui"
+	if e.Dir != "" {
+		next = fmt.Sprintf("next to scv-tui (in %s)", e.Dir)
+	}
+	env := fmt.Sprintf("%s is not set", ServerBinEnv)
+	if e.EnvVal != "" {
+		env = fmt.Sprintf("%s=%s cannot be run: %v", ServerBinEnv, e.EnvVal, e.EnvErr)
+	}
+	return fmt.Sprintf("%s not found: looked %s, then %s, then on $PATH; build it with scripts/build.sh, which puts every SCV binary in bin/, or set %s to its path",
+		ServerName, next, env, ServerBinEnv)
+}
+
+// Find returns the path of scv-server: the one next to the running
+// executable (symlinks resolved, so a symlinked scv-tui finds its real
+// siblings), else $SCV_SERVER_BIN, else the one on $PATH.
+func (f Finder) Find() (string, error) {
+	executable, getenv, lookPath := f.Executable, f.Getenv, f.LookPath
+	if executable == nil {
+		executable = os.Executable
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if lookPath == nil {
+		lookPath = exec.LookPath
+	}
+	nf := &NotFoundError{}
+	if self, err := executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(self); err == nil {
+			self = real
+		}
+		nf.Dir = filepath.Dir(self)
+		p := filepath.Join(nf.Dir, ServerName)
+		if checkExecutable(p) == nil {
+			return p, nil
+		}
+	}
+	if v := getenv(ServerBinEnv); v != "" {
+		nf.EnvVal = v
+		if nf.EnvErr = checkExecutable(v); nf.EnvErr == nil {
+			return v, nil
+		}
+	}
+	if p, err := lookPath(ServerName); err == nil {
+		return p, nil
+	}
+	return "", nf
+}
+
+// checkExecutable reports why p cannot be run, or nil.
+func checkExecutable(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return errors.New("no such file")
+		}
+		return err
+	}
+	if st.IsDir() {
+		return errors.New("it is a directory")
+	}
+	if st.Mode().Perm()&0o111 == 0 {
+		return errors.New("it is not executable")
+	}
+	return nil
+}

@@ -1,0 +1,462 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+// drainGrace is how long the monitor waits, after the server has exited,
+// for its stdout and stderr to reach end of file. A grandchild that kept
+// them open would otherwise block the reader forever.
+const drainGrace = 2 * time.Second
+
+// proc is one server process and its goroutines.
+type proc struct {
+	cmd     *exec.Cmd
+	logPath string
+	out     chan<- Message
+
+	stdinW, stdoutR, stderrR *os.File
+	log                      *os.File // nil when stderr is discarded
+
+	mu       sync.Mutex
+	stopping bool        // set once; the queue is closed then
+	queue    chan []byte // frames for the writer
+
+	abort    chan struct{} // closed when stopping: deliveries are dropped
+	exited   chan struct{} // closed when cmd.Wait returned
+	waitErr  error         // cmd.Wait's result, read after exited
+	readDone chan struct{}
+	errDone  chan struct{}
+	done     chan struct{} // closed when every goroutine has ended
+	tail     tailBuffer    // the end of stderr, for the exit message
+
+	killed      bool // stop killed it; read after done
+	exitedFirst bool // it exited before stop began; read after done
+}
+
+// startProc starts the server and its goroutines.
+func startProc(cfg Config, out chan<- Message) (p *proc, err error) {
+	p = &proc{
+		logPath:  cfg.LogPath,
+		out:      out,
+		queue:    make(chan []byte, cfg.QueueSize),
+		abort:    make(chan struct{}),
+		exited:   make(chan struct{}),
+		readDone: make(chan struct{}),
+		errDone:  make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	var closers []*os.File
+	defer func() {
+		if err != nil {
+			for _, f := range closers {
+				_ = f.Close()
+			}
+		}
+	}()
+	if cfg.LogPath != "" {
+		if p.log, err = openLog(cfg.LogPath); err != nil {
+			return nil, err
+		}
+		closers = append(closers, p.log)
+	}
+	// Plain pipes rather than cmd.*Pipe: Wait must not close our ends,
+	// and the reader must be able to drain stdout after the exit.
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cfg.Path, err)
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		_ = stdinR.Close()
+		_ = stdinW.Close()
+		return nil, fmt.Errorf("starting %s: %w", cfg.Path, err)
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		for _, f := range []*os.File{stdinR, stdinW, stdoutR, stdoutW} {
+			_ = f.Close()
+		}
+		return nil, fmt.Errorf("starting %s: %w", cfg.Path, err)
+	}
+	childEnds := []*os.File{stdinR, stdoutW, stderrW}
+	closers = append(closers, stdinW, stdoutR, stderrR)
+
+	cmd := exec.Command(cfg.Path, cfg.Args...)
+	cmd.Dir = cfg.Dir
+	cmd.Env = cfg.Env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	// Its own process group: a Ctrl+C on the terminal reaches only the
+	// TUI, which shuts the server down itself; and Close can kill the
+	// server together with anything it started.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	for _, f := range childEnds {
+		_ = f.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cfg.Path, err)
+	}
+	p.cmd, p.stdinW, p.stdoutR, p.stderrR = cmd, stdinW, stdoutR, stderrR
+	p.logf("started %s %s in %s (pid %d)", cfg.Path, strings.Join(cfg.Args, " "), cfg.Dir, cmd.Process.Pid)
+
+	// The first message of the process; the reader, the only other
+	// sender of this process, starts after it.
+	var writerDone = make(chan struct{})
+	go p.wait()
+	go p.copyStderr()
+	go p.write(writerDone)
+	go func() {
+		p.deliver(Message{Started: true})
+		p.read(cfg.MaxFrame)
+	}()
+	go p.monitor(writerDone)
+	return p, nil
+}
+
+// logf writes one line of the TUI's own into the log, between the
+// server's lines. Only the stderr copier writes there otherwise, and each
+// write is one append, so lines do not interleave.
+func (p *proc) logf(format string, args ...any) {
+	if p.log == nil {
+		return
+	}
+	line := fmt.Sprintf("scv-tui %s: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
+	_, _ = p.log.WriteString(line)
+}
+
+func (p *proc) wait() {
+	p.waitErr = p.cmd.Wait()
+	close(p.exited)
+}
+
+// gone reports whether the process has exited or is being stopped.
+func (p *proc) gone() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopping
+}
+
+// deliver sends m unless the process is being stopped.
+func (p *proc) deliver(m Message) {
+	select {
+	case <-p.abort:
+		return
+	default:
+	}
+	select {
+	case p.out <- m:
+	case <-p.abort:
+	}
+}
+
+// read decodes stdout until end of file. It keeps reading while the
+// process is being stopped, so a server that writes its last events on
+// the way out is never blocked on a full pipe.
+func (p *proc) read(maxFrame int) {
+	defer close(p.readDone)
+	fr := protocol.NewFrameReader(p.stdoutR, maxFrame)
+	for {
+		frame, err := fr.Next()
+		var big *protocol.ErrFrameTooLarge
+		switch {
+		case errors.As(err, &big):
+			p.deliver(Message{Err: &LineError{Size: big.Size, Limit: big.Limit, Err: err}})
+			continue
+		case err != nil:
+			// io.EOF, or the pipe closed by the monitor.
+			return
+		}
+		ev, err := protocol.DecodeEvent(frame)
+		if err != nil {
+			p.deliver(Message{Err: &LineError{Line: clip(frame), Size: len(frame), Err: err}})
+			continue
+		}
+		p.deliver(Message{Event: ev})
+	}
+}
+
+// copyStderr appends stderr to the log and keeps its end for the exit
+// message.
+func (p *proc) copyStderr() {
+	defer close(p.errDone)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := p.stderrR.Read(buf)
+		if n > 0 {
+			p.tail.Write(buf[:n])
+			if p.log != nil {
+				_, _ = p.log.Write(buf[:n])
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// write copies queued frames into stdin. It closes stdin when the queue
+// is closed (after the frames queued before), when a write fails (the
+// server is gone) or when the process has exited.
+func (p *proc) write(done chan<- struct{}) {
+	defer close(done)
+	defer p.stdinW.Close()
+	for {
+		select {
+		case frame, ok := <-p.queue:
+			if !ok {
+				return
+			}
+			if _, err := p.stdinW.Write(frame); err != nil {
+				return
+			}
+		case <-p.exited:
+			return
+		}
+	}
+}
+
+// send queues one frame.
+func (p *proc) send(frame []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopping {
+		return ErrNotRunning
+	}
+	select {
+	case <-p.exited:
+		return ErrNotRunning
+	default:
+	}
+	select {
+	case p.queue <- frame:
+		return nil
+	default:
+		return ErrQueueFull
+	}
+}
+
+// monitor waits for the exit and the end of the output, then reports the
+// exit unless the process was stopped on purpose.
+func (p *proc) monitor(writerDone <-chan struct{}) {
+	defer close(p.done)
+	<-p.exited
+	timer := time.NewTimer(drainGrace)
+	defer timer.Stop()
+	for _, ch := range []chan struct{}{p.readDone, p.errDone} {
+		select {
+		case <-ch:
+		case <-timer.C:
+			// Something the server started still holds the pipes; end
+			// the group and stop reading.
+			p.logf("scv-server (pid %d) exited, but its output is still open after %s; killing its process group", p.cmd.Process.Pid, drainGrace)
+			p.killGroup()
+			_ = p.stdoutR.Close()
+			_ = p.stderrR.Close()
+			<-p.readDone
+			<-p.errDone
+		}
+	}
+	<-writerDone
+	_ = p.stdoutR.Close()
+	_ = p.stderrR.Close()
+	ee := p.exitError()
+	p.logf("scv-server (pid %d) %s", p.cmd.Process.Pid, ee.status())
+	if p.log != nil {
+		_ = p.log.Close()
+	}
+	p.deliver(Message{Err: ee, Exited: true})
+}
+
+// exitError describes how the process ended. Call it after exited.
+func (p *proc) exitError() *ExitError {
+	ee := &ExitError{Code: -1, Stderr: p.tail.Lines(maxStderrLines), LogPath: p.logPath}
+	st := p.cmd.ProcessState
+	if st == nil {
+		ee.Err = p.waitErr
+		return ee
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		ee.Signal = ws.Signal().String()
+		return ee
+	}
+	ee.Code = st.ExitCode()
+	return ee
+}
+
+// killGroup kills the server's process group. It is only called while the
+// group can still exist: before the leader was reaped, or while its
+// pipes are held open by members.
+func (p *proc) killGroup() {
+	if pr := p.cmd.Process; pr != nil {
+		_ = syscall.Kill(-pr.Pid, syscall.SIGKILL)
+	}
+}
+
+// stop ends the process as Close describes and joins its goroutines.
+func (p *proc) stop(ctx context.Context, grace time.Duration) error {
+	p.mu.Lock()
+	first := !p.stopping
+	if first {
+		p.stopping = true
+		select {
+		case <-p.exited:
+			p.exitedFirst = true
+		default:
+		}
+		close(p.queue)
+		close(p.abort)
+	}
+	p.mu.Unlock()
+	if !first {
+		<-p.done
+		return nil
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-p.exited:
+	case <-timer.C:
+		p.killed = true
+		p.killGroup()
+	case <-ctx.Done():
+		p.killed = true
+		p.killGroup()
+	}
+	<-p.done
+	switch {
+	case p.exitedFirst:
+		// Its exit was reported when it happened.
+		return nil
+	case p.killed:
+		return fmt.Errorf("scv-server did not exit within %s of its input closing, so it was killed", grace)
+	}
+	if ee := p.exitError(); ee.Code != 0 {
+		return ee
+	}
+	return nil
+}
+
+// LineError is server output that is not a protocol event: a line that
+// is not JSON, an event of an unknown type or with a malformed field, or a
+// frame over the size limit.
+type LineError struct {
+	Line  string // the start of the line ("" for an oversized frame)
+	Size  int    // its size in bytes
+	Limit int    // the frame limit, for an oversized frame
+	Err   error
+}
+
+func (e *LineError) Error() string {
+	if e.Limit > 0 {
+		return fmt.Sprintf("the server sent a frame of %d bytes, over the %d-byte limit; it was skipped", e.Size, e.Limit)
+	}
+	return fmt.Sprintf("the server sent a line that is not a valid protocol event (%v): %q", e.Err, e.Line)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// maxLineShown bounds the part of a bad line kept in a LineError.
+const maxLineShown = 200
+
+func clip(b []byte) string {
+	if len(b) <= maxLineShown {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b[:maxLineShown]), "") + "..."
+}
+
+// ExitConfigError is the server's exit code for a configuration error,
+// printed on stderr before it reads any input.
+const ExitConfigError = 78
+
+// ExitError says how the server process ended.
+type ExitError struct {
+	Code    int    // exit status, -1 when it was killed by a signal or could not be waited for
+	Signal  string // the signal that killed it, if one did
+	Stderr  string // the last lines it wrote on stderr
+	LogPath string // where all of its stderr is
+	Err     error  // why it could not be waited for, if so
+}
+
+func (e *ExitError) status() string {
+	switch {
+	case e.Signal != "":
+		return "was killed by signal " + e.Signal
+	case e.Code >= 0:
+		return fmt.Sprintf("exited with status %d", e.Code)
+	case e.Err != nil:
+		return fmt.Sprintf("ended (%v)", e.Err)
+	}
+	return "ended"
+}
+
+// ConfigError reports whether the server refused its configuration; then
+// Stderr is its message.
+func (e *ExitError) ConfigError() bool { return e.Code == ExitConfigError }
+
+func (e *ExitError) Error() string {
+	var b strings.Builder
+	if e.ConfigError() {
+		b.WriteString("scv-server could not start because of a configuration error")
+	} else {
+		b.WriteString("scv-server " + e.status())
+	}
+	if e.Stderr != "" {
+		b.WriteString(":\n" + e.Stderr)
+	} else if e.LogPath != "" {
+		b.WriteString("; see " + e.LogPath)
+	}
+	return b.String()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// maxStderrLines is how much of stderr an ExitError shows.
+const maxStderrLines = 20
+
+// tailBuffer keeps the last tailBytes of what is written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailBytes = 8 << 10
+
+func (t *tailBuffer) Write(b []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - tailBytes; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+}
+
+// Lines returns the last n complete or partial lines, trimmed, as valid
+// UTF-8.
+func (t *tailBuffer) Lines(n int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := bytes.TrimRight(t.buf, "\r\n\t ")
+	lines := bytes.Split(s, []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.ToValidUTF8(string(bytes.Join(lines, []byte("\n"))), "\uFFFD")
+}
