@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/scv-cli/scv/scv-server/internal/agents"
+)
+
+// conversation is one delegated-agent conversation of the session: the
+// model knows it by handle (codex-2); the CLI's own session id stays here.
+type conversation struct {
+	handle string
+	agent  string
+	dir    string
+	// cli is the CLI's session id, once a run reported it; a conversation
+	// without one after its first turn is forgotten.
+	cli string
+	// turns counts the turns started.
+	turns int
+	// busy is set while a turn runs; job names the background job running
+	// it, if any.
+	busy bool
+	job  string
+	// used is when the last turn ended (or the first began).
+	used time.Time
+}
+
+// conversation returns the conversation a call continues, or a refusal
+// the model can act on.
+func (s *Set) conversation(handle string) (*conversation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked()
+	c := s.convs[handle]
+	if c == nil {
+		if name, ok := s.handleAgent(handle); ok && s.issuedLocked(name, handle) {
+			return nil, fmt.Errorf("conversation %s has ended: it was unused for too long (agent.conversation_idle_seconds), made room for a newer one (agent.max_conversations), or its first turn failed before the agent reported its session; omit session to start a new conversation", handle)
+		}
+		return nil, fmt.Errorf("session %q is not a conversation of this session; pass a handle an earlier agent result returned (such as %s), or omit session to start a new conversation", handle, s.exampleHandle())
+	}
+	if c.busy {
+		return nil, s.busyError(c)
+	}
+	return c, nil
+}
+
+func (s *Set) busyError(c *conversation) error {
+	if c.job != "" {
+		return fmt.Errorf("session busy: conversation %s is running a turn in background job %s; wait for it (agent_wait %s) or omit session to start a new conversation", c.handle, c.job, c.job)
+	}
+	return fmt.Errorf("session busy: conversation %s is running a turn; wait for it to end, or omit session to start a new conversation", c.handle)
+}
+
+// issuedLocked reports whether handle was issued in this session.
+func (s *Set) issuedLocked(agent, handle string) bool {
+	n, _ := strconv.Atoi(handle[len(agent)+1:])
+	return n <= s.convNext[agent]
+}
+
+// exampleHandle is a handle to show in a refusal.
+func (s *Set) exampleHandle() string {
+	for _, n := range s.names {
+		if s.byName[n].Descriptor().TakesSession {
+			return n + "-1"
+		}
+	}
+	return "codex-1"
+}
+
+// expireLocked forgets idle conversations unused for ConversationIdle.
+// s.mu must be held.
+func (s *Set) expireLocked() {
+	now := s.opts.Now()
+	for h, c := range s.convs {
+		if !c.busy && now.Sub(c.used) >= s.opts.ConversationIdle {
+			delete(s.convs, h)
+		}
+	}
+}
+
+// roomForConversation refuses a new conversation when every remembered
+// one is running a turn, so none can be forgotten to make room.
+func (s *Set) roomForConversation() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked()
+	if len(s.convs) < s.opts.MaxConversations || s.lruIdleLocked() != nil {
+		return nil
+	}
+	return s.fullError()
+}
+
+func (s *Set) fullError() error {
+	return fmt.Errorf("all %d conversations this session keeps are running a turn (agent.max_conversations = %d), so none can be forgotten to start another; wait for one to end", s.opts.MaxConversations, s.opts.MaxConversations)
+}
+
+// lruIdleLocked returns the least recently used idle conversation.
+func (s *Set) lruIdleLocked() *conversation {
+	var lru *conversation
+	for _, c := range s.convs {
+		if !c.busy && (lru == nil || c.used.Before(lru.used) || c.used.Equal(lru.used) && c.handle < lru.handle) {
+			lru = c
+		}
+	}
+	return lru
+}
+
+// beginTurnLocked reserves the conversation of a call that is about to
+// run: it starts a new one (forgetting the least recently used idle one
+// when full) or marks the continued one busy, and fills call's
+// conversation fields. s.mu must be held.
+func (s *Set) beginTurnLocked(p *prepared, call *agents.Call) error {
+	s.expireLocked()
+	switch {
+	case p.conv != "":
+		c := s.convs[p.conv]
+		if c == nil {
+			return fmt.Errorf("conversation %s has ended since the call was checked; omit session to start a new conversation", p.conv)
+		}
+		if c.busy {
+			return s.busyError(c)
+		}
+		c.busy = true
+		c.turns++
+		call.Conversation, call.Turn, call.ResumeCLISession = c.handle, c.turns, c.cli
+		call.NewCLISession = ""
+	case p.newConv:
+		if len(s.convs) >= s.opts.MaxConversations {
+			lru := s.lruIdleLocked()
+			if lru == nil {
+				return s.fullError()
+			}
+			delete(s.convs, lru.handle)
+		}
+		s.convNext[call.Agent]++
+		h := call.Agent + "-" + strconv.Itoa(s.convNext[call.Agent])
+		s.convs[h] = &conversation{handle: h, agent: call.Agent, dir: call.Dir, busy: true, turns: 1, used: s.opts.Now()}
+		call.Conversation, call.Turn = h, 1
+	}
+	return nil
+}
+
+// endTurn records how a conversation's turn ended: the CLI's session id
+// when the run reported one, and forgets a conversation that still has
+// none (its first turn failed before the CLI reported its session). It
+// sets the result's session and turn for a conversation that lives on.
+func (s *Set) endTurn(call agents.Call, res *agents.Result) {
+	res.Session, res.Turn = "", 0
+	if call.Conversation == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.convs[call.Conversation]
+	if c == nil {
+		return
+	}
+	c.busy, c.job = false, ""
+	c.used = s.opts.Now()
+	if res.CLISession != "" {
+		c.cli = res.CLISession
+	}
+	if c.cli == "" {
+		delete(s.convs, c.handle)
+		return
+	}
+	res.Session, res.Turn = c.handle, call.Turn
+}
