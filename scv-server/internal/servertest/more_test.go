@@ -356,3 +356,50 @@ func TestQueueRulesMore(t *testing.T) {
 	c.Turn(sidA, "fresh")
 	st.Until[*protocol.TurnCompleted](c)
 }
+
+func TestScheduledServerTurnBuildsWhenItStarts(t *testing.T) {
+	f, s := fake(t, "", st.Options{})
+	sid, _ := session(t, s, 3)
+	c := s.Client
+	sess, err := s.Runtime.Manager.Get(sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Enqueue(fo.Script(fo.Text("user turn"), fo.Hang()))
+	turn := c.Turn(sid, "mine")
+	st.Expect[*protocol.AssistantDelta](c)
+	// Scheduled while the turn runs: the first is skipped when its turn
+	// would start, the second is built only then.
+	built := make(chan struct{}, 2)
+	if err := sess.ScheduleServerTurn(func() (protocol.Origin, string, bool) {
+		built <- struct{}{}
+		return protocol.Origin{}, "", false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []string
+	if err := sess.ScheduleServerTurn(func() (protocol.Origin, string, bool) {
+		built <- struct{}{}
+		return protocol.Origin{Kind: "background", Jobs: jobs}, "[SCV background report] " + strings.Join(jobs, ", "), true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	jobs = []string{"job-1", "job-2"} // decided after scheduling
+	if len(built) != 0 {
+		t.Fatal("a scheduled turn was built while the session was busy")
+	}
+	f.Enqueue(fo.Script(fo.Text("report done")))
+	c.Send(&protocol.TurnCancel{RequestID: "c", SessionID: sid, TurnID: turn.TurnID})
+	st.Expect[*protocol.TurnCancelled](c)
+	started := st.Expect[*protocol.TurnStarted](c)
+	if started.Origin == nil || strings.Join(started.Origin.Jobs, ",") != "job-1,job-2" {
+		t.Fatalf("turn.started = %+v", started)
+	}
+	st.Until[*protocol.TurnCompleted](c)
+	if len(built) != 2 {
+		t.Fatalf("%d builds, want 2", len(built))
+	}
+	if m := f.Requests()[1].Messages; m[len(m)-1].Content != "[SCV background report] job-1, job-2" {
+		t.Fatalf("the model got %+v", m[len(m)-1])
+	}
+}

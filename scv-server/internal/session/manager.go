@@ -14,8 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,7 +45,39 @@ type WorkspaceConfig struct {
 	ToolTimeout     time.Duration
 	MaxToolTimeout  time.Duration
 	ToolOutputLimit int
+	// Extend, when not nil, adds session-bound tools and prompt sections
+	// to each tool-enabled session (delegated agents).
+	Extend ExtendFunc
 }
+
+// SessionInfo describes a new session to an ExtendFunc.
+type SessionInfo struct {
+	ID        string
+	Workspace string
+	// Depth is the session's delegation depth (session.start).
+	Depth int
+	// Version is the client's protocol version; server-started turns need
+	// version 3.
+	Version int
+	// Session is the session itself: its ScheduleServerTurn is the host of
+	// background reports.
+	Session *Session
+}
+
+// Extension is what an ExtendFunc adds to a session.
+type Extension struct {
+	// Tools are registered after the workspace's tools.
+	Tools []tools.Tool
+	// System is appended to the system prompt.
+	System string
+	// Close runs when the session ends (the server shuts down): it stops
+	// whatever the tools still run, such as background jobs.
+	Close func(ctx context.Context)
+}
+
+// ExtendFunc builds the extension of a new session. An error refuses
+// session.start.
+type ExtendFunc func(info SessionInfo) (Extension, error)
 
 // WorkspaceFunc returns the configuration of a new session in workspace
 // (canonical, absolute). An error refuses session.start: a *Error is
@@ -183,25 +218,48 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 		approvals:   approval.NewPending(),
 		emitLock:    make(chan struct{}, 1),
 	}
-	if m.opts.System != nil {
-		s.system = m.opts.System(cwd, reg)
-	}
 	if err := m.persist(s, opts.Resume); err != nil {
 		_ = root.Close()
 		return nil, err
+	}
+	var ext Extension
+	if reg != nil && wc.Extend != nil {
+		if ext, err = wc.Extend(SessionInfo{ID: s.id, Workspace: cwd, Depth: s.depth, Version: s.version, Session: s}); err == nil {
+			for _, t := range ext.Tools {
+				if err = reg.Register(t); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			if ext.Close != nil {
+				ext.Close(context.Background())
+			}
+			m.abandon(s)
+			return nil, fmt.Errorf("setting up the session's delegated agents: %w", err)
+		}
+		s.closeExt = ext.Close
+	}
+	if m.opts.System != nil {
+		s.system = m.opts.System(cwd, reg)
+	}
+	if ext.System != "" {
+		s.system = strings.TrimRight(s.system, "\n") + "\n\n" + ext.System
 	}
 	if s.Resumed() {
 		s.historyTokens = -1 // unknown: the loop measures the restored history once
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	delete(m.opening, s.id)
-	if m.closed {
-		_ = root.Close()
-		s.closeLog()
+	closed := m.closed
+	if !closed {
+		m.sessions[s.id] = s
+	}
+	m.mu.Unlock()
+	if closed {
+		m.abandon(s)
 		return nil, errorf(protocol.ErrInternal, "the server is shutting down")
 	}
-	m.sessions[s.id] = s
 	m.log.Info("Session started", "session", s.id, "cwd", cwd, "model", model, "policy", policy)
 	return s, nil
 }
@@ -249,11 +307,27 @@ func (m *Manager) Close(ctx context.Context) {
 	}
 	m.cancel()
 	m.mu.Lock()
-	for _, s := range m.sessions {
+	sessions := slices.Collect(maps.Values(m.sessions))
+	m.mu.Unlock()
+	for _, s := range sessions {
+		if s.closeExt != nil {
+			s.closeExt(ctx)
+		}
 		_ = s.root.Close()
 		s.closeLog()
 	}
+}
+
+// abandon releases a session that failed to start after it was stored.
+func (m *Manager) abandon(s *Session) {
+	if s.closeExt != nil {
+		s.closeExt(context.Background())
+	}
+	m.mu.Lock()
+	delete(m.opening, s.id)
 	m.mu.Unlock()
+	_ = s.root.Close()
+	s.closeLog()
 }
 
 // closing reports whether Close has begun; no turn starts after that.

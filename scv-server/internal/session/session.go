@@ -45,6 +45,9 @@ type Session struct {
 	autoApprove bool
 
 	approvals *approval.Pending
+	// closeExt stops the session extension's work at session end (nil:
+	// none).
+	closeExt func(ctx context.Context)
 	// rec is the session's log (persist.go); nil when it is not stored.
 	rec *recorder
 
@@ -83,6 +86,9 @@ type turn struct {
 type serverTurn struct {
 	origin protocol.Origin
 	prompt string
+	// build, when not nil, gives origin and prompt when the turn is about
+	// to start, or ok false to skip it.
+	build func() (origin protocol.Origin, prompt string, ok bool)
 }
 
 type queued struct {
@@ -261,6 +267,28 @@ func (s *Session) StartServerTurn(ctx context.Context, origin protocol.Origin, p
 	return nil
 }
 
+// ScheduleServerTurn asks for a server-started turn whose origin and prompt
+// are decided only when it is about to start: build runs then, under the
+// session's emit lock, and returns ok false to skip the turn (its reason
+// has gone, say a background job's result was read meanwhile). It is how
+// background agent jobs report (tools/agent's Host). build must not call
+// back into the session.
+func (s *Session) ScheduleServerTurn(build func() (origin protocol.Origin, prompt string, ok bool)) error {
+	if s.version < protocol.Version3 {
+		return errorf(protocol.ErrInvalidRequest, "server-started turns need protocol version 3; this session's client speaks version %d", s.version)
+	}
+	ctx := s.mgr.ctx
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	s.mu.Lock()
+	s.serverTurns = append(s.serverTurns, serverTurn{build: build})
+	s.mu.Unlock()
+	s.dequeueLocked(ctx)
+	return nil
+}
+
 // launchLocked emits turn.started and starts a turn of the agent loop for
 // prompt. The emit lock must be held and no turn may be active.
 func (s *Session) launchLocked(ctx context.Context, requestID, prompt string, origin *protocol.Origin) error {
@@ -398,18 +426,32 @@ func (s *Session) dequeueLocked(ctx context.Context) {
 		return
 	}
 	if len(s.queue) == 0 {
-		if len(s.serverTurns) == 0 {
+		for {
+			if len(s.serverTurns) == 0 {
+				s.mu.Unlock()
+				return
+			}
+			st := s.serverTurns[0]
+			s.serverTurns = s.serverTurns[1:]
 			s.mu.Unlock()
+			origin, prompt := st.origin, st.prompt
+			if st.build != nil {
+				var ok bool
+				if origin, prompt, ok = st.build(); !ok {
+					s.mu.Lock()
+					continue
+				}
+				if err := CheckPrompt(prompt); err != nil {
+					s.mgr.log.Warn("Dropped a server turn with an invalid prompt", "session", s.id, "err", err)
+					s.mu.Lock()
+					continue
+				}
+			}
+			if err := s.launchLocked(ctx, "", prompt, &origin); err != nil {
+				s.mgr.log.Warn("Could not start a server turn", "session", s.id, "err", err)
+			}
 			return
 		}
-		st := s.serverTurns[0]
-		s.serverTurns = s.serverTurns[1:]
-		s.mu.Unlock()
-		origin := st.origin
-		if err := s.launchLocked(ctx, "", st.prompt, &origin); err != nil {
-			s.mgr.log.Warn("Could not start a server turn", "session", s.id, "err", err)
-		}
-		return
 	}
 	q := s.queue[0]
 	s.queue = s.queue[1:]
