@@ -84,6 +84,10 @@ type SessionStarted struct {
 	Usage *Usage `json:"usage,omitempty"`
 }
 
+// OriginBackground is the origin kind of a turn that reports finished
+// background jobs.
+const OriginBackground = "background"
+
 // Origin says why the server started a turn by itself (v3).
 type Origin struct {
 	Kind string   `json:"kind"`

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/scv-cli/scv/scv/internal/exitcode"
@@ -72,6 +75,7 @@ func Run(ctx context.Context, opts *Options) error {
 		prompt:   prompt,
 		dir:      dir,
 		requests: map[string]string{},
+		jobs:     map[string]bool{},
 		view:     &textView{out: opts.IO.Out, errOut: opts.IO.ErrOut, text: !opts.JSON},
 	}
 	if terminal {
@@ -168,6 +172,14 @@ type run struct {
 	interrupted bool
 	cancelSent  bool
 	killNow     bool
+
+	// jobs are the background jobs our turns started that no report turn
+	// has named yet; the run stays open until they are reported.
+	jobs map[string]bool
+	// userOutcome is the outcome of the user's turn once it completed while
+	// jobs were still unreported.
+	userOutcome error
+	waitingJobs bool
 
 	pending      []*protocol.ApprovalRequested // waiting for the asker
 	asking       bool                          // a question is on the terminal
@@ -277,6 +289,13 @@ func (r *run) handle(f frame) (done bool, err error) {
 				return false, r.cancelTurn()
 			}
 		}
+		if r.waitingJobs && ev.Origin != nil && ev.Origin.Kind == protocol.OriginBackground && r.reports(ev.Origin.Jobs) {
+			// A report of our jobs: show it like our own turn.
+			r.turnID = ev.TurnID
+			r.cancelSent = false
+			r.view.endLine()
+			fmt.Fprintf(r.opts.IO.ErrOut, "scv: background report (%s)\n", strings.Join(ev.Origin.Jobs, ", "))
+		}
 	case *protocol.AssistantDelta:
 		if r.mine(ev.TurnHeader) {
 			r.view.delta(ev.Content)
@@ -292,12 +311,15 @@ func (r *run) handle(f frame) (done bool, err error) {
 	case *protocol.ToolCompleted:
 		if r.mine(ev.TurnHeader) {
 			r.view.toolCompleted(ev.Success, ev.Output)
+			for _, j := range ev.Jobs {
+				r.jobs[j] = true
+			}
 		}
 	case *protocol.ApprovalRequested:
 		return false, r.approval(ev)
 	case *protocol.TurnCompleted:
 		if r.mine(ev.TurnHeader) {
-			return true, r.outcome(nil)
+			return r.turnDone(ev.Origin)
 		}
 	case *protocol.TurnCancelled:
 		if r.mine(ev.TurnHeader) {
@@ -319,6 +341,41 @@ func (r *run) handle(f frame) (done bool, err error) {
 		return true, &ServerError{Request: req, Code: ev.Code, Message: ev.Message}
 	}
 	return false, nil
+}
+
+// turnDone ends the run when the turn just completed leaves no background
+// job unreported; otherwise the run waits for the server's report turns
+// (tools.md: scv exec stays open until every job it started has been
+// reported). A cancelled or failed turn ends the run at once, and closing
+// the session then cancels the jobs.
+func (r *run) turnDone(origin *protocol.Origin) (bool, error) {
+	if origin != nil {
+		for _, j := range origin.Jobs {
+			delete(r.jobs, j)
+		}
+	}
+	if !r.waitingJobs {
+		r.userOutcome = r.outcome(nil)
+	}
+	if len(r.jobs) == 0 || r.interrupted {
+		r.view.endLine()
+		return true, r.userOutcome
+	}
+	r.waitingJobs = true
+	r.turnID = "" // until a report turn starts
+	r.view.endLine()
+	fmt.Fprintf(r.opts.IO.ErrOut, "scv: waiting for %d background job(s) to report: %s\n", len(r.jobs), strings.Join(slices.Sorted(maps.Keys(r.jobs)), ", "))
+	return false, nil
+}
+
+// reports says whether a report turn names one of our jobs.
+func (r *run) reports(jobs []string) bool {
+	for _, j := range jobs {
+		if r.jobs[j] {
+			return true
+		}
+	}
+	return false
 }
 
 // continueSession answers session.list for --continue: resume the newest
