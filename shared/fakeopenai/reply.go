@@ -47,6 +47,10 @@ const (
 	kindUsage
 	kindNoDone
 	kindStatus
+	kindWebSearch
+	kindCitation
+	kindIncomplete
+	kindFailed
 )
 
 // Text streams each chunk as one event with choices[0].delta.content.
@@ -105,6 +109,28 @@ func APIError(code int, message string) Step {
 	return Status(code, errorBody(code, message))
 }
 
+// WebSearch, on the Responses wire, runs a hosted web search: a
+// web_search_call output item (added, in_progress, searching, completed,
+// done) whose action searched for query. The chat wire ignores it.
+func WebSearch(query string) Step { return Step{kind: kindWebSearch, a: query} }
+
+// Citation, on the Responses wire, annotates the current message (opening
+// one if none is open) with a url_citation of url and title: a
+// response.output_text.annotation.added event, and the annotation in the
+// message's done item and the final response. The chat wire ignores it.
+func Citation(url, title string) Step { return Step{kind: kindCitation, a: url, b: title} }
+
+// Incomplete, on the Responses wire, ends the reply with
+// response.incomplete and incomplete_details.reason = reason (such as
+// "max_output_tokens") instead of response.completed. The chat wire
+// ignores it.
+func Incomplete(reason string) Step { return Step{kind: kindIncomplete, a: reason} }
+
+// Failed, on the Responses wire, ends the reply with response.failed
+// carrying error {code, message} instead of response.completed. The chat
+// wire ignores it.
+func Failed(code, message string) Step { return Step{kind: kindFailed, a: code, b: message} }
+
 // errorBody renders an OpenAI-style error object.
 func errorBody(code int, message string) string {
 	typ := "invalid_request_error"
@@ -135,6 +161,8 @@ type plan struct {
 	noDone      bool
 	hasFinish   bool
 	hasToolCall bool
+	// terminal is the Incomplete or Failed step ending a Responses reply.
+	terminal *Step
 }
 
 func prepare(r Reply) plan {
@@ -159,6 +187,9 @@ func prepare(r Reply) plan {
 		case kindFinish:
 			p.hasFinish = true
 			p.steps = append(p.steps, s)
+		case kindIncomplete, kindFailed:
+			t := s
+			p.terminal = &t
 		case kindNone:
 		default:
 			p.steps = append(p.steps, s)

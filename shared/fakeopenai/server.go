@@ -15,6 +15,9 @@ import (
 // chatPath is where clients POST chat completions, relative to the root.
 const chatPath = "/v1/chat/completions"
 
+// responsesPath is where clients POST Responses requests.
+const responsesPath = "/v1/responses"
+
 // maxRequestBody bounds what the fake reads of a request body; tests never
 // need more, and a runaway client must not exhaust memory.
 const maxRequestBody = 64 << 20
@@ -27,6 +30,7 @@ type Server struct {
 	replies []Reply
 	reqs    []Request
 	chats   int
+	resps   int
 	changed chan struct{} // closed and replaced whenever reqs grows
 
 	closed    chan struct{}
@@ -41,7 +45,7 @@ func NewServer() *Server {
 }
 
 // URL is the API base URL, ending in /v1: clients POST to
-// URL()+"/chat/completions".
+// URL()+"/chat/completions" or URL()+"/responses".
 func (s *Server) URL() string { return s.hs.URL + "/v1" }
 
 // Close unblocks hanging and delaying replies, drops client connections and
@@ -54,8 +58,8 @@ func (s *Server) Close() {
 	})
 }
 
-// Enqueue appends replies to the script. Each chat completions request
-// consumes the next one.
+// Enqueue appends replies to the script. Each chat completions or
+// Responses request consumes the next one.
 func (s *Server) Enqueue(replies ...Reply) {
 	s.mu.Lock()
 	s.replies = append(s.replies, replies...)
@@ -101,20 +105,27 @@ func cloneRequests(in []Request) []Request {
 }
 
 // Request is one request the fake received. The fields after Body are
-// decoded from it when it is a chat completions JSON object, and zero
-// otherwise.
+// decoded from it when it is a chat completions or Responses JSON object,
+// and zero otherwise.
 type Request struct {
 	Method string
 	Path   string
 	Header http.Header
 	Body   []byte
 
+	// Wire is "chat" or "responses" by the path, "" for any other.
+	Wire   string
 	Model  string
 	Stream bool
 	// IncludeUsage is stream_options.include_usage.
 	IncludeUsage bool
 	Messages     []Message
-	Tools        []Tool
+	// Tools are the function tools (chat) or every tool (responses, where
+	// a hosted tool such as {"type":"web_search"} has no name).
+	Tools []Tool
+	// Instructions and Input are a Responses request's.
+	Instructions string
+	Input        []InputItem
 	// JSON is the whole decoded body, for fields the typed ones miss.
 	JSON map[string]any
 }
@@ -242,8 +253,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	isChat := r.URL.Path == chatPath
-	if isChat {
+	isResp := r.URL.Path == responsesPath
+	switch {
+	case isChat:
+		req.Wire = "chat"
 		decodeRequest(&req)
+	case isResp:
+		req.Wire = "responses"
+		decodeResponsesRequest(&req)
 	}
 
 	s.mu.Lock()
@@ -255,9 +272,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		have  bool
 		n     int
 	)
-	if isChat && r.Method == http.MethodPost {
-		s.chats++
-		n = s.chats
+	if (isChat || isResp) && r.Method == http.MethodPost {
+		if isChat {
+			s.chats++
+			n = s.chats
+		} else {
+			s.resps++
+			n = s.resps
+		}
 		if len(s.replies) > 0 {
 			reply, have = s.replies[0], true
 			s.replies = s.replies[1:]
@@ -266,12 +288,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	switch {
-	case !isChat:
+	case !isChat && !isResp:
 		writeError(w, http.StatusNotFound, "fakeopenai: unknown path "+r.URL.Path)
 	case r.Method != http.MethodPost:
 		writeError(w, http.StatusMethodNotAllowed, "fakeopenai: method "+r.Method+" not allowed")
 	case !have:
 		writeError(w, http.StatusInternalServerError, "fakeopenai: no scripted reply left")
+	case isResp:
+		p := prepare(reply)
+		run := &respRunner{runner: runner{s: s, w: w, ctx: r.Context(), plan: p, req: &req, id: "resp_fake_" + strconv.Itoa(n)}}
+		run.serve()
 	default:
 		p := prepare(reply)
 		run := &runner{s: s, w: w, ctx: r.Context(), plan: p, req: &req, id: "chatcmpl-fake-" + strconv.Itoa(n)}

@@ -178,6 +178,7 @@ func (r *runner) step(st Step) bool {
 		r.wait(-1)
 		return false
 	}
+	// WebSearch and Citation are Responses steps.
 	return true
 }
 

@@ -3,7 +3,8 @@
 // arrives and its tool calls delivered whole at the end.
 //
 // Implementations live in subpackages: openai (any OpenAI-compatible Chat
-// Completions endpoint) and demo (the built-in scripted model).
+// Completions or Responses endpoint) and demo (the built-in scripted
+// model).
 package provider
 
 import (
@@ -71,6 +72,11 @@ type Request struct {
 	System   string
 	Messages []Message
 	Tools    []ToolSpec
+	// HostedWebSearch also offers the endpoint's own web search tool, run
+	// by the provider (web.search = "provider"): the reply then carries
+	// cited sources, and no tool call of the loop is involved. Providers
+	// that have no such tool ignore it.
+	HostedWebSearch bool
 }
 
 // Usage is the token usage a provider reported for one request.

@@ -90,15 +90,14 @@ func (a *accumulator) addTool(tc *toolDelta) error {
 		t = a.calls[n-1]
 	}
 	if t == nil {
-		if len(a.calls) >= a.lim.ToolCalls {
-			return a.p.errorf(provider.CodeToolLimit, "the reply has more than %d tool calls", a.lim.ToolCalls)
-		}
 		idx := len(a.calls)
 		if tc.Index.Set {
 			idx = tc.Index.V
 		}
-		t = &toolAcc{index: idx}
-		a.calls = append(a.calls, t)
+		var err error
+		if t, err = a.newCall(idx); err != nil {
+			return err
+		}
 	}
 	if t.id == "" {
 		t.id = tc.ID
@@ -108,12 +107,28 @@ func (a *accumulator) addTool(tc *toolDelta) error {
 	if n := tc.Function.Name; n != "" && n != t.name {
 		t.name += n
 	}
-	if args := tc.Function.Arguments; args != "" {
-		if t.args.Len()+len(args) > a.lim.ToolArgumentBytes {
-			return a.p.errorf(provider.CodeResponseLimit, "arguments of tool call %q exceed %d bytes", t.name, a.lim.ToolArgumentBytes)
-		}
-		t.args.WriteString(args)
+	return a.appendArgs(t, tc.Function.Arguments)
+}
+
+// newCall starts a tool call at index, within the tool call limit.
+func (a *accumulator) newCall(index int) (*toolAcc, error) {
+	if len(a.calls) >= a.lim.ToolCalls {
+		return nil, a.p.errorf(provider.CodeToolLimit, "the reply has more than %d tool calls", a.lim.ToolCalls)
 	}
+	t := &toolAcc{index: index}
+	a.calls = append(a.calls, t)
+	return t, nil
+}
+
+// appendArgs adds a fragment to a call's arguments, within the limit.
+func (a *accumulator) appendArgs(t *toolAcc, args string) error {
+	if args == "" {
+		return nil
+	}
+	if t.args.Len()+len(args) > a.lim.ToolArgumentBytes {
+		return a.p.errorf(provider.CodeResponseLimit, "arguments of tool call %q exceed %d bytes", t.name, a.lim.ToolArgumentBytes)
+	}
+	t.args.WriteString(args)
 	return nil
 }
 

@@ -41,7 +41,6 @@ package openai
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,9 +49,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
-
-	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	"github.com/scv-cli/scv/shared/version"
@@ -80,8 +78,12 @@ type Config struct {
 	// Name is the configured provider name, used in messages and logs.
 	Name string
 	// BaseURL is the API root, such as https://api.openai.com/v1; requests
-	// go to BaseURL + "/chat/completions".
+	// go to BaseURL + "/chat/completions" or, on the Responses wire,
+	// BaseURL + "/responses".
 	BaseURL string
+	// Wire is the request format: WireChat (the default, also for "") or
+	// WireResponses.
+	Wire string
 	// APIKey is the resolved key, sent as "Authorization: Bearer" when not
 	// empty. It never appears in errors or logs.
 	APIKey string
@@ -114,10 +116,17 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// Provider streams chat completions from an OpenAI-compatible endpoint.
-// It is safe for concurrent use.
+// Wires of Config.Wire: the values of a provider's wire_api setting.
+const (
+	WireChat      = "chat"
+	WireResponses = "responses"
+)
+
+// Provider streams chat completions or responses from an OpenAI-compatible
+// endpoint. It is safe for concurrent use.
 type Provider struct {
 	cfg    Config
+	wire   wire
 	limits provider.Limits
 	log    *slog.Logger
 	http   *http.Client
@@ -128,6 +137,9 @@ type Provider struct {
 	jitter func(d time.Duration) time.Duration
 	// secrets are redacted from every message.
 	secrets []string
+	// hostedOnce limits the warning that the chat wire cannot offer
+	// hosted web search to one per provider.
+	hostedOnce sync.Once
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -142,6 +154,15 @@ func New(cfg Config) (*Provider, error) {
 		return nil, fmt.Errorf("provider %q: base_url %q is not an http(s) URL", cfg.Name, redactURL(cfg.BaseURL))
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	var w wire
+	switch cfg.Wire {
+	case "", WireChat:
+		cfg.Wire, w = WireChat, chatWire{}
+	case WireResponses:
+		w = responsesWire{}
+	default:
+		return nil, fmt.Errorf("provider %q: wire %q is not %q or %q", cfg.Name, cfg.Wire, WireChat, WireResponses)
+	}
 	if cfg.ContextMaxTokens <= 0 {
 		cfg.ContextMaxTokens = DefaultContextMaxTokens
 	}
@@ -169,6 +190,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	p := &Provider{
 		cfg:    cfg,
+		wire:   w,
 		limits: cfg.Limits.WithDefaults(),
 		log:    cfg.Logger,
 		http:   cfg.HTTPClient,
@@ -236,7 +258,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, h provider.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	creq, err := p.buildRequest(req)
+	path, payload, err := p.wire.encode(p, req)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +268,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, h provider.
 		sctx, cancel = context.WithTimeoutCause(ctx, p.cfg.Timeout, errTimeout)
 		defer cancel()
 	}
-	hreq, err := p.newHTTPRequest(sctx, creq)
+	hreq, err := p.newHTTPRequest(sctx, path, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -259,8 +281,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, h provider.
 	defer body.Close()
 
 	sse := newSSEReader(resp.Body, p.limits.SSEEventBytes)
-	acc := newAccumulator(p, h)
-	var ch chunk
+	dec := p.wire.decoder(p, h)
 	for {
 		data, err := sse.next()
 		switch {
@@ -268,29 +289,41 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, h provider.
 			if ferr := body.failure(); ferr != nil {
 				return nil, ferr
 			}
-			if !sse.done && acc.finish == "" {
-				return nil, p.errorf(provider.CodeProviderError, "stream ended early: no [DONE] and no finish_reason")
-			}
-			return acc.response(), nil
+			return dec.end(sse.done)
 		case err == errEventLimit:
 			return nil, body.fail(p.errorf(provider.CodeResponseLimit, "an SSE event exceeds %d bytes", p.limits.SSEEventBytes))
 		case err != nil:
 			return nil, p.classify(ctx, sctx, c, err)
 		}
-		if err := decodeChunk(data, &ch); err != nil {
-			// encoding/json's errors quote at most one character or a
-			// number of the input, never a string, so the cause may be
-			// kept.
-			return nil, p.wrapf(provider.CodeProviderError, err, "malformed stream: %v", err)
-		}
-		if ch.hasError() {
-			// The provider's own text is redacted into the message.
-			return nil, p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", ch.errorMessage())
-		}
-		if err := acc.add(&ch); err != nil {
+		done, err := dec.event(data)
+		if err != nil {
 			return nil, err
 		}
+		if done {
+			// The reply is complete: what may follow (a [DONE], the end
+			// of the body) adds nothing, so the stream is not waited on.
+			return dec.end(true)
+		}
 	}
+}
+
+// wire is one of the two OpenAI request and stream formats.
+type wire interface {
+	// encode maps req to the request body and the path it is POSTed to.
+	encode(p *Provider, req provider.Request) (path string, body []byte, err error)
+	// decoder returns the state of one streamed reply.
+	decoder(p *Provider, h provider.Handler) streamDecoder
+}
+
+// streamDecoder turns the events of one reply into a Response. Errors it
+// returns are *provider.Error values or the Handler's error.
+type streamDecoder interface {
+	// event handles the data of one SSE event; done reports that the
+	// reply is complete.
+	event(data []byte) (done bool, err error)
+	// end is called when the stream ends; sawDone says whether the
+	// server marked the end ("[DONE]", or a terminal event).
+	end(sawDone bool) (*provider.Response, error)
 }
 
 // classify maps a failure of the request or of the stream to what Stream
@@ -311,19 +344,10 @@ func (p *Provider) classify(ctx, sctx context.Context, c *call, err error) error
 	return p.wrapf(provider.CodeProviderError, err, "request failed: %v", err)
 }
 
-// newHTTPRequest encodes creq as go-openai does and sets the headers it
-// set; the doer adds User-Agent and the configured headers.
-func (p *Provider) newHTTPRequest(ctx context.Context, creq goopenai.ChatCompletionRequest) (*http.Request, error) {
-	// go-openai's own checks of a request for the reasoning models it
-	// knows, as CreateChatCompletionStream made them.
-	if err := goopenai.NewReasoningValidator().Validate(creq); err != nil {
-		return nil, p.wrapf(provider.CodeProviderError, err, "request failed: %v", err)
-	}
-	body, err := json.Marshal(creq)
-	if err != nil {
-		return nil, p.wrapf(provider.CodeProviderError, err, "request failed: %v", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.cfg.BaseURL+"/chat/completions", bytes.NewReader(body))
+// newHTTPRequest returns the POST of body to path with the headers of a
+// streaming request; the doer adds User-Agent and the configured headers.
+func (p *Provider) newHTTPRequest(ctx context.Context, path string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.cfg.BaseURL+path, bytes.NewReader(body))
 	if err != nil {
 		// The error would quote the URL, which may hold a password.
 		return nil, p.errorf(provider.CodeProviderError, "request failed: cannot build the request for %s", redactURL(p.cfg.BaseURL))
@@ -338,64 +362,3 @@ func (p *Provider) newHTTPRequest(ctx context.Context, creq goopenai.ChatComplet
 	}
 	return req, nil
 }
-
-// buildRequest maps a provider.Request to a streaming chat request.
-func (p *Provider) buildRequest(req provider.Request) (goopenai.ChatCompletionRequest, error) {
-	model := req.Model
-	if model == "" {
-		model = p.cfg.Model
-	}
-	if model == "" {
-		return goopenai.ChatCompletionRequest{}, p.errorf(provider.CodeProviderError, "no model configured")
-	}
-	msgs := make([]goopenai.ChatCompletionMessage, 0, len(req.Messages)+1)
-	if req.System != "" {
-		msgs = append(msgs, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleSystem, Content: req.System})
-	}
-	for i, m := range req.Messages {
-		cm := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content}
-		switch m.Role {
-		case provider.RoleSystem, provider.RoleUser:
-		case provider.RoleAssistant:
-			for _, tc := range m.ToolCalls {
-				cm.ToolCalls = append(cm.ToolCalls, goopenai.ToolCall{
-					ID:       tc.ID,
-					Type:     goopenai.ToolTypeFunction,
-					Function: goopenai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
-				})
-			}
-		case provider.RoleTool:
-			cm.ToolCallID = m.ToolCallID
-			if cm.Content == "" {
-				// go-openai omits an empty content, and OpenAI rejects a
-				// tool message without one.
-				cm.Content = "(no output)"
-			}
-		default:
-			return goopenai.ChatCompletionRequest{}, p.errorf(provider.CodeProviderError, "message %d has unknown role %q", i, m.Role)
-		}
-		msgs = append(msgs, cm)
-	}
-	var tools []goopenai.Tool
-	for _, t := range req.Tools {
-		var params any = emptySchema
-		if len(t.Parameters) > 0 {
-			params = t.Parameters
-		}
-		tools = append(tools, goopenai.Tool{
-			Type:     goopenai.ToolTypeFunction,
-			Function: &goopenai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: params},
-		})
-	}
-	return goopenai.ChatCompletionRequest{
-		Model:         model,
-		Messages:      msgs,
-		Tools:         tools,
-		Stream:        true,
-		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
-	}, nil
-}
-
-// emptySchema is sent for a tool without parameters: OpenAI wants an
-// object schema.
-var emptySchema = map[string]any{"type": "object", "properties": map[string]any{}}

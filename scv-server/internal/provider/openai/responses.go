@@ -1,0 +1,451 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/scv-cli/scv/scv-server/internal/provider"
+)
+
+// responsesWire is the Responses format: POST /responses with the history
+// as input items, and a stream of typed events ending in
+// response.completed (or response.incomplete, or response.failed).
+//
+// github.com/openai/openai-go/v3 builds the request body from its
+// ResponseNewParams, so items and tools map as the official client maps
+// them. The stream is read by this package, as on the chat wire: the same
+// HTTP layer, SSE reader and limits, with a decoder of its own events
+// (decodeEvent) instead of openai-go's, which decodes every event into
+// its large union type.
+type responsesWire struct{}
+
+func (responsesWire) encode(p *Provider, req provider.Request) (string, []byte, error) {
+	params, err := p.buildResponsesRequest(req)
+	if err != nil {
+		return "", nil, err
+	}
+	body, err := json.Marshal(params)
+	if err != nil {
+		return "", nil, p.wrapf(provider.CodeProviderError, err, "request failed: %v", err)
+	}
+	return "/responses", body, nil
+}
+
+// buildResponsesRequest maps a provider.Request to a streaming Responses
+// request.
+func (p *Provider) buildResponsesRequest(req provider.Request) (responses.ResponseNewParams, error) {
+	var params responses.ResponseNewParams
+	model := req.Model
+	if model == "" {
+		model = p.cfg.Model
+	}
+	if model == "" {
+		return params, p.errorf(provider.CodeProviderError, "no model configured")
+	}
+	items := make(responses.ResponseInputParam, 0, len(req.Messages))
+	message := func(role responses.EasyInputMessageRole, text string) responses.ResponseInputItemUnionParam {
+		return responses.ResponseInputItemUnionParam{OfMessage: &responses.EasyInputMessageParam{
+			Role:    role,
+			Content: responses.EasyInputMessageContentUnionParam{OfString: oai.String(text)},
+			Type:    responses.EasyInputMessageTypeMessage,
+		}}
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case provider.RoleSystem:
+			items = append(items, message(responses.EasyInputMessageRoleSystem, m.Content))
+		case provider.RoleUser:
+			items = append(items, message(responses.EasyInputMessageRoleUser, m.Content))
+		case provider.RoleAssistant:
+			// An assistant turn that only called tools has no message item:
+			// its calls are items of their own.
+			if m.Content != "" {
+				items = append(items, message(responses.EasyInputMessageRoleAssistant, m.Content))
+			}
+			for _, tc := range m.ToolCalls {
+				items = append(items, responses.ResponseInputItemUnionParam{OfFunctionCall: &responses.ResponseFunctionToolCallParam{
+					CallID:    tc.ID,
+					Name:      tc.Name,
+					Arguments: tc.Arguments,
+				}})
+			}
+		case provider.RoleTool:
+			out := m.Content
+			if out == "" {
+				// As on the chat wire: an empty output reads as a missing one.
+				out = "(no output)"
+			}
+			items = append(items, responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+				CallID: oai.String(m.ToolCallID),
+				Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: oai.String(out)},
+			}})
+		default:
+			return params, p.errorf(provider.CodeProviderError, "message %d has unknown role %q", i, m.Role)
+		}
+	}
+	var tools []responses.ToolUnionParam
+	for _, t := range req.Tools {
+		schema := map[string]any{"type": "object", "properties": map[string]any{}}
+		if len(t.Parameters) > 0 {
+			schema = nil
+			if err := json.Unmarshal(t.Parameters, &schema); err != nil || schema == nil {
+				return params, p.errorf(provider.CodeProviderError, "tool %q: its parameters are not a JSON object", t.Name)
+			}
+		}
+		ft := &responses.FunctionToolParam{
+			Name:       t.Name,
+			Parameters: schema,
+			// The Responses API makes function tools strict by default,
+			// which needs schemas SCV's tools do not have (every property
+			// required, no optional fields).
+			Strict: oai.Bool(false),
+		}
+		if t.Description != "" {
+			ft.Description = oai.String(t.Description)
+		}
+		tools = append(tools, responses.ToolUnionParam{OfFunction: ft})
+	}
+	if req.HostedWebSearch {
+		tools = append(tools, responses.ToolUnionParam{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}})
+	}
+	params.Model = model
+	if req.System != "" {
+		params.Instructions = oai.String(req.System)
+	}
+	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: items}
+	params.Tools = tools
+	// SCV sends the whole history each time and never refers to a stored
+	// response, so nothing is kept on the provider's side.
+	params.Store = oai.Bool(false)
+	params.SetExtraFields(map[string]any{"stream": true})
+	return params, nil
+}
+
+func (responsesWire) decoder(p *Provider, h provider.Handler) streamDecoder {
+	return &responsesDecoder{p: p, acc: newAccumulator(p, h), calls: map[string]*toolAcc{}, streamed: map[string]bool{}, cited: map[string]bool{}}
+}
+
+// responsesDecoder turns Responses events into a Response.
+type responsesDecoder struct {
+	p   *Provider
+	acc *accumulator
+	ev  respEvent // reused between events
+
+	// calls are the function calls by item id ("#<output_index>" for an
+	// item without one).
+	calls map[string]*toolAcc
+	// streamed holds the message items whose text came as deltas, so
+	// their output_item.done does not repeat it.
+	streamed map[string]bool
+	cites    []citation
+	cited    map[string]bool
+	terminal bool
+}
+
+// citation is a url_citation annotation.
+type citation struct{ url, title string }
+
+func (d *responsesDecoder) event(data []byte) (bool, error) {
+	ev := &d.ev
+	if err := decodeEvent(data, ev); err != nil {
+		return false, d.p.wrapf(provider.CodeProviderError, err, "malformed stream: %v", err)
+	}
+	switch ev.Type {
+	case "response.output_text.delta", "response.refusal.delta":
+		// A refusal is what the model says instead of an answer: show it.
+		d.streamed[ev.ItemID] = true
+		return false, d.acc.addText(ev.Delta)
+	case "response.function_call_arguments.delta":
+		t, err := d.call(ev.ItemID, ev.OutputIndex, nil)
+		if err != nil {
+			return false, err
+		}
+		return false, d.acc.appendArgs(t, ev.Delta)
+	case "response.function_call_arguments.done":
+		t, err := d.call(ev.ItemID, ev.OutputIndex, nil)
+		if err != nil {
+			return false, err
+		}
+		return false, d.setArgs(t, ev.Arguments)
+	case "response.output_item.added", "response.output_item.done":
+		return false, d.item(ev)
+	case "response.output_text.annotation.added":
+		if a := ev.Annotation; a != nil {
+			d.cite(*a)
+		}
+	case "response.content_part.done":
+		if pt := ev.Part; pt != nil {
+			for _, a := range pt.Annotations {
+				d.cite(a)
+			}
+		}
+	case "response.completed", "response.incomplete":
+		return true, d.complete(ev)
+	case "response.failed":
+		msg := "the response failed"
+		if r := ev.Response; r != nil {
+			if m := errorText(r.Error); m != "" {
+				msg = m
+			}
+		}
+		return false, d.p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", msg)
+	case "error":
+		msg := errorText(ev.Error)
+		if msg == "" {
+			msg = rawText(ev.Message)
+			if c := rawText(ev.Code); c != "" && msg != "" {
+				msg += " (" + c + ")"
+			} else if msg == "" {
+				msg = c
+			}
+		}
+		if msg == "" {
+			msg = "unknown error"
+		}
+		return false, d.p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", msg)
+	}
+	// Lifecycle events (response.created, content_part.added, the
+	// web_search_call progress events, reasoning summaries...) carry
+	// nothing the Response needs.
+	return false, nil
+}
+
+// item handles output_item.added and output_item.done.
+func (d *responsesDecoder) item(ev *respEvent) error {
+	it := ev.Item
+	if it == nil {
+		return nil
+	}
+	switch it.Type {
+	case "function_call":
+		t, err := d.call(it.ID, ev.OutputIndex, it)
+		if err != nil {
+			return err
+		}
+		return d.setArgs(t, it.Arguments)
+	case "message":
+		if ev.Type != "response.output_item.done" {
+			return nil
+		}
+		for _, c := range it.Content {
+			for _, a := range c.Annotations {
+				d.cite(a)
+			}
+		}
+		if d.streamed[it.ID] {
+			return nil
+		}
+		// A server that sent the message whole, without deltas.
+		for _, c := range it.Content {
+			if err := d.acc.addText(c.Text); err != nil {
+				return err
+			}
+			if err := d.acc.addText(c.Refusal); err != nil {
+				return err
+			}
+		}
+		d.streamed[it.ID] = true
+	case "web_search_call":
+		// The provider runs hosted searches itself: not an SCV tool call.
+		if ev.Type == "response.output_item.done" {
+			q := ""
+			if it.Action != nil {
+				q = it.Action.Query
+			}
+			d.p.log.Debug("provider ran a hosted web search", "status", it.Status, "query_bytes", len(q))
+		}
+	}
+	return nil
+}
+
+// call returns the function call of an item, starting it if it is new.
+// it, when not nil, is the item itself, which names the call.
+func (d *responsesDecoder) call(itemID string, index optInt, it *respItem) (*toolAcc, error) {
+	key := itemID
+	if key == "" {
+		key = "#" + strconv.Itoa(index.V)
+	}
+	t := d.calls[key]
+	if t == nil {
+		idx := len(d.acc.calls)
+		if index.Set {
+			idx = index.V
+		}
+		var err error
+		if t, err = d.acc.newCall(idx); err != nil {
+			return nil, err
+		}
+		d.calls[key] = t
+	}
+	if it != nil {
+		if t.id == "" {
+			t.id = it.CallID
+		}
+		if t.name == "" {
+			t.name = it.Name
+		}
+	}
+	return t, nil
+}
+
+// setArgs makes args a call's arguments when the server sent them whole
+// (an arguments.done or output_item.done event): they are the final text,
+// whatever the deltas added up to.
+func (d *responsesDecoder) setArgs(t *toolAcc, args string) error {
+	if args == "" || args == t.args.String() {
+		return nil
+	}
+	t.args.Reset()
+	return d.acc.appendArgs(t, args)
+}
+
+func (d *responsesDecoder) cite(a respAnnotation) {
+	if a.Type != "url_citation" || d.cited[a.URL] || !citableURL(a.URL) {
+		return
+	}
+	d.cited[a.URL] = true
+	d.cites = append(d.cites, citation{url: a.URL, title: a.Title})
+}
+
+// maxCitationURL bounds a cited URL; longer ones are not listed.
+const maxCitationURL = 2048
+
+// maxCitationTitle bounds a citation's title.
+const maxCitationTitle = 200
+
+// citableURL accepts an absolute http(s) URL of one line.
+func citableURL(s string) bool {
+	if len(s) > maxCitationURL || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// complete handles response.completed and response.incomplete: usage,
+// the finish reason, and the Sources list.
+func (d *responsesDecoder) complete(ev *respEvent) error {
+	d.terminal = true
+	a := d.acc
+	a.finish = "stop"
+	if len(a.calls) > 0 {
+		a.finish = "tool_calls"
+	}
+	if r := ev.Response; r != nil {
+		if u := r.Usage; u != nil {
+			a.usage = &provider.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+		}
+		if ev.Type == "response.incomplete" {
+			a.finish = "incomplete"
+			if det := r.IncompleteDetails; det != nil {
+				switch det.Reason {
+				case "max_output_tokens":
+					a.finish = "length"
+				case "":
+				default:
+					a.finish = det.Reason
+				}
+			}
+		}
+	}
+	return d.sources()
+}
+
+// sources streams, after the answer, a list of the cited URLs that the
+// answer does not already contain. It stays within the assistant text
+// limit: entries that do not fit are left out rather than failing a
+// finished answer.
+func (d *responsesDecoder) sources() error {
+	a := d.acc
+	text := a.text.String()
+	var b strings.Builder
+	for _, c := range d.cites {
+		if strings.Contains(text, c.url) {
+			continue
+		}
+		title := bound(c.title)
+		if len(title) > maxCitationTitle {
+			title = strings.ToValidUTF8(title[:maxCitationTitle], "") + "…"
+		}
+		entry := "- " + c.url + "\n"
+		if title != "" {
+			entry = "- " + title + ": " + c.url + "\n"
+		}
+		head := ""
+		if b.Len() == 0 {
+			head = sourcesHead(text)
+		}
+		if n := len(head) + len(entry); a.text.Len()+b.Len()+n > a.lim.AssistantBytes {
+			d.p.log.Warn("cited sources left out: the assistant text limit is reached", "sources", len(d.cites))
+			break
+		}
+		b.WriteString(head)
+		b.WriteString(entry)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return a.addText(strings.TrimSuffix(b.String(), "\n"))
+}
+
+// sourcesHead starts the Sources list on a paragraph of its own.
+func sourcesHead(text string) string {
+	switch {
+	case text == "" || strings.HasSuffix(text, "\n\n"):
+		return "Sources:\n"
+	case strings.HasSuffix(text, "\n"):
+		return "\nSources:\n"
+	}
+	return "\n\nSources:\n"
+}
+
+// end succeeds only after a terminal event: a stream cut before
+// response.completed is a provider error, never a truncated reply.
+func (d *responsesDecoder) end(bool) (*provider.Response, error) {
+	if !d.terminal {
+		return nil, d.p.errorf(provider.CodeProviderError, "stream ended early: no response.completed event")
+	}
+	return d.acc.response(), nil
+}
+
+// errorText is the message of an error object ({"message": ...}), a
+// string error, or "" for null or absent.
+func errorText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var obj struct {
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(raw, &obj) == nil {
+		switch {
+		case obj.Message != "" && rawText(obj.Code) != "":
+			return fmt.Sprintf("%s (%s)", obj.Message, rawText(obj.Code))
+		case obj.Message != "":
+			return obj.Message
+		}
+	}
+	if s := rawText(raw); s != "" {
+		return s
+	}
+	return string(raw)
+}
+
+// rawText is a JSON string's text, another value's JSON, or "" for null.
+func rawText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
