@@ -1,0 +1,415 @@
+// Package webfetch is the web_fetch tool: one public http or https URL,
+// fetched with GET through the netguard address policy and returned as
+// text. HTML becomes Markdown-like text with numbered link references;
+// other text types pass through; binary types are refused before their
+// body is read. A long page is returned in parts selected by a character
+// offset, and the pages a session fetched are kept in a small cache so
+// reading the next part does not download again.
+package webfetch
+
+import (
+	"context"
+	"crypto/tls"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/scv-cli/scv/scv-server/internal/netguard"
+	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/version"
+)
+
+//go:embed description.md
+var description string
+
+const schema = `{
+  "type": "object",
+  "properties": {
+    "url": {"type": "string", "minLength": 1, "maxLength": 8192, "description": "The http or https URL to fetch."},
+    "offset": {"type": "integer", "minimum": 0, "description": "Character offset into the page's text to return from (default 0); a truncated result names the offset of its next part."}
+  },
+  "required": ["url"],
+  "additionalProperties": false
+}`
+
+// Defaults of Options.
+const (
+	DefaultMaxBytes     = 2 << 20
+	DefaultMaxRedirects = 5
+	DefaultTimeout      = 30 * time.Second
+	// defaultOutputLimit is used when the call's Env has none.
+	defaultOutputLimit = 64 << 10
+)
+
+// Options configure the tool; the zero value of a field means its default.
+type Options struct {
+	// MaxBytes bounds the bytes downloaded (decompressed) per fetch
+	// (web.fetch_max_bytes; default 2 MiB).
+	MaxBytes int64
+	// MaxRedirects bounds the redirects followed (web.max_redirects;
+	// default 5; negative: none).
+	MaxRedirects int
+	// Timeout bounds a whole fetch, body included
+	// (web.fetch_timeout_seconds; default 30 s).
+	Timeout time.Duration
+	// AllowPrivate lifts the address policy
+	// (web.allow_private_addresses).
+	AllowPrivate bool
+	// AutoApproveDomains are the hosts whose HTTPS URLs run without
+	// approval (web.auto_approve_domains): "docs.rs" is that host only,
+	// ".rust-lang.org" is rust-lang.org and every subdomain of it.
+	AutoApproveDomains []string
+	// UserAgent is sent with every request; default scv/<version>.
+	UserAgent string
+	// Policy replaces the address policy built from AllowPrivate (tests:
+	// a policy whose exceptions are httptest servers).
+	Policy *netguard.Policy
+	// Resolver replaces the pure-Go DNS resolver (tests).
+	Resolver netguard.Resolver
+}
+
+// Tool is the web_fetch tool. It holds the session's page cache, so the
+// server builds one per session.
+type Tool struct {
+	opts   Options
+	policy *netguard.Policy
+	client *http.Client
+	cache  *cache
+	// exact and suffixes are the allowlist: exact hosts, and ".domain"
+	// entries as suffixes (with the leading dot) plus the domain itself.
+	exact    map[string]bool
+	suffixes []string
+}
+
+// New returns the tool with its own HTTP client and cache.
+func New(o Options) *Tool {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	switch {
+	case o.MaxRedirects == 0:
+		o.MaxRedirects = DefaultMaxRedirects
+	case o.MaxRedirects < 0:
+		o.MaxRedirects = 0
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = version.UserAgent()
+	}
+	t := &Tool{opts: o, policy: o.Policy, cache: newCache(cacheEntries, cacheBytes), exact: map[string]bool{}}
+	if t.policy == nil {
+		t.policy = &netguard.Policy{AllowPrivate: o.AllowPrivate}
+	}
+	for _, d := range o.AutoApproveDomains {
+		sub := strings.HasPrefix(d, ".")
+		h, err := netguard.ParseHost(strings.TrimPrefix(strings.TrimSpace(d), "."))
+		if err != nil {
+			continue // config validation reports bad entries; here they match nothing
+		}
+		if sub && h.Name != "" {
+			t.exact[h.Name] = true
+			t.suffixes = append(t.suffixes, "."+h.Name)
+			continue
+		}
+		t.exact[strings.Trim(h.String(), "[]")] = true
+	}
+	dialer := &netguard.Dialer{Policy: t.policy, Resolver: o.Resolver}
+	t.client = &http.Client{
+		Transport: &http.Transport{
+			// Proxy variables are ignored: through a proxy the address
+			// check would see only the proxy.
+			Proxy:                  nil,
+			DialContext:            dialer.DialContext,
+			ForceAttemptHTTP2:      true,
+			TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+			TLSHandshakeTimeout:    10 * time.Second,
+			ResponseHeaderTimeout:  o.Timeout,
+			MaxResponseHeaderBytes: maxHeaderBytes,
+			// No connection outlives its call: paging reads the cache,
+			// and no idle-connection goroutine stays behind.
+			DisableKeepAlives: true,
+		},
+		CheckRedirect: t.checkRedirect,
+		// No Jar: no cookies are kept or sent.
+	}
+	return t
+}
+
+type args struct {
+	URL    string `json:"url"`
+	Offset *int64 `json:"offset"`
+}
+
+// Spec describes the tool.
+func (*Tool) Spec() tools.Spec {
+	return tools.Spec{Name: "web_fetch", Description: strings.TrimSpace(description), Schema: json.RawMessage(schema)}
+}
+
+// Prepare checks the URL and its IP literal, if it has one. An HTTPS URL
+// on an allowlisted host is read-only; every other URL is network risk:
+// the URL itself can carry what the model read to a host a page chose.
+func (t *Tool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) {
+	var a args
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, fmt.Errorf("web_fetch arguments: %w", err)
+	}
+	u, h, err := t.checkURL(a.URL)
+	if err != nil {
+		return nil, err
+	}
+	if h.Addr.IsValid() {
+		if err := t.policy.Check(addrPort(h, u)); err != nil {
+			return nil, fmt.Errorf("web_fetch reaches only public addresses: %w (the setting web.allow_private_addresses lifts this)", err)
+		}
+	}
+	var offset int64
+	if a.Offset != nil {
+		offset = *a.Offset
+	}
+	auto := t.autoApproved(u, h)
+	plan := &tools.Plan{
+		Risk:    protocol.RiskNetwork,
+		Summary: "Fetch " + u.String(),
+		Run: func(ctx context.Context) (tools.Result, error) {
+			return t.run(ctx, env, u, auto, offset)
+		},
+	}
+	if auto {
+		plan.Risk = protocol.RiskReadOnly
+		return plan, nil
+	}
+	key := "web:" + u.Host
+	plan.Rule = &tools.Rule{Key: key, Description: "web_fetch of any URL on " + u.Host + " (http or https)"}
+	plan.Keys = []string{key}
+	return plan, nil
+}
+
+// checkURL parses and checks a URL: http or https, no credentials, a host
+// that is a valid name (converted to punycode) or IP literal, a numeric
+// port. It returns the canonical URL (no fragment) and its host.
+func (t *Tool) checkURL(raw string) (*url.URL, netguard.Host, error) {
+	raw = strings.TrimSpace(raw)
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, netguard.Host{}, fmt.Errorf("the URL %q cannot be parsed: %v", raw, err)
+	}
+	switch u.Scheme = strings.ToLower(u.Scheme); u.Scheme {
+	case "http", "https":
+	case "":
+		return nil, netguard.Host{}, fmt.Errorf("the URL %q has no scheme; web_fetch needs an absolute http:// or https:// URL", raw)
+	default:
+		return nil, netguard.Host{}, fmt.Errorf("web_fetch fetches only http and https URLs, and %q has the scheme %q", raw, u.Scheme)
+	}
+	if u.User != nil {
+		return nil, netguard.Host{}, fmt.Errorf("the URL %q carries credentials (user:password@); web_fetch never sends credentials, so remove them from the URL", redactUser(u))
+	}
+	if u.Opaque != "" || u.Host == "" {
+		return nil, netguard.Host{}, fmt.Errorf("the URL %q has no host; write it as %s://host/path", raw, u.Scheme)
+	}
+	h, err := netguard.ParseHost(u.Hostname())
+	if err != nil {
+		return nil, netguard.Host{}, fmt.Errorf("the URL %q has a bad host: %v", raw, err)
+	}
+	port := u.Port()
+	if port != "" {
+		n, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || n == 0 {
+			return nil, netguard.Host{}, fmt.Errorf("the URL %q has the port %q, which is not a number from 1 to 65535", raw, port)
+		}
+		if port == "80" && u.Scheme == "http" || port == "443" && u.Scheme == "https" {
+			port = ""
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return nil, netguard.Host{}, fmt.Errorf("the URL %q has an empty port", raw)
+	}
+	u.Host = h.String()
+	if port != "" {
+		u.Host = net.JoinHostPort(strings.Trim(h.String(), "[]"), port)
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u, h, nil
+}
+
+func redactUser(u *url.URL) string {
+	c := *u
+	c.User = url.User("…")
+	return c.String()
+}
+
+// addrPort is the address and port an IP-literal URL connects to.
+func addrPort(h netguard.Host, u *url.URL) netip.AddrPort {
+	port := uint16(80)
+	if u.Scheme == "https" {
+		port = 443
+	}
+	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		port = uint16(p)
+	}
+	return netip.AddrPortFrom(h.Addr, port)
+}
+
+// autoApproved reports whether u is an HTTPS URL on an allowlisted host.
+func (t *Tool) autoApproved(u *url.URL, h netguard.Host) bool {
+	// Any port: the allowlist names hosts the user trusts, whoever
+	// listens on which port of them.
+	if u.Scheme != "https" {
+		return false
+	}
+	host := h.Name
+	if h.Addr.IsValid() {
+		host = h.Addr.String()
+	}
+	if t.exact[host] {
+		return true
+	}
+	for _, s := range t.suffixes {
+		if strings.HasSuffix(host, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *Tool) run(ctx context.Context, env tools.Env, u *url.URL, auto bool, offset int64) (tools.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return tools.Result{}, err
+	}
+	key := fmt.Sprintf("%t %s", auto, u)
+	doc, ok := (*document)(nil), false
+	if offset > 0 {
+		doc, ok = t.cache.get(key)
+	}
+	if !ok {
+		r, err := t.fetch(ctx, u, auto)
+		if err != nil {
+			var f *failure
+			if errors.As(err, &f) {
+				return tools.Failed(f.msg), nil
+			}
+			return tools.Result{}, err
+		}
+		doc = toDocument(r)
+		t.cache.put(key, doc)
+	}
+	limit := env.OutputLimit
+	if limit <= 0 {
+		limit = defaultOutputLimit
+	}
+	return render(doc, offset, limit), nil
+}
+
+// toDocument converts a response body to text.
+func toDocument(r *response) *document {
+	d := &document{URL: r.URL, Status: r.Status, OK: r.Code >= 200 && r.Code < 300, ContentType: r.ContentType, Cut: r.Cut}
+	text := decodeText(r.Body, r.ContentType, r.Kind == kindHTML)
+	if r.Kind == kindHTML {
+		p := safeConvert([]byte(text), r.URL)
+		d.Title, text = p.Title, p.Text
+	}
+	d.Text = text
+	d.Runes = utf8.RuneCountInString(text)
+	return d
+}
+
+// safeConvert converts HTML, falling back to the raw text should the
+// converter panic on some input: a page must not take the server down.
+func safeConvert(src []byte, base string) (p page) {
+	defer func() {
+		if recover() != nil {
+			p = page{Text: validText(string(src))}
+		}
+	}()
+	return convertHTML(src, base)
+}
+
+// render returns the part of doc starting at character offset, within
+// limit bytes including its header and footer.
+func render(doc *document, offset int64, limit int) tools.Result {
+	if offset > int64(doc.Runes) {
+		return tools.Failed(fmt.Sprintf("offset %d is past the end of the text of %s, which has %d characters", offset, doc.URL, doc.Runes))
+	}
+	var head strings.Builder
+	fmt.Fprintf(&head, "URL: %s\nStatus: %s\nContent-Type: %s\n", doc.URL, doc.Status, doc.ContentType)
+	if doc.Title != "" {
+		fmt.Fprintf(&head, "Title: %s\n", truncateBytes(doc.Title, 300))
+	}
+	if doc.Cut {
+		head.WriteString("Note: the download stopped at web.fetch_max_bytes; the text is of that first part only.\n")
+	}
+	footerRoom := len(footer(int64(doc.Runes), int64(doc.Runes))) + 2
+	headRoom := head.Len() + len(rangeLine(int64(doc.Runes), int64(doc.Runes), doc.Runes)) + 1
+	budget := max(limit-headRoom-footerRoom, 256)
+
+	start := byteIndex(doc.Text, offset)
+	rest := doc.Text[start:]
+	chunk := rest
+	if len(chunk) > budget {
+		chunk = truncateBytes(rest, budget)
+		// End on a line break near the cut, when there is one.
+		if i := strings.LastIndexByte(chunk, '\n'); i >= len(chunk)*3/4 {
+			chunk = chunk[:i+1]
+		}
+	}
+	end := offset + int64(utf8.RuneCountInString(chunk))
+	more := end < int64(doc.Runes)
+	var b strings.Builder
+	b.WriteString(head.String())
+	b.WriteString(rangeLine(offset, end, doc.Runes))
+	b.WriteString("\n")
+	b.WriteString(chunk)
+	if more {
+		if !strings.HasSuffix(chunk, "\n") {
+			b.WriteString("\n")
+		}
+		b.WriteString(footer(end, int64(doc.Runes)))
+	}
+	return tools.Result{Success: doc.OK, Output: b.String(), Truncated: more || doc.Cut}
+}
+
+func rangeLine(start, end int64, total int) string {
+	return fmt.Sprintf("Characters: %d-%d of %d\n", start, end, total)
+}
+
+func footer(end, total int64) string {
+	return fmt.Sprintf("[%d more characters: call web_fetch with the same url and \"offset\": %d for the next part]\n", total-end, end)
+}
+
+// byteIndex returns the byte index of character offset in s.
+func byteIndex(s string, offset int64) int {
+	var n int64
+	for i := range s {
+		if n == offset {
+			return i
+		}
+		n++
+	}
+	return len(s)
+}
+
+// truncateBytes returns the longest prefix of s of at most n bytes that
+// does not cut a character.
+func truncateBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
