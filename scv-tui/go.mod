@@ -36,7 +36,7 @@ require (
 	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/net v0.39.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.24.0 // indirect
 )
 

@@ -1,0 +1,299 @@
+// Package app is the scv-tui Bubble Tea model: it speaks protocol v3 to
+// scv-server through the wire layer (Options.Send, and the ServerStarted,
+// ServerEvent and ServerProblem messages), and composes the components of
+// internal/ui into the screen.
+//
+// One model owns Update. The components are imperative structs with their
+// own small update methods and views; Update never does IO (Send only
+// queues a message; Restart runs in a tea.Cmd).
+package app
+
+import (
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/scv-cli/scv/shared/protocol"
+
+	"github.com/scv-cli/scv/scv-tui/internal/ui/approval"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/editor"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/markdown"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/picker"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/queue"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/styles"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/transcript"
+)
+
+// Options configure the model.
+type Options struct {
+	// Send queues one message to the server. It does not block on the
+	// server (the wire layer keeps a bounded queue); it returns an error
+	// when the server is gone or the queue is full.
+	Send func(protocol.ClientMessage) error
+	// Restart stops the current server process (if any) and starts a new
+	// one; the wire layer then delivers ServerStarted again. Called when
+	// the user accepts the offer to restart.
+	Restart func() error
+	// Workspace is the absolute workspace directory (the TUI's cwd).
+	Workspace string
+	// LogPath is where the server's stderr goes; /help shows it.
+	LogPath string
+	// History is the prompt history of this workspace; may be nil.
+	History History
+	// Resume is a session id to resume at start ("" = new session).
+	Resume string
+	// Model overrides the server's model ("" = server default).
+	Model string
+}
+
+// History is the prompt history (Up/Down recall) of one workspace.
+type History interface {
+	// Entries returns the prompts, oldest first.
+	Entries() []string
+	// Add appends a prompt and enforces the bounds.
+	Add(prompt string) error
+	// SetBounds sets the bounds session.started advises.
+	SetBounds(maxBytes int64, maxItems int)
+}
+
+// ServerStarted says a server process is running: the app sends
+// initialize, then session.start (resuming its current session after a
+// restart).
+type ServerStarted struct{}
+
+// ServerEvent is one decoded event, in arrival order.
+type ServerEvent struct{ Event protocol.Event }
+
+// ServerProblem is a non-JSON line, an undecodable or unknown event, or
+// the process exiting.
+type ServerProblem struct {
+	Err error
+	// Exited says the process is gone: the app shows the message, keeps
+	// the input, and offers a restart.
+	Exited bool
+}
+
+// ClientName is the client name sent in initialize; queue entries this
+// client submits carry it as submitter.
+const ClientName = "scv-tui"
+
+// phase is where the connection is.
+type phase int
+
+const (
+	disconnected phase = iota // no server, or it exited
+	initializing              // initialize sent
+	starting                  // session.start sent
+	ready                     // a session is open
+)
+
+// reqKind is what a request was, to read its answer or error.
+type reqKind int
+
+const (
+	reqInitialize reqKind = iota
+	reqSessionStart
+	reqTurnStart
+	reqTurnCancel
+	reqApproval
+	reqClear
+	reqCompact
+	reqList
+	reqPause
+	reqQueueUpdate
+	reqQueueMove
+	reqQueueRemove
+	reqRules
+)
+
+// request is a sent request awaiting its answer.
+type request struct {
+	kind   reqKind
+	prompt string // turn.start, queue.update: the text, to restore on refusal
+	resume string // session.start: the session it resumes
+	// switching marks a /resume from an open session.
+	switching bool
+	dialog *approval.Dialog
+}
+
+// maxPending bounds the requests remembered; answers to older ones are
+// read as answers to unknown requests.
+const maxPending = 4096
+
+// Model is the TUI's Bubble Tea model.
+type Model struct {
+	opts Options
+	st   styles.Styles
+	now  func() time.Time
+
+	width, height int
+
+	transcript *transcript.Transcript
+	editor     *editor.Editor
+	queue      queue.Panel
+	dialog     *approval.Dialog
+	picker     *picker.Picker
+	help       bool
+
+	phase     phase
+	nextID    uint64
+	pending   map[string]request
+	order     []string // pending ids, oldest first, for the bound
+	sessionID string
+	resumeID  string // the session to resume on the next session.start
+	model     string
+	demo      bool
+	cwd       string
+	ctxMax    int64
+	ctxUsed   int64
+	lastSeq   uint64
+	warning   string // seq gap or duplicate: shown in the status bar
+	problem   string // server problem: shown above the editor, restart offered
+	restarts  int    // restarts in progress
+
+	turnID     string
+	turnReq    string
+	turnStart  time.Time
+	turnState  string // "" when idle
+	compacting bool
+	dequeued   map[string]string // request id → prompt as dequeued
+
+	editing *protocol.QueueEntry // the queue entry being edited, if any
+	draft   string               // the editor's text before editing began
+
+	quitArmed bool
+	flash     string // a one-line message that the next key clears
+
+	tickGen uint64
+	ticking bool
+	frame   int
+}
+
+// New returns the model. It does nothing until ServerStarted arrives.
+func New(opts Options) *Model {
+	st := styles.Default()
+	m := &Model{
+		opts:       opts,
+		st:         st,
+		now:        time.Now,
+		width:      80,
+		height:     24,
+		transcript: transcript.New(st, markdown.New(st.MarkdownStyle)),
+		editor:     editor.New(8),
+		pending:    make(map[string]request),
+		dequeued:   make(map[string]string),
+		resumeID:   opts.Resume,
+	}
+	if opts.History != nil {
+		m.editor.SetHistory(opts.History.Entries())
+	}
+	m.layout()
+	return m
+}
+
+// Init implements tea.Model.
+func (m *Model) Init() tea.Cmd { return nil }
+
+// Update implements tea.Model.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = max(msg.Width, 1), max(msg.Height, 1)
+		m.layout()
+		return m, nil
+	case ServerStarted:
+		return m, m.serverStarted()
+	case ServerEvent:
+		if msg.Event == nil {
+			return m, nil
+		}
+		return m, m.event(msg.Event)
+	case ServerProblem:
+		m.serverProblem(msg)
+		return m, nil
+	case restartDone:
+		m.restarts = max(m.restarts-1, 0)
+		if msg.err != nil {
+			m.setProblem("The server could not be restarted: " + msg.err.Error() + ". Press Ctrl+R to try again; the server's log is " + m.logPath() + ".")
+		}
+		return m, nil
+	case tickMsg:
+		return m, m.tick(msg)
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	case tea.PasteMsg:
+		if m.dialog == nil && m.picker == nil {
+			m.help = false
+			m.editor.Insert(msg.Content)
+			m.layout()
+		}
+		return m, nil
+	case tea.MouseWheelMsg:
+		switch msg.Mouse().Button {
+		case tea.MouseWheelUp:
+			m.transcript.ScrollUp(3)
+		case tea.MouseWheelDown:
+			m.transcript.ScrollDown(3)
+		}
+		return m, nil
+	}
+	return m, nil
+}
+
+// restartDone reports the end of Options.Restart.
+type restartDone struct{ err error }
+
+// tickMsg turns the spinner and updates the elapsed time.
+type tickMsg struct{ gen uint64 }
+
+const tickEvery = 100 * time.Millisecond
+
+var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// startTicking starts the spinner unless it runs.
+func (m *Model) startTicking() tea.Cmd {
+	if m.ticking {
+		return nil
+	}
+	m.ticking = true
+	m.tickGen++
+	gen := m.tickGen
+	return tea.Tick(tickEvery, func(time.Time) tea.Msg { return tickMsg{gen} })
+}
+
+func (m *Model) tick(t tickMsg) tea.Cmd {
+	if t.gen != m.tickGen || !m.ticking {
+		return nil // a tick of an older loop
+	}
+	if m.turnState == "" {
+		m.ticking = false
+		return nil
+	}
+	m.frame++
+	m.transcript.SetFrame(spinner[m.frame%len(spinner)])
+	gen := m.tickGen
+	return tea.Tick(tickEvery, func(time.Time) tea.Msg { return tickMsg{gen} })
+}
+
+// restart asks the wire layer for a new server, off the update loop.
+func (m *Model) restart() tea.Cmd {
+	if m.opts.Restart == nil {
+		m.flash = "This build cannot restart the server; quit and start scv-tui again."
+		return nil
+	}
+	m.restarts++
+	m.phase = disconnected
+	m.problem = ""
+	m.warning = ""
+	m.flash = "Restarting the server…"
+	m.endTurn()
+	restart := m.opts.Restart
+	return func() tea.Msg { return restartDone{err: restart()} }
+}
+
+func (m *Model) logPath() string {
+	if m.opts.LogPath == "" {
+		return "not kept"
+	}
+	return m.opts.LogPath
+}

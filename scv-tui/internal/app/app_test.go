@@ -1,0 +1,728 @@
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"go.uber.org/goleak"
+
+	"github.com/scv-cli/scv/shared/protocol"
+
+	"github.com/scv-cli/scv/scv-tui/internal/ui/golden"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	sid  = "0b6f4c2e-9d1a-4e8b-a7c3-5f2d1e0c9b84"
+	tid  = "7c3e9a1f-4b2d-4f6e-8a5c-2d1b0e9f8a73"
+	tid2 = "2e5f8a1b-3c4d-4e6f-9a7b-8c9d0e1f2a3b"
+	ws   = "/home/ana/project"
+)
+
+// fakeHistory is an in-memory History.
+type fakeHistory struct {
+	entries  []string
+	maxBytes int64
+	maxItems int
+	addErr   error
+}
+
+func (h *fakeHistory) Entries() []string { return h.entries }
+func (h *fakeHistory) Add(p string) error {
+	if h.addErr != nil {
+		return h.addErr
+	}
+	h.entries = append(h.entries, p)
+	return nil
+}
+func (h *fakeHistory) SetBounds(b int64, n int) { h.maxBytes, h.maxItems = b, n }
+
+// harness drives a Model with a fake Send that collects messages.
+type harness struct {
+	t        *testing.T
+	m        *Model
+	sent     []protocol.ClientMessage
+	sendErr  error
+	restarts int
+	hist     *fakeHistory
+	seq      uint64
+	clock    time.Time
+}
+
+func newHarness(t *testing.T) *harness {
+	h := &harness{t: t, hist: &fakeHistory{entries: []string{"an older prompt"}}, clock: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	h.m = New(Options{
+		Send: func(m protocol.ClientMessage) error {
+			if h.sendErr != nil {
+				return h.sendErr
+			}
+			h.sent = append(h.sent, m)
+			return nil
+		},
+		Restart:   func() error { h.restarts++; return nil },
+		Workspace: ws,
+		LogPath:   "/home/ana/.scv/logs/scv-tui-server.log",
+		History:   h.hist,
+	})
+	h.m.now = func() time.Time { return h.clock }
+	h.msg(tea.WindowSizeMsg{Width: 80, Height: 24})
+	return h
+}
+
+// msg feeds one message and runs the command it returns, the way the
+// program would, except ticks (which would sleep) and Quit.
+func (h *harness) msg(msg tea.Msg) tea.Cmd {
+	h.t.Helper()
+	_, cmd := h.m.Update(msg)
+	_ = h.m.View()
+	return cmd
+}
+
+// run executes a command and feeds its message back (for Restart).
+func (h *harness) run(cmd tea.Cmd) {
+	h.t.Helper()
+	if cmd == nil {
+		return
+	}
+	if out := cmd(); out != nil {
+		h.msg(out)
+	}
+}
+
+// event decodes one JSON frame with the shared decoder and feeds it. A
+// "seq":0 placeholder is replaced by the next sequence number.
+func (h *harness) event(frame string) tea.Cmd {
+	h.t.Helper()
+	if strings.Contains(frame, `"seq":0`) {
+		h.seq++
+		frame = strings.Replace(frame, `"seq":0`, fmt.Sprintf(`"seq":%d`, h.seq), 1)
+	}
+	e, err := protocol.DecodeEvent([]byte(frame))
+	if err != nil {
+		h.t.Fatalf("decoding %s: %v", frame, err)
+	}
+	return h.msg(ServerEvent{Event: e})
+}
+
+func (h *harness) key(keys ...string) {
+	h.t.Helper()
+	for _, k := range keys {
+		h.msg(keyMsg(k))
+	}
+}
+
+func (h *harness) typeText(s string) {
+	for _, r := range s {
+		h.msg(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+}
+
+func keyMsg(k string) tea.KeyPressMsg {
+	special := map[string]tea.KeyPressMsg{
+		"enter":      {Code: tea.KeyEnter},
+		"alt+enter":  {Code: tea.KeyEnter, Mod: tea.ModAlt},
+		"esc":        {Code: tea.KeyEscape},
+		"tab":        {Code: tea.KeyTab},
+		"up":         {Code: tea.KeyUp},
+		"down":       {Code: tea.KeyDown},
+		"pgup":       {Code: tea.KeyPgUp},
+		"pgdown":     {Code: tea.KeyPgDown},
+		"home":       {Code: tea.KeyHome},
+		"end":        {Code: tea.KeyEnd},
+		"ctrl+c":     {Code: 'c', Mod: tea.ModCtrl},
+		"ctrl+r":     {Code: 'r', Mod: tea.ModCtrl},
+		"ctrl+o":     {Code: 'o', Mod: tea.ModCtrl},
+		"shift+up":   {Code: tea.KeyUp, Mod: tea.ModShift},
+		"shift+down": {Code: tea.KeyDown, Mod: tea.ModShift},
+		"backspace":  {Code: tea.KeyBackspace},
+	}
+	if k, ok := special[k]; ok {
+		return k
+	}
+	r := []rune(k)
+	return tea.KeyPressMsg{Code: r[0], Text: k}
+}
+
+// last returns the last sent message, failing unless it has type T.
+func last[T protocol.ClientMessage](h *harness) T {
+	h.t.Helper()
+	if len(h.sent) == 0 {
+		var zero T
+		h.t.Fatalf("nothing sent, want %T", zero)
+	}
+	m, ok := h.sent[len(h.sent)-1].(T)
+	if !ok {
+		h.t.Fatalf("last sent %T (%s), want another type", h.sent[len(h.sent)-1], encode(h.sent[len(h.sent)-1]))
+	}
+	return m
+}
+
+func encode(m protocol.ClientMessage) string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func (h *harness) screen() string { return golden.Plain(h.m.render()) }
+
+// connect runs the handshake up to a ready session with model.
+func (h *harness) connect(model string) {
+	h.t.Helper()
+	h.msg(ServerStarted{})
+	ini := last[*protocol.Initialize](h)
+	if ini.ProtocolVersion != 3 || ini.Client.Name != ClientName {
+		h.t.Fatalf("initialize = %s", encode(ini))
+	}
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":3,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	ss := last[*protocol.SessionStart](h)
+	if ss.Cwd != ws {
+		h.t.Fatalf("session.start cwd = %q", ss.Cwd)
+	}
+	h.seq = 0
+	h.event(`{"type":"session.started","request_id":"` + ss.RequestID + `","session_id":"` + sid + `","cwd":"` + ws + `","model":"` + model + `","context_max_tokens":128000,"max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,"max_transcript_items":10000,"max_prompt_history_bytes":1048576,"max_prompt_history_items":200}`)
+	h.event(`{"type":"queue.snapshot","request_id":"` + ss.RequestID + `","session_id":"` + sid + `","seq":0,"entries":[]}`)
+	if h.m.phase != ready {
+		h.t.Fatalf("phase %d after the handshake", h.m.phase)
+	}
+}
+
+// prompt types a prompt, sends it, and returns its turn.start.
+func (h *harness) prompt(text string) *protocol.TurnStart {
+	h.t.Helper()
+	h.typeText(text)
+	h.key("enter")
+	ts := last[*protocol.TurnStart](h)
+	if ts.Prompt != text || ts.SessionID != sid {
+		h.t.Fatalf("turn.start = %s", encode(ts))
+	}
+	return ts
+}
+
+// turnEvent builds a turn event frame of turn tid for request rid.
+func turnEvent(typ, rid, turn, rest string) string {
+	if rest != "" {
+		rest = "," + rest
+	}
+	return `{"type":"` + typ + `","request_id":"` + rid + `","session_id":"` + sid + `","turn_id":"` + turn + `","seq":0` + rest + `}`
+}
+
+func sessionEvent(typ, rid, rest string) string {
+	if rest != "" {
+		rest = "," + rest
+	}
+	return `{"type":"` + typ + `","request_id":"` + rid + `","session_id":"` + sid + `","seq":0` + rest + `}`
+}
+
+func TestHandshakeAndTurn(t *testing.T) {
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	if h.hist.maxItems != 200 || h.hist.maxBytes != 1048576 {
+		t.Errorf("history bounds not set from session.started: %d %d", h.hist.maxBytes, h.hist.maxItems)
+	}
+	ts := h.prompt("What API base URL does .env set?")
+	if got := h.hist.entries[len(h.hist.entries)-1]; got != ts.Prompt {
+		t.Errorf("history did not get the prompt: %q", got)
+	}
+	if h.m.editor.Value() != "" {
+		t.Error("editor not cleared after sending")
+	}
+	rid := ts.RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.event(turnEvent("assistant.delta", rid, tid, `"content":"I'll read "`))
+	h.event(turnEvent("assistant.delta", rid, tid, `"content":"the .env file."`))
+	if !strings.Contains(h.screen(), "I'll read the .env file.") {
+		t.Errorf("streamed text not shown:\n%s", h.screen())
+	}
+	h.event(turnEvent("assistant.completed", rid, tid, `"content":"I'll read the .env file."`))
+	h.event(turnEvent("tool.proposed", rid, tid, `"call_id":"call_1","name":"read","arguments":{"path":".env"}`))
+	h.event(turnEvent("approval.requested", rid, tid, `"approval_id":"ap1","call_id":"call_1","name":"read","risk":"filesystem","cwd":"`+ws+`","summary":"Read .env (the name looks like a secret)"`))
+	if h.m.dialog == nil {
+		t.Fatal("approval dialog not open")
+	}
+	// While the dialog is open nothing else can be typed.
+	h.typeText("zz")
+	if h.m.editor.Value() != "" {
+		t.Errorf("typing reached the editor under the dialog: %q", h.m.editor.Value())
+	}
+	n := len(h.sent)
+	h.key("a") // no rule: session approval is refused locally
+	if len(h.sent) != n || h.m.dialog == nil {
+		t.Fatal("approve-for-session without a rule was sent")
+	}
+	h.key("enter")
+	ar := last[*protocol.ApprovalResolve](h)
+	if !ar.Approved || ar.ApprovalID != "ap1" || ar.Scope != "" || ar.SessionID != sid {
+		t.Errorf("approval.resolve = %s", encode(ar))
+	}
+	if h.m.dialog != nil {
+		t.Error("dialog still open after answering")
+	}
+	h.event(turnEvent("tool.started", rid, tid, `"call_id":"call_1","name":"read"`))
+	h.event(turnEvent("tool.completed", rid, tid, `"call_id":"call_1","name":"read","success":true,"output":"[.env: 37 bytes; bytes 0-37]\nAPI_BASE_URL=https://api.example.com\n","truncated":false`))
+	h.event(turnEvent("assistant.delta", rid, tid, `"content":"The API base URL is https://api.example.com."`))
+	h.event(turnEvent("assistant.completed", rid, tid, `"content":"The API base URL is **https://api.example.com**."`))
+	h.clock = h.clock.Add(3 * time.Second)
+	h.event(turnEvent("turn.completed", rid, tid, `"steps":2,"usage":{"input_tokens":1717,"output_tokens":36}`))
+	if h.m.turnID != "" || h.m.turnState != "" {
+		t.Error("turn still running after turn.completed")
+	}
+	if h.m.ctxUsed != 1717/2+36 {
+		t.Errorf("context use = %d", h.m.ctxUsed)
+	}
+	golden.RequireEqual(t, h.m.render())
+}
+
+func TestApproveForSession(t *testing.T) {
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	rid := h.prompt("run the tests").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.event(turnEvent("tool.proposed", rid, tid, `"call_id":"call_2","name":"bash","arguments":{"command":"go test ./..."}`))
+	h.event(turnEvent("approval.requested", rid, tid, `"approval_id":"ap2","call_id":"call_2","name":"bash","risk":"process","cwd":"`+ws+`","summary":"Run shell command: go test ./...","rule":{"tool":"bash","key":"bash:go test","description":"bash commands that start with `+"`go test`"+`"}`))
+	h.key("v")
+	golden.RequireEqual(t, h.m.render())
+	h.key("a")
+	ar := last[*protocol.ApprovalResolve](h)
+	if !ar.Approved || ar.Scope != protocol.ScopeSession {
+		t.Errorf("approval.resolve = %s", encode(ar))
+	}
+	// The server refuses the scope: the call still waits, so the dialog returns.
+	h.event(`{"type":"error","request_id":"` + ar.RequestID + `","code":"invalid_request","message":"approval proposed no rule","fatal":false}`)
+	if h.m.dialog == nil {
+		t.Fatal("dialog not reopened after a refused answer")
+	}
+	h.key("n")
+	if ar := last[*protocol.ApprovalResolve](h); ar.Approved {
+		t.Error("n approved")
+	}
+	// A cancelled turn closes an open dialog.
+	h.event(turnEvent("approval.requested", rid, tid, `"approval_id":"ap3","call_id":"call_2","name":"bash","risk":"process","cwd":"`+ws+`","summary":"again"`))
+	h.event(turnEvent("turn.cancelled", rid, tid, ""))
+	if h.m.dialog != nil {
+		t.Error("dialog open after turn.cancelled")
+	}
+}
+
+func TestQueue(t *testing.T) {
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	rid := h.prompt("first").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	q1 := h.prompt("second")
+	q2 := h.prompt("third")
+	if h.m.queue.Len() != 0 {
+		t.Fatal("the queue was changed before the server said so")
+	}
+	h.event(sessionEvent("queue.enqueued", q1.RequestID, `"entry":{"queue_id":"qa","revision":1,"prompt":"second","submitter":"scv-tui","position":0}`))
+	h.event(sessionEvent("queue.enqueued", q2.RequestID, `"entry":{"queue_id":"qb","revision":1,"prompt":"third","submitter":"scv-tui","position":1}`))
+	h.key("tab", "down")
+	golden.RequireEqual(t, h.m.render())
+	h.key("K")
+	mv := last[*protocol.QueueMove](h)
+	if mv.QueueID != "qb" || mv.BeforeQueueID != "qa" || mv.Revision != 1 {
+		t.Errorf("queue.move = %s", encode(mv))
+	}
+	h.event(sessionEvent("queue.moved", mv.RequestID, `"entry":{"queue_id":"qb","revision":2,"prompt":"third","submitter":"scv-tui","position":0}`))
+	if e, _ := h.m.queue.Selected(); e.QueueID != "qb" {
+		t.Errorf("selection did not follow the move: %s", e.QueueID)
+	}
+	h.key("J")
+	mv = last[*protocol.QueueMove](h)
+	if mv.QueueID != "qb" || mv.BeforeQueueID != "" || mv.Revision != 2 {
+		t.Errorf("move down = %s", encode(mv))
+	}
+	h.key("p")
+	if p := last[*protocol.SessionPause](h); !p.Paused {
+		t.Error("p did not pause")
+	}
+	h.event(sessionEvent("session.paused", "x", `"paused":true`))
+	if !h.m.queue.Paused() {
+		t.Error("paused state not shown")
+	}
+	// Edit: the server's current revision wins on conflict.
+	h.key("e")
+	if h.m.editor.Value() != "third" {
+		t.Fatalf("editing loaded %q", h.m.editor.Value())
+	}
+	h.key("backspace", "backspace", "backspace", "backspace", "backspace")
+	h.typeText("fourth")
+	h.key("enter")
+	up := last[*protocol.QueueUpdate](h)
+	if up.QueueID != "qb" || up.Prompt != "fourth" || up.Revision != 2 {
+		t.Errorf("queue.update = %s", encode(up))
+	}
+	h.event(`{"type":"error","request_id":"` + up.RequestID + `","code":"queue_conflict","message":"the queue entry has changed since revision 2; its current revision is 3, shown in entry","fatal":false,"entry":{"queue_id":"qb","revision":3,"prompt":"third, edited elsewhere","submitter":"scv-bridge","position":0}}`)
+	if e := h.m.queue.Entries()[0]; e.Revision != 3 || e.Prompt != "third, edited elsewhere" {
+		t.Errorf("conflict did not show the server's entry: %+v", e)
+	}
+	if !strings.Contains(h.screen(), "changed on the server") {
+		t.Errorf("no conflict notice:\n%s", h.screen())
+	}
+	if h.m.editor.Value() != "fourth" {
+		t.Errorf("the refused edit was lost: %q", h.m.editor.Value())
+	}
+	h.m.editor.Reset()
+	h.key("tab", "d")
+	rm := last[*protocol.QueueRemove](h)
+	if rm.QueueID != "qb" || rm.Revision != 3 {
+		t.Errorf("queue.remove = %s", encode(rm))
+	}
+	h.event(sessionEvent("queue.removed", rm.RequestID, `"entry":{"queue_id":"qb","revision":3,"prompt":"third, edited elsewhere","submitter":"scv-bridge","position":0}`))
+	// The turn ends and the server dequeues "second": its prompt is shown.
+	h.event(turnEvent("turn.completed", rid, tid, `"steps":1`))
+	h.event(sessionEvent("queue.dequeued", q1.RequestID, `"entry":{"queue_id":"qa","revision":1,"prompt":"second","submitter":"scv-tui","position":0}`))
+	h.event(turnEvent("turn.started", q1.RequestID, tid2, ""))
+	if h.m.queue.Len() != 0 || h.m.turnID != tid2 {
+		t.Errorf("after dequeue: %d queued, turn %q", h.m.queue.Len(), h.m.turnID)
+	}
+	if !strings.Contains(h.screen(), "┃ second") {
+		t.Errorf("the dequeued prompt is not shown:\n%s", h.screen())
+	}
+}
+
+func TestCancelClearCompact(t *testing.T) {
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	rid := h.prompt("long task").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.event(turnEvent("assistant.delta", rid, tid, `"content":"working on"`))
+	h.key("esc")
+	tc := last[*protocol.TurnCancel](h)
+	if tc.TurnID != tid || tc.SessionID != sid {
+		t.Errorf("turn.cancel = %s", encode(tc))
+	}
+	if h.m.turnState != stateCancelling {
+		t.Error("state not cancelling")
+	}
+	n := len(h.sent)
+	h.key("esc")
+	if len(h.sent) != n {
+		t.Error("a second Esc sent another cancel")
+	}
+	h.typeText("/clear")
+	h.key("enter")
+	if len(h.sent) != n {
+		t.Error("/clear was sent while a turn runs")
+	}
+	h.m.editor.Reset()
+	h.event(turnEvent("turn.cancelled", rid, tid, ""))
+	if !strings.Contains(h.screen(), "working on [incomplete]") {
+		t.Errorf("the interrupted preview is not kept:\n%s", h.screen())
+	}
+	h.typeText("/clear")
+	h.key("enter")
+	cl := last[*protocol.SessionClear](h)
+	if h.m.transcript.Len() == 0 {
+		t.Fatal("transcript cleared before session.cleared")
+	}
+	h.event(sessionEvent("session.cleared", cl.RequestID, ""))
+	if !strings.Contains(h.screen(), "The conversation was cleared") || strings.Contains(h.screen(), "long task") {
+		t.Errorf("after session.cleared:\n%s", h.screen())
+	}
+	h.typeText("/compact")
+	h.key("enter")
+	cp := last[*protocol.SessionCompact](h)
+	h.event(turnEvent("turn.started", cp.RequestID, tid2, ""))
+	if h.m.turnState != stateCompacting {
+		t.Errorf("state %q during compaction", h.m.turnState)
+	}
+	h.event(turnEvent("context.compacted", cp.RequestID, tid2, `"before_tokens":52000,"after_tokens":9100,"removed_messages":118`))
+	h.event(turnEvent("turn.completed", cp.RequestID, tid2, `"steps":0,"usage":{"input_tokens":48000,"output_tokens":410}`))
+	if !strings.Contains(h.screen(), "about 52000 tokens became 9100") {
+		t.Errorf("no compaction notice:\n%s", h.screen())
+	}
+	// An unknown command is refused and kept.
+	h.typeText("/frobnicate")
+	h.key("enter")
+	if h.m.editor.Value() != "/frobnicate" || !strings.Contains(h.screen(), "Unknown command /frobnicate") {
+		t.Errorf("unknown command: editor %q\n%s", h.m.editor.Value(), h.screen())
+	}
+}
+
+func TestFailureNotices(t *testing.T) {
+	for _, code := range protocol.FailureCodes {
+		t.Run(string(code), func(t *testing.T) {
+			h := newHarness(t)
+			h.connect("gpt-4.1-mini")
+			rid := h.prompt("go").RequestID
+			h.event(turnEvent("turn.started", rid, tid, ""))
+			h.event(turnEvent("assistant.delta", rid, tid, `"content":"partial"`))
+			h.event(turnEvent("turn.failed", rid, tid, `"code":"`+string(code)+`","message":"details from the server"`))
+			golden.RequireEqual(t, h.m.transcript.View())
+		})
+	}
+	if txt := failureText(protocol.FailResponseLimit, ""); !strings.Contains(txt, "4 MiB") {
+		t.Errorf("response_limit text: %s", txt)
+	}
+}
+
+func TestOtherNotices(t *testing.T) {
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	rid := h.prompt("go").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.event(sessionEvent("session.trimmed", rid, `"removed_messages":250,"history_bytes":12000000`))
+	h.event(turnEvent("context.compacted", rid, tid, `"before_tokens":130000,"after_tokens":96000,"removed_messages":42`))
+	h.event(turnEvent("turn.completed", rid, tid, `"steps":1`))
+	golden.RequireEqual(t, h.m.transcript.View())
+}
+
+func TestDemoBanner(t *testing.T) {
+	for _, w := range []int{80, 40} {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			h := newHarness(t)
+			h.msg(tea.WindowSizeMsg{Width: w, Height: 20})
+			h.connect("scv-demo")
+			out := h.m.render()
+			golden.RequireWidth(t, out, w)
+			golden.RequireEqual(t, out)
+			if !strings.Contains(strings.Join(strings.Fields(golden.Plain(out)), " "), "run `scv config path`") {
+				t.Error("banner does not say how to configure a provider")
+			}
+		})
+	}
+}
+
+func TestNarrowStreamingAndTools(t *testing.T) {
+	h := newHarness(t)
+	h.msg(tea.WindowSizeMsg{Width: 40, Height: 22})
+	h.connect("gpt-4.1-mini")
+	rid := h.prompt("Fix the failing test please, it is in the pkg directory").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.event(turnEvent("tool.proposed", rid, tid, `"call_id":"c1","name":"agent","arguments":{"agent":"codex","prompt":"fix the test"}`))
+	h.event(turnEvent("tool.started", rid, tid, `"call_id":"c1","name":"agent"`))
+	h.event(turnEvent("tool.progress", rid, tid, `"call_id":"c1","name":"agent","line":"$ go test ./pkg/..."`))
+	h.event(turnEvent("tool.completed", rid, tid, `"call_id":"c1","name":"agent","success":false,"output":"exit status 1\nline 2\nline 3\nline 4\nline 5\nline 6","truncated":true`))
+	h.event(turnEvent("assistant.delta", rid, tid, `"content":"The test fails because"`))
+	h.clock = h.clock.Add(75 * time.Second)
+	out := h.m.render()
+	golden.RequireWidth(t, out, 40)
+	golden.RequireEqual(t, out)
+	h.key("ctrl+o")
+	if !strings.Contains(h.screen(), "line 6") {
+		t.Errorf("Ctrl+O did not expand the card:\n%s", h.screen())
+	}
+}
+
+func TestSeqGapAndDuplicate(t *testing.T) {
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	h.typeText("kept input")
+	rid := "99"
+	h.event(`{"type":"turn.started","request_id":"` + rid + `","session_id":"` + sid + `","turn_id":"` + tid + `","seq":2}`)
+	h.event(`{"type":"assistant.delta","request_id":"` + rid + `","session_id":"` + sid + `","turn_id":"` + tid + `","seq":3,"content":"once"}`)
+	h.event(`{"type":"assistant.delta","request_id":"` + rid + `","session_id":"` + sid + `","turn_id":"` + tid + `","seq":3,"content":"once"}`)
+	if strings.Contains(h.screen(), "onceonce") {
+		t.Error("a duplicate event was applied")
+	}
+	if !strings.Contains(h.m.warning, "duplicate") {
+		t.Errorf("warning = %q", h.m.warning)
+	}
+	h.event(`{"type":"assistant.delta","request_id":"` + rid + `","session_id":"` + sid + `","turn_id":"` + tid + `","seq":7,"content":" and more"}`)
+	if !strings.Contains(h.m.warning, "events 4 to 6 were lost") {
+		t.Errorf("warning = %q", h.m.warning)
+	}
+	if h.m.editor.Value() != "kept input" {
+		t.Errorf("input lost: %q", h.m.editor.Value())
+	}
+	golden.RequireEqual(t, h.m.render())
+	// Events of another session are ignored, seq and all.
+	h.event(`{"type":"assistant.delta","request_id":"1","session_id":"other","turn_id":"` + tid + `","seq":1,"content":"foreign"}`)
+	if strings.Contains(h.screen(), "foreign") {
+		t.Error("an event of another session was shown")
+	}
+	// Ctrl+R restarts; ServerStarted resumes the session.
+	h.run(h.msg(keyMsg("ctrl+r")))
+	if h.restarts != 1 {
+		t.Fatalf("restarts = %d", h.restarts)
+	}
+	h.msg(ServerStarted{})
+	ini := last[*protocol.Initialize](h)
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":3,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	if ss := last[*protocol.SessionStart](h); ss.Resume != sid {
+		t.Errorf("restart did not resume the session: %s", encode(ss))
+	}
+}
+
+func TestServerProblems(t *testing.T) {
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	rid := h.prompt("go").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.typeText("half-typed")
+	h.msg(ServerProblem{Err: errors.New(`line 7 is not JSON: "panic: oops"`)})
+	if !strings.Contains(h.screen(), "cannot read") || h.m.phase != ready {
+		t.Errorf("non-JSON problem:\n%s", h.screen())
+	}
+	h.msg(ServerProblem{Err: errors.New("exit status 2"), Exited: true})
+	if h.m.phase != disconnected || h.m.turnID != "" {
+		t.Error("exit did not end the connection and the turn")
+	}
+	if h.m.editor.Value() != "half-typed" {
+		t.Errorf("input lost: %q", h.m.editor.Value())
+	}
+	golden.RequireEqual(t, h.m.render())
+	h.key("enter")
+	if _, ok := h.sent[len(h.sent)-1].(*protocol.TurnStart); ok && h.sent[len(h.sent)-1].(*protocol.TurnStart).Prompt == "half-typed" {
+		t.Error("a prompt was sent to a stopped server")
+	}
+	// Restart fails, then works.
+	h.m.opts.Restart = func() error { return errors.New("scv-server not found") }
+	h.run(h.msg(keyMsg("ctrl+r")))
+	if !strings.Contains(h.screen(), "could not be restarted: scv-server not found") {
+		t.Errorf("restart failure not shown:\n%s", h.screen())
+	}
+	// Send failing is a problem too, and keeps the input.
+	h.m.opts.Restart = func() error { return nil }
+	h.run(h.msg(keyMsg("ctrl+r")))
+	h.sendErr = errors.New("the send queue is full")
+	h.msg(ServerStarted{})
+	if !strings.Contains(h.screen(), "the send queue is full") {
+		t.Errorf("send failure not shown:\n%s", h.screen())
+	}
+}
+
+func TestQuit(t *testing.T) {
+	h := newHarness(t)
+	if cmd := h.msg(keyMsg("ctrl+c")); cmd != nil {
+		t.Fatal("one Ctrl+C quit")
+	}
+	if cmd := h.msg(keyMsg("ctrl+c")); cmd == nil || cmd() != (tea.QuitMsg{}) {
+		t.Error("Ctrl+C twice did not quit")
+	}
+	h.key("ctrl+c", "x") // another key disarms
+	if cmd := h.msg(keyMsg("ctrl+c")); cmd != nil {
+		t.Error("Ctrl+C after another key quit at once")
+	}
+	h.m.editor.Reset()
+	h.typeText("/quit")
+	if cmd := h.msg(keyMsg("enter")); cmd == nil || cmd() != (tea.QuitMsg{}) {
+		t.Error("/quit did not quit")
+	}
+}
+
+func TestResumePicker(t *testing.T) {
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	h.typeText("/resume")
+	h.key("enter")
+	sl := last[*protocol.SessionList](h)
+	if sl.Cwd != ws {
+		t.Errorf("session.list = %s", encode(sl))
+	}
+	h.event(`{"type":"session.listed","request_id":"` + sl.RequestID + `","sessions":[{"session_id":"` + sid + `","cwd":"` + ws + `","title":"This one","created_at":"2026-12-01T08:00:00Z","updated_at":"2026-12-01T09:00:00Z","turns":1,"bytes":10},{"session_id":"11111111-2222-4333-8444-555555555555","cwd":"` + ws + `","title":"Fix the failing test.","created_at":"2026-12-01T08:00:00Z","updated_at":"2026-12-01T08:05:00Z","turns":2,"bytes":18432}]}`)
+	if h.m.picker == nil {
+		t.Fatal("picker not open")
+	}
+	t.Run("picker", func(t *testing.T) { golden.RequireEqual(t, h.m.render()) })
+	h.key("down", "enter")
+	ss := last[*protocol.SessionStart](h)
+	if ss.Resume != "11111111-2222-4333-8444-555555555555" {
+		t.Fatalf("session.start = %s", encode(ss))
+	}
+	h.seq = 0
+	h.event(`{"type":"session.started","request_id":"` + ss.RequestID + `","session_id":"11111111-2222-4333-8444-555555555555","cwd":"` + ws + `","model":"gpt-4.1-mini","context_max_tokens":128000,"max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,"max_transcript_items":10000,"max_prompt_history_bytes":1048576,"max_prompt_history_items":200,"resumed":true,"usage":{"input_tokens":5400,"output_tokens":610}}`)
+	h.event(`{"type":"session.replay","request_id":"` + ss.RequestID + `","session_id":"11111111-2222-4333-8444-555555555555","items":[{"kind":"user","turn_id":"t1","text":"Fix the failing test."},{"kind":"tool","turn_id":"t1","text":"exit status 1","call_id":"call_1","name":"bash","arguments":{"command":"go test ./..."},"success":false},{"kind":"assistant","turn_id":"t1","text":"The test expects a trailing newline."},{"kind":"notice","turn_id":"t2","text":"This turn was interrupted: the server stopped before it ended.","interrupted":true}],"done":true}`)
+	h.event(`{"type":"queue.snapshot","request_id":"` + ss.RequestID + `","session_id":"11111111-2222-4333-8444-555555555555","seq":1,"entries":[]}`)
+	if h.m.sessionID != "11111111-2222-4333-8444-555555555555" || h.m.lastSeq != 1 {
+		t.Errorf("session %q seq %d", h.m.sessionID, h.m.lastSeq)
+	}
+	t.Run("replayed", func(t *testing.T) { golden.RequireEqual(t, h.m.transcript.View()) })
+}
+
+func TestResumeRefusedAtStart(t *testing.T) {
+	h := newHarness(t)
+	h.m.resumeID = "11111111-2222-4333-8444-555555555555"
+	h.msg(ServerStarted{})
+	ini := last[*protocol.Initialize](h)
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":3,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	ss := last[*protocol.SessionStart](h)
+	if ss.Resume == "" {
+		t.Fatal("Options.Resume not used")
+	}
+	h.event(`{"type":"error","request_id":"` + ss.RequestID + `","code":"session_not_found","message":"no stored session has id 1111","fatal":false}`)
+	if ss2 := last[*protocol.SessionStart](h); ss2.Resume != "" || ss2.RequestID == ss.RequestID {
+		t.Errorf("no fresh session.start after a refused resume: %s", encode(ss2))
+	}
+}
+
+func TestHistoryRecallAndPaste(t *testing.T) {
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	h.key("up")
+	if h.m.editor.Value() != "an older prompt" {
+		t.Errorf("Up recalled %q", h.m.editor.Value())
+	}
+	h.m.editor.Reset()
+	big := strings.Repeat("pasted text line\n", 20000)
+	h.msg(tea.PasteMsg{Content: big})
+	if h.m.editor.Value() != big {
+		t.Error("paste not inserted whole")
+	}
+	golden.RequireWidth(t, h.m.render(), 80)
+	h.key("enter")
+	if _, ok := h.sent[len(h.sent)-1].(*protocol.TurnStart); ok {
+		t.Error("a prompt over the limit was sent")
+	}
+	if !strings.Contains(h.screen(), "over the 262144-byte limit") {
+		t.Errorf("no limit message:\n%s", h.screen())
+	}
+	// A refused turn.start puts the prompt back.
+	h.m.editor.Reset()
+	ts := h.prompt("refused prompt")
+	h.event(`{"type":"error","request_id":"` + ts.RequestID + `","code":"invalid_request","message":"prompt is empty","fatal":false}`)
+	if h.m.editor.Value() != "refused prompt" {
+		t.Errorf("refused prompt not restored: %q", h.m.editor.Value())
+	}
+}
+
+func TestScrollKeysAndMouse(t *testing.T) {
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	for i := range 50 {
+		h.m.transcript.AddNotice(0, fmt.Sprintf("notice %d", i))
+	}
+	h.key("pgup")
+	if h.m.transcript.Following() {
+		t.Error("PgUp did not scroll")
+	}
+	h.key("end")
+	h.msg(tea.MouseWheelMsg{Button: tea.MouseWheelUp})
+	if h.m.transcript.Following() {
+		t.Error("wheel did not scroll")
+	}
+	h.key("home")
+	if !strings.Contains(h.screen(), "notice 0") {
+		t.Error("Home does not show the first item")
+	}
+	// Resize at any time, down to tiny sizes.
+	for _, sz := range [][2]int{{40, 10}, {10, 3}, {1, 1}, {200, 60}} {
+		h.msg(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		out := h.m.render()
+		if n := strings.Count(out, "\n") + 1; n != sz[1] {
+			t.Errorf("%dx%d: %d lines", sz[0], sz[1], n)
+		}
+		golden.RequireWidth(t, out, sz[0])
+	}
+}
+
+func TestHelp(t *testing.T) {
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	h.typeText("/help")
+	h.key("enter")
+	out := h.screen()
+	if !strings.Contains(out, "/home/ana/.scv/logs/scv-tui-server.log") || !strings.Contains(out, "/compact") {
+		t.Errorf("help:\n%s", out)
+	}
+	golden.RequireEqual(t, h.m.render())
+	h.key("esc")
+	if h.m.help {
+		t.Error("help still open")
+	}
+}

@@ -1,0 +1,294 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/scv-cli/scv/shared/protocol"
+
+	"github.com/scv-cli/scv/scv-tui/internal/ui/picker"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/transcript"
+)
+
+// key handles one key press. The layers are tried in order: quitting,
+// then an open dialog or picker (which take every key), then scrolling and
+// global keys, then the queue panel when focused, then the editor.
+func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	ks := k.Keystroke()
+	if ks == "ctrl+c" {
+		if m.quitArmed {
+			return tea.Quit
+		}
+		m.quitArmed = true
+		m.flash = "Press Ctrl+C again to quit."
+		return nil
+	}
+	m.quitArmed = false
+	m.flash = ""
+	defer m.layout()
+
+	switch ks {
+	case "pgup":
+		m.transcript.PageUp()
+		return nil
+	case "pgdown":
+		m.transcript.PageDown()
+		return nil
+	case "home":
+		m.transcript.Home()
+		return nil
+	case "end":
+		m.transcript.End()
+		return nil
+	}
+
+	if m.dialog != nil {
+		// While an approval is open nothing else can be typed.
+		switch ks {
+		case "y", "Y", "enter":
+			m.resolve(true, "")
+		case "a", "A":
+			if m.dialog.CanApproveSession() {
+				m.resolve(true, protocol.ScopeSession)
+			} else {
+				m.flash = "This call can only be approved once: the tool proposed no rule for it."
+			}
+		case "n", "N", "esc":
+			m.resolve(false, "")
+		case "v", "V":
+			m.dialog.ShowArgs = !m.dialog.ShowArgs
+		default:
+			m.flash = "Answer the approval first: y approves, n denies."
+		}
+		return nil
+	}
+	if m.picker != nil {
+		switch ks {
+		case "up", "k":
+			m.picker.Move(-1)
+		case "down", "j":
+			m.picker.Move(1)
+		case "enter":
+			id := m.picker.Chosen()
+			if id == "" {
+				m.flash = "That session is the one open now; choose another or press Esc."
+				return nil
+			}
+			m.picker = nil
+			m.resumeSession(id)
+		case "esc", "q":
+			m.picker = nil
+		}
+		return nil
+	}
+	if m.help {
+		m.help = false
+		if ks == "esc" || ks == "q" || ks == "enter" {
+			return nil
+		}
+	}
+
+	switch ks {
+	case "ctrl+r":
+		if m.problem != "" || m.warning != "" || m.phase == disconnected {
+			return m.restart()
+		}
+		m.flash = "The server is running; Ctrl+R restarts it only after a problem."
+		return nil
+	case "ctrl+o":
+		if !m.transcript.ToggleLastCard() {
+			m.flash = "No tool output to expand yet."
+		}
+		return nil
+	case "tab":
+		if m.queue.Len() > 0 {
+			m.queue.Focus(!m.queue.Focused())
+		}
+		return nil
+	}
+
+	if m.queue.Focused() {
+		return m.queueKey(ks)
+	}
+
+	switch ks {
+	case "esc":
+		switch {
+		case m.editing != nil:
+			m.editing = nil
+			m.editor.SetValue(m.draft)
+			m.editor.SetPrompt("> ")
+			m.flash = "Edit abandoned; the queued prompt is unchanged."
+		case m.turnID != "" && m.turnState != stateCancelling:
+			if m.send(&protocol.TurnCancel{RequestID: m.newID(), SessionID: m.sessionID, TurnID: m.turnID}, request{kind: reqTurnCancel}) {
+				m.turnState = stateCancelling
+			}
+		}
+		return nil
+	case "enter":
+		return m.submit()
+	}
+	m.editor.HandleKey(k)
+	return nil
+}
+
+// queueKey handles a key while the queue panel has focus. Every change is
+// a request; the panel changes only when the server's queue.* event comes.
+func (m *Model) queueKey(ks string) tea.Cmd {
+	e, ok := m.queue.Selected()
+	if !ok {
+		m.queue.Focus(false)
+		return nil
+	}
+	switch ks {
+	case "up", "k":
+		m.queue.Select(-1)
+	case "down", "j":
+		m.queue.Select(1)
+	case "e", "enter":
+		m.editing = &e
+		m.draft = m.editor.Value()
+		m.editor.SetValue(e.Prompt)
+		m.editor.SetPrompt("edit> ")
+		m.queue.Focus(false)
+		m.flash = "Editing a queued prompt: Enter saves it, Esc abandons the edit."
+	case "K", "shift+up":
+		above, ok := m.queue.Neighbour(-1)
+		if !ok {
+			return nil
+		}
+		m.send(&protocol.QueueMove{RequestID: m.newID(), SessionID: m.sessionID, QueueID: e.QueueID, Revision: e.Revision, BeforeQueueID: above.QueueID}, request{kind: reqQueueMove})
+	case "J", "shift+down":
+		if _, ok := m.queue.Neighbour(1); !ok {
+			return nil
+		}
+		before := ""
+		if next, ok := m.queue.Neighbour(2); ok {
+			before = next.QueueID
+		}
+		m.send(&protocol.QueueMove{RequestID: m.newID(), SessionID: m.sessionID, QueueID: e.QueueID, Revision: e.Revision, BeforeQueueID: before}, request{kind: reqQueueMove})
+	case "d", "delete", "backspace":
+		m.send(&protocol.QueueRemove{RequestID: m.newID(), SessionID: m.sessionID, QueueID: e.QueueID, Revision: e.Revision}, request{kind: reqQueueRemove})
+	case "p":
+		m.send(&protocol.SessionPause{RequestID: m.newID(), SessionID: m.sessionID, Paused: !m.queue.Paused()}, request{kind: reqPause})
+	case "esc":
+		m.queue.Focus(false)
+	}
+	return nil
+}
+
+// submit sends the editor's text: a command, a queue edit or a prompt.
+func (m *Model) submit() tea.Cmd {
+	text := m.editor.Value()
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	if m.editing == nil && strings.HasPrefix(text, "/") && !strings.Contains(text, "\n") {
+		return m.command(strings.TrimSpace(text))
+	}
+	if m.phase != ready {
+		m.flash = "Not connected to a session yet; your prompt is kept. Ctrl+R restarts the server."
+		return nil
+	}
+	if len(text) > protocol.MaxPromptBytes {
+		m.flash = fmt.Sprintf("The prompt is %d bytes, over the %d-byte limit; shorten it and press Enter again.", len(text), protocol.MaxPromptBytes)
+		return nil
+	}
+	if m.editing != nil {
+		e := m.editing
+		if m.send(&protocol.QueueUpdate{RequestID: m.newID(), SessionID: m.sessionID, QueueID: e.QueueID, Revision: e.Revision, Prompt: text}, request{kind: reqQueueUpdate, prompt: text}) {
+			m.editing = nil
+			m.editor.SetPrompt("> ")
+			m.editor.SetValue(m.draft)
+		}
+		return nil
+	}
+	if !m.send(&protocol.TurnStart{RequestID: m.newID(), SessionID: m.sessionID, Prompt: text}, request{kind: reqTurnStart, prompt: text}) {
+		return nil
+	}
+	if m.opts.History != nil {
+		if err := m.opts.History.Add(text); err != nil {
+			m.flash = "The prompt was sent but not saved to the history: " + err.Error()
+		}
+		m.editor.SetHistory(m.opts.History.Entries())
+	}
+	m.editor.Reset()
+	m.transcript.End()
+	return nil
+}
+
+// command runs a slash command.
+func (m *Model) command(line string) tea.Cmd {
+	name, _, _ := strings.Cut(line, " ")
+	done := func() { m.editor.Reset() }
+	switch name {
+	case "/quit", "/exit":
+		return tea.Quit
+	case "/help":
+		m.help = true
+		done()
+	case "/clear":
+		if !m.needSession() {
+			return nil
+		}
+		if m.turnID != "" {
+			m.flash = "A turn is running; Esc cancels it, then /clear."
+			return nil
+		}
+		if m.send(&protocol.SessionClear{RequestID: m.newID(), SessionID: m.sessionID}, request{kind: reqClear}) {
+			done()
+		}
+	case "/compact":
+		if !m.needSession() {
+			return nil
+		}
+		if m.send(&protocol.SessionCompact{RequestID: m.newID(), SessionID: m.sessionID}, request{kind: reqCompact}) {
+			done()
+		}
+	case "/resume":
+		if !m.needSession() {
+			return nil
+		}
+		if m.turnID != "" {
+			m.flash = "A turn is running; Esc cancels it, then /resume."
+			return nil
+		}
+		if m.send(&protocol.SessionList{RequestID: m.newID(), Cwd: m.opts.Workspace}, request{kind: reqList}) {
+			done()
+			m.flash = "Listing the stored sessions…"
+		}
+	case "/rules":
+		if !m.needSession() {
+			return nil
+		}
+		if m.send(&protocol.SessionRules{RequestID: m.newID(), SessionID: m.sessionID}, request{kind: reqRules}) {
+			done()
+		}
+	default:
+		m.flash = fmt.Sprintf("Unknown command %s; /help lists the commands.", name)
+	}
+	return nil
+}
+
+func (m *Model) needSession() bool {
+	if m.phase != ready {
+		m.flash = "Not connected to a session yet."
+		return false
+	}
+	return true
+}
+
+func (m *Model) openPicker(sessions []protocol.SessionSummary) {
+	m.flash = ""
+	m.picker = picker.New(sessions, m.sessionID)
+}
+
+// resumeSession switches the view to a stored session: a new session.start
+// with resume; the transcript is replaced by its replay.
+func (m *Model) resumeSession(id string) {
+	m.transcript.AddNotice(transcript.Info, "Resuming session "+id+"…")
+	m.resumeID = id
+	m.startSession(id, true)
+}

@@ -1,0 +1,183 @@
+package app
+
+import (
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/scv-cli/scv/scv-tui/internal/ui/status"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/wrap"
+)
+
+// queueRows is how many queue entries the panel shows at most.
+const queueRows = 5
+
+// layout gives the transcript the rows the other parts leave. It runs
+// after every change that can change their heights.
+func (m *Model) layout() {
+	m.editor.SetMaxRows(max(min(8, m.height/4), 1))
+	used := 1 // status bar
+	if m.dialog != nil {
+		m.dialog.SetMaxArgLines(max(m.height/3, 3))
+		used += lineCount(m.dialog.View(m.st, m.width))
+	} else {
+		used += m.editor.Height(m.width)
+	}
+	used += m.queue.Height(m.queueRows())
+	used += len(m.messageLines())
+	m.transcript.SetSize(m.width, max(m.height-used, 1))
+}
+
+func (m *Model) queueRows() int { return max(min(queueRows, m.height/6), 1) }
+
+func lineCount(s string) int {
+	if s == "" {
+		return 0
+	}
+	return strings.Count(s, "\n") + 1
+}
+
+// messageLines are the problem and flash lines above the editor.
+func (m *Model) messageLines() []string {
+	var out []string
+	if m.problem != "" {
+		for _, l := range wrap.Lines(m.problem, m.width) {
+			out = append(out, m.st.Error.Render(l))
+		}
+	}
+	if m.flash != "" {
+		for _, l := range wrap.Lines(m.flash, m.width) {
+			out = append(out, m.st.Warning.Render(l))
+		}
+	}
+	// A tiny terminal keeps at least one transcript row.
+	if limit := max(m.height/3, 1); len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out
+}
+
+// View implements tea.Model.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "scv"
+	return v
+}
+
+// render composes the screen: transcript (or the help, or the picker),
+// the queue panel, messages, the editor or the approval dialog, and the
+// status bar.
+func (m *Model) render() string {
+	parts := make([]string, 0, 6)
+	top := m.transcript.View()
+	if m.help || m.picker != nil {
+		h := lineCount(top)
+		var over string
+		if m.help {
+			over = m.helpText()
+		} else {
+			over = m.picker.View(m.st, m.width, h)
+		}
+		top = fit(over, m.width, h)
+	}
+	parts = append(parts, top)
+	if q := m.queue.View(m.st, m.width, m.queueRows()); q != "" {
+		parts = append(parts, q)
+	}
+	if msgs := m.messageLines(); len(msgs) > 0 {
+		parts = append(parts, strings.Join(msgs, "\n"))
+	}
+	if m.dialog != nil {
+		parts = append(parts, m.dialog.View(m.st, m.width))
+	} else {
+		parts = append(parts, m.editor.View(m.st, m.width, m.placeholder()))
+	}
+	parts = append(parts, m.statusBar().View(m.st, m.width))
+	return fit(strings.Join(parts, "\n"), m.width, m.height)
+}
+
+// fit cuts s to h lines (keeping the bottom, where the editor and status
+// are) and pads it to exactly h lines; no line passes w cells.
+func fit(s string, w, h int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > h {
+		lines = lines[len(lines)-h:]
+	}
+	for i, l := range lines {
+		if wrap.Width(l) > w {
+			lines[i] = wrap.Truncate(l, w)
+		}
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *Model) placeholder() string {
+	switch {
+	case m.phase != ready:
+		return "Connecting to the server…"
+	case m.turnID != "":
+		return "Type to queue a prompt; Esc cancels the turn"
+	}
+	return "Ask anything; Enter sends, Alt+Enter adds a line, /help lists commands"
+}
+
+func (m *Model) statusBar() status.Bar {
+	b := status.Bar{
+		Model:         m.model,
+		Demo:          m.demo,
+		Workspace:     m.cwd,
+		ContextTokens: m.ctxUsed,
+		ContextMax:    m.ctxMax,
+		Turn:          m.turnState,
+		Queued:        m.queue.Len(),
+		Paused:        m.queue.Paused(),
+		Warning:       m.warning,
+	}
+	if b.Workspace == "" {
+		b.Workspace = m.opts.Workspace
+	}
+	switch {
+	case m.turnID != "":
+		b.Elapsed = m.now().Sub(m.turnStart)
+	case m.restarts > 0:
+		b.Turn = "restarting the server"
+	case m.phase == disconnected && m.problem != "":
+		b.Turn = "server stopped"
+	case m.phase == disconnected:
+		b.Turn = "starting the server"
+	case m.phase != ready:
+		b.Turn = "connecting"
+	}
+	if m.editing != nil {
+		b.Turn = "editing a queued prompt · " + b.Turn
+	}
+	return b
+}
+
+func (m *Model) helpText() string {
+	lines := []string{
+		"Keys",
+		"  Enter            send the prompt (queued while a turn runs)",
+		"  Alt/Shift+Enter  new line          Up/Down  prompt history",
+		"  Esc              cancel the running turn",
+		"  PgUp/PgDn Home/End, mouse wheel    scroll the transcript",
+		"  Ctrl+O           expand or collapse the last tool output",
+		"  Tab              manage the queue: e edit, K/J move, d remove, p pause",
+		"  Ctrl+R           restart the server after a problem",
+		"  Ctrl+C twice     quit",
+		"Approvals",
+		"  y/Enter once · a for the session (shows the rule) · n/Esc deny · v arguments",
+		"Commands",
+		"  /clear    clear the conversation     /compact  compact the context now",
+		"  /resume   continue a stored session  /rules    list the session rules",
+		"  /help     this help                  /quit     quit",
+		"Server log: " + m.logPath(),
+		"Any key closes this help.",
+	}
+	return strings.Join(lines, "\n")
+}
