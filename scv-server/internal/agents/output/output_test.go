@@ -133,7 +133,9 @@ func TestGoldenExpectations(t *testing.T) {
 			return g.Result.Reply == "Fixed the off-by-one in x.go; `go test ./...` passes." && !g.Result.Failed &&
 				*g.Result.Usage == agents.Usage{InputTokens: 10500, OutputTokens: 450} && g.Result.CLISession == "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11"
 		}, "reply, usage with cache tokens, session"},
-		{"claude/failure", func(g golden) bool { return g.Result.Failed && g.Kind == agents.ErrorUnavailable && g.Result.Reply == "" }, "529 is unavailable"},
+		{"claude/failure", func(g golden) bool {
+			return g.Result.Failed && g.Kind == agents.ErrorUnavailable && g.Result.Reply == ""
+		}, "529 is unavailable"},
 		{"claude/signout", func(g golden) bool { return g.Result.Failed && g.Kind == agents.ErrorSignedOut }, "signed out"},
 		{"claude/refusal", func(g golden) bool { return g.Result.Declined && !g.Result.Failed && g.Result.Reply != "" }, "declined"},
 		{"claude/errors", func(g golden) bool {
@@ -141,7 +143,9 @@ func TestGoldenExpectations(t *testing.T) {
 		}, "error_max_turns"},
 		{"claude/cut", func(g golden) bool { return g.Result.Failed && strings.Contains(g.Result.Error, "without a result") }, "no result event"},
 		{"claude/oversized", func(g golden) bool { return g.Result.Reply == "done after a huge event" && g.Result.SkippedLines == 1 }, "oversized skipped"},
-		{"claude/nojson", func(g golden) bool { return !g.Result.Structured && strings.HasPrefix(g.Result.Reply, "Error: unknown option") }, "text fallback"},
+		{"claude/nojson", func(g golden) bool {
+			return !g.Result.Structured && strings.HasPrefix(g.Result.Reply, "Error: unknown option")
+		}, "text fallback"},
 		{"codex/success", func(g golden) bool {
 			return g.Result.Reply == "Updated main.go; tests pass." && *g.Result.Usage == agents.Usage{InputTokens: 11257, OutputTokens: 5} &&
 				g.Result.CLISession == "0199a213-81c0-7800-8aa1-bbab2a035a53" && !g.Result.Failed
