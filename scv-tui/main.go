@@ -1,5 +1,6 @@
-// Command scv-tui will be SCV's terminal UI. For now it only says so: `scv`
-// with no arguments runs it, and a clear message beats a missing binary.
+// Command scv-tui is SCV's interactive terminal UI: it runs scv-server
+// --stdio as a child process and talks to it with the SCV protocol. `scv`
+// with no arguments runs it.
 package main
 
 import (
@@ -8,6 +9,4 @@ import (
 	"github.com/scv-cli/scv/scv-tui/internal/cmd"
 )
 
-func main() {
-	os.Exit(int(cmd.Main()))
-}
+func main() { os.Exit(cmd.Main()) }

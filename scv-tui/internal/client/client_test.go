@@ -139,9 +139,9 @@ func fake(t *testing.T, mode string) Config {
 		t.Fatal(err)
 	}
 	return Config{
-		Path:    self,
-		Args:    []string{"-test.run=^$"},
-		Dir:     t.TempDir(),
+		Path: self,
+		Args: []string{"-test.run=^$"},
+		Dir:  t.TempDir(),
 		// The race detector otherwise sleeps a second at exit.
 		Env:     append(os.Environ(), fakeModeEnv+"="+mode, "GORACE=atexit_sleep_ms=0"),
 		LogPath: filepath.Join(t.TempDir(), "logs", "tui-server.log"),

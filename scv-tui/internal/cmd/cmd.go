@@ -1,22 +1,153 @@
-// Package cmd is the scv-tui command line. The binary is a placeholder until
-// its feature lands (see shared/placeholder).
+// Package cmd is the scv-tui command line: it finds scv-server, starts it
+// as a child process through package client, and runs the Bubble Tea
+// program of package app on the terminal, pumping the server's events into
+// it. `scv` with no arguments execs scv-tui in the user's directory.
 package cmd
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 
-	"github.com/scv-cli/scv/shared/placeholder"
+	"github.com/scv-cli/scv/shared/version"
+	"github.com/spf13/cobra"
 )
 
-// Command describes scv-tui.
-var Command = placeholder.Command{
-	Name:     "scv-tui",
-	Short:    "SCV's terminal UI (not built yet)",
-	Long:     "scv-tui will be SCV's terminal UI, a client of scv-server. It is not built yet;\nuntil it is, `scv exec PROMPT` runs a turn headless.",
-	NotBuilt: "the terminal UI is not built yet; use `scv exec`",
+// Exit codes of scv-tui (the same table as scv's).
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// Flags are the command line of scv-tui.
+type Flags struct {
+	Dir     string // --cd/-C: the workspace; "" is the current directory
+	Resume  string // --resume: a stored session to continue
+	Model   string // --model: a model override
+	LogFile string // --log-file: where the server's stderr goes
 }
 
-// Main runs scv-tui with the process's arguments and returns its exit code.
-func Main() placeholder.Code {
-	return Command.Run(os.Args[1:], os.Stdout, os.Stderr)
+// usageError is a mistake on the command line (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// exitError carries an exit code whose message was already printed, or
+// that has none to print.
+type exitError struct {
+	code int
+	msg  string // printed as "scv-tui: msg" when not empty
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// Main runs scv-tui with the process's arguments and returns its exit
+// code.
+func Main() int {
+	return Run(os.Args[1:], os.Stdout, os.Stderr, RunTUI)
+}
+
+// Run parses args and calls run with the flags; it is the only place an
+// error becomes an exit code. Tests pass their own run.
+func Run(args []string, stdout, stderr io.Writer, run func(context.Context, Flags) error) int {
+	root := NewCommand(run)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	c, err := root.ExecuteC()
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "scv-tui: %s\n", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "scv-tui: %v\n", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", c.CommandPath())
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// NewCommand returns the scv-tui command; run does the work.
+func NewCommand(run func(context.Context, Flags) error) *cobra.Command {
+	var f Flags
+	c := &cobra.Command{
+		Use:   "scv-tui",
+		Short: "SCV's terminal UI",
+		Long: `scv-tui is SCV's interactive terminal UI. It starts scv-server --stdio as a
+child process in the workspace (the current directory, or --cd) and talks
+to it with the SCV protocol. "scv" with no arguments runs it.
+
+The server's stderr goes to a log file ($SCV_HOME/logs/tui-server.log by
+default, or --log-file), never onto the screen; /help shows where.
+
+Exit codes: 0 ok, 1 error, 2 usage error, 130 interrupted.`,
+		Version:       version.Version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &usageError{fmt.Errorf("scv-tui takes no arguments, got %q; type prompts in the UI, or use `scv exec PROMPT` for one turn without it", args[0])}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := workspace(f.Dir)
+			if err != nil {
+				return err
+			}
+			f.Dir = dir
+			if f.LogFile != "" {
+				if f.LogFile, err = filepath.Abs(f.LogFile); err != nil {
+					return fmt.Errorf("--log-file: %w", err)
+				}
+			}
+			return run(cmd.Context(), f)
+		},
+	}
+	c.SetVersionTemplate("scv-tui " + version.Version + "\n")
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	c.CompletionOptions.DisableDefaultCmd = true
+	fl := c.Flags()
+	fl.StringVarP(&f.Dir, "cd", "C", "", "run in `DIR` instead of the current directory")
+	fl.StringVar(&f.Resume, "resume", "", "continue the stored session `ID` of this workspace")
+	fl.StringVar(&f.Model, "model", "", "use model `M` instead of the configured one")
+	fl.StringVar(&f.LogFile, "log-file", "", "append the server's stderr to `PATH` (default $SCV_HOME/logs/tui-server.log)")
+	return c
+}
+
+// workspace returns the absolute workspace directory, refusing one that
+// does not exist.
+func workspace(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("cannot tell the current directory: %w", err)
+		}
+		return wd, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", &usageError{fmt.Errorf("--cd %s: %w", dir, err)}
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", &usageError{fmt.Errorf("--cd %s: no such directory", dir)}
+	}
+	if !st.IsDir() {
+		return "", &usageError{fmt.Errorf("--cd %s: not a directory", dir)}
+	}
+	return abs, nil
 }

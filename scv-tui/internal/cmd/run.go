@@ -1,0 +1,254 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/term"
+	"github.com/scv-cli/scv/scv-tui/internal/app"
+	"github.com/scv-cli/scv/scv-tui/internal/client"
+	"github.com/scv-cli/scv/scv-tui/internal/history"
+	"github.com/scv-cli/scv/shared/paths"
+)
+
+// closeTimeout bounds the shutdown of the server after the UI has ended:
+// client.Close waits client.DefaultGrace for a clean exit, then kills.
+const closeTimeout = 10 * time.Second
+
+// RunTUI runs the terminal UI on this process's terminal with f.
+func RunTUI(ctx context.Context, f Flags) error {
+	if !term.IsTerminal(os.Stdout.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {
+		return errors.New("the terminal UI needs a terminal on stdin and stdout; run `scv exec PROMPT` for one turn without one")
+	}
+	s, err := setup(f, paths.OSEnv())
+	if err != nil {
+		return err
+	}
+	defer s.closeLog()
+	return s.run(ctx, os.Stdin, os.Stdout)
+}
+
+// session is everything one run of the UI owns.
+type session struct {
+	flags   Flags
+	logPath string
+	logFile *os.File // the TUI's own diagnostics, beside the server's stderr
+	log     *slog.Logger
+	hist    app.History
+	client  *client.Client
+}
+
+// setup finds the server and prepares the log and the history; nothing is
+// started yet.
+func setup(f Flags, env paths.Env) (*session, error) {
+	serverPath, err := client.Finder{Getenv: env.Getenv}.Find()
+	if err != nil {
+		return nil, err
+	}
+	s := &session{flags: f, logPath: f.LogFile}
+	if s.logPath == "" {
+		if s.logPath, err = client.DefaultLogPath(env); err != nil {
+			return nil, err
+		}
+	}
+	if err := paths.EnsureDir(filepath.Dir(s.logPath)); err != nil {
+		return nil, fmt.Errorf("the log file: %w", err)
+	}
+	s.logFile, err = os.OpenFile(s.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the log file: %w", err)
+	}
+	// The terminal belongs to the UI: the TUI's own messages go to the
+	// log file too.
+	s.log = slog.New(slog.NewTextHandler(s.logFile, &slog.HandlerOptions{Level: slog.LevelInfo})).With("who", "scv-tui")
+	if home, err := paths.Home(env); err != nil {
+		s.log.Warn("no prompt history", "err", err)
+	} else if h, err := history.Open(home, f.Dir); err != nil {
+		s.log.Warn("no prompt history", "err", err)
+	} else {
+		s.hist = h // only a non-nil *Store goes into the interface
+	}
+	s.client = client.New(client.Config{
+		Path:    serverPath,
+		Dir:     f.Dir,
+		LogPath: s.logPath,
+	})
+	return s, nil
+}
+
+func (s *session) closeLog() {
+	if s.logFile != nil {
+		_ = s.logFile.Close()
+	}
+}
+
+// run starts the server, runs the program until the user quits, and shuts
+// the server down. The terminal is restored on every way out, a panic
+// included.
+func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err error) {
+	if err := s.client.Start(); err != nil {
+		return err
+	}
+	// Keep the terminal's state to put it back even if the program could
+	// not (a panic outside its own recovery).
+	if f, ok := in.(*os.File); ok {
+		if st, err := term.GetState(f.Fd()); err == nil {
+			defer func() { _ = term.Restore(f.Fd(), st) }()
+		}
+	}
+
+	pu := newPump(s.client)
+	var (
+		p        *tea.Program
+		pumping  bool
+		panicked any
+	)
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				panicked = r
+				s.log.Error("panic", "value", fmt.Sprint(r), "stack", string(debug.Stack()))
+				if p != nil {
+					p.Kill()
+				}
+			}
+		}()
+		model := app.New(app.Options{
+			Send:      s.client.Send,
+			Restart:   s.client.Restart,
+			Workspace: s.flags.Dir,
+			LogPath:   s.logPath,
+			History:   s.hist,
+			Resume:    s.flags.Resume,
+			Model:     s.flags.Model,
+		})
+		p = tea.NewProgram(model, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
+		pumping = true
+		go pu.run(p.Send, p.Kill)
+		_, err = p.Run()
+	}()
+
+	// The UI is gone; shut the server down (stdin closed, then killed
+	// after the grace) and wait for the pump to drain.
+	cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if cerr := s.client.Close(cctx); cerr != nil {
+		s.log.Warn("server shutdown", "err", cerr)
+	}
+	if pumping {
+		pu.wait()
+	}
+	if r := pu.panicked(); r != nil && panicked == nil {
+		panicked = r
+	}
+
+	if panicked != nil {
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf(
+			"internal error (a bug): %v\nThe terminal was restored and the server was shut down. The details are in %s; please report them.",
+			panicked, s.logPath)}
+	}
+	switch {
+	case errors.Is(err, tea.ErrProgramPanic):
+		return &exitError{code: ExitFailure, msg: fmt.Sprintf(
+			"internal error (a bug): the terminal UI crashed (the trace is above). The terminal was restored and the server was shut down; the server's log is %s.",
+			s.logPath)}
+	case errors.Is(err, tea.ErrInterrupted):
+		return &exitError{code: ExitInterrupted}
+	case errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil:
+		return &exitError{code: ExitInterrupted}
+	case err != nil:
+		return fmt.Errorf("the terminal UI failed: %w", err)
+	}
+	// The user quit while the server was down: say why once more, now
+	// that the screen is back, for a configuration error above all.
+	if ee := pu.lastExit(); ee != nil {
+		return &exitError{code: ExitFailure, msg: ee.Error()}
+	}
+	return nil
+}
+
+// pump carries the client's messages into the program.
+type pump struct {
+	c    *client.Client
+	done chan struct{}
+
+	mu    sync.Mutex
+	exit  *client.ExitError // how the current server ended, nil while one runs
+	panic any
+}
+
+func newPump(c *client.Client) *pump {
+	return &pump{c: c, done: make(chan struct{})}
+}
+
+// run delivers until the client's channel is closed (by Close). A panic
+// kills the program, so the terminal is restored, and is kept for the
+// report.
+func (pu *pump) run(send func(tea.Msg), kill func()) {
+	defer close(pu.done)
+	defer func() {
+		if r := recover(); r != nil {
+			pu.mu.Lock()
+			pu.panic = fmt.Sprintf("%v\n%s", r, debug.Stack())
+			pu.mu.Unlock()
+			kill()
+			// Drain, so the client can still shut down.
+			for range pu.c.Messages() {
+			}
+		}
+	}()
+	for m := range pu.c.Messages() {
+		send(translate(m, pu.record))
+	}
+}
+
+// record keeps how the current server process is doing.
+func (pu *pump) record(m client.Message) {
+	pu.mu.Lock()
+	defer pu.mu.Unlock()
+	var ee *client.ExitError
+	switch {
+	case m.Started:
+		pu.exit = nil
+	case m.Exited && errors.As(m.Err, &ee):
+		pu.exit = ee
+	}
+}
+
+func (pu *pump) wait() { <-pu.done }
+
+func (pu *pump) panicked() any {
+	pu.mu.Lock()
+	defer pu.mu.Unlock()
+	return pu.panic
+}
+
+func (pu *pump) lastExit() *client.ExitError {
+	pu.mu.Lock()
+	defer pu.mu.Unlock()
+	return pu.exit
+}
+
+// translate turns a client message into the app's message.
+func translate(m client.Message, record func(client.Message)) tea.Msg {
+	if record != nil {
+		record(m)
+	}
+	switch {
+	case m.Started:
+		return app.ServerStarted{}
+	case m.Event != nil:
+		return app.ServerEvent{Event: m.Event}
+	default:
+		return app.ServerProblem{Err: m.Err, Exited: m.Exited}
+	}
+}
