@@ -1,0 +1,73 @@
+package websearch
+
+import (
+	"html"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// StripHTML returns the text of an HTML snippet: tags (such as the
+// <strong> that search services put around matched words) and comments
+// removed, entities decoded. A "<" that does not start a tag ("a < b") is
+// kept as text. The result may still hold whitespace runs; bound collapses
+// them.
+func StripHTML(s string) string {
+	if !strings.ContainsAny(s, "<&") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '<' || i+1 >= len(s) || !startsTag(s[i+1]) {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		if strings.HasPrefix(s[i:], "<!--") {
+			end := strings.Index(s[i+4:], "-->")
+			if end < 0 {
+				break // an unclosed comment hides the rest
+			}
+			i += 4 + end + 3
+			continue
+		}
+		end := strings.IndexByte(s[i:], '>')
+		if end < 0 {
+			break // an unclosed tag: drop it and what follows
+		}
+		// A tag separates words, as a browser would show it.
+		b.WriteByte(' ')
+		i += end + 1
+	}
+	return html.UnescapeString(b.String())
+}
+
+func startsTag(c byte) bool {
+	return c == '/' || c == '!' || c == '?' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+}
+
+// bound collapses whitespace and control characters to single spaces,
+// trims, makes the text valid UTF-8 and cuts it to max bytes on a rune
+// boundary, ending in "…" when cut.
+func bound(s string, max int) string {
+	var b strings.Builder
+	space := false
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		if b.Len()+utf8.RuneLen(r) > max-len("…") {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
