@@ -1,5 +1,5 @@
 // Package fakeopenai is a scripted fake of an OpenAI-compatible Chat
-// Completions endpoint for tests. It runs on net/http/httptest (loopback
+// Completions and Responses endpoint for tests. It runs on net/http/httptest (loopback
 // only) and uses only the standard library, so any module's tests can use
 // it without network access or credentials.
 //
@@ -78,4 +78,47 @@
 //
 // Close unblocks every hanging or delaying handler before it shuts the
 // httptest server down, so tests that use Hang do not leak goroutines.
+//
+// # The Responses wire
+//
+// A POST to <URL>/responses consumes the next Reply too (one queue serves
+// both wires) and plays the same script as Responses events. Each event is
+// "event: <type>" and "data: <json>" with a type and a sequence_number
+// counting from 0:
+//
+//   - the reply opens with response.created and response.in_progress;
+//   - Text opens a message item when none is open (output_item.added,
+//     content_part.added) and sends response.output_text.delta per chunk;
+//     Repeat does the same n times from one encoding (so its deltas share a
+//     sequence_number);
+//   - Citation(url, title) sends response.output_text.annotation.added with
+//     a url_citation at the current end of the message text;
+//   - ToolCall, WebSearch and the end of the reply close an open message
+//     (output_text.done, content_part.done, output_item.done with the whole
+//     text and its annotations);
+//   - ToolCall sends a function_call item (id "fc_fake_<n>", call_id the
+//     step's id): output_item.added, one function_call_arguments.delta per
+//     fragment, function_call_arguments.done, output_item.done;
+//   - WebSearch(query) sends a hosted web_search_call item: added, the
+//     in_progress, searching and completed events, done with
+//     action.query;
+//   - Event(json) sends the payload verbatim under the "event:" name of its
+//     "type"; Raw, Delay, Pace, Hang, Header, Status and APIError work as on
+//     the chat wire; Finish is ignored.
+//
+// The reply ends with response.completed, whose response holds every
+// output item and, when a Usage step ran, usage.input_tokens,
+// output_tokens and total_tokens (always, unlike the chat wire's
+// include_usage). Incomplete(reason) makes it response.incomplete with
+// incomplete_details.reason, Failed(code, message) response.failed with
+// error; NoDone drops it. There is no "data: [DONE]". A request without
+// "stream": true gets that final response object as JSON. Output items are
+// numbered by output_index in order; message items have ids
+// "msg_fake_<output_index>", web searches "ws_fake_<n>". The chat wire
+// ignores WebSearch, Citation, Incomplete and Failed.
+//
+// A Responses request is recorded with Wire "responses" and decoded into
+// Model, Stream, Instructions, Input (InputItem: messages, function_call
+// and function_call_output items; a string input is one user message) and
+// Tools (every tool, hosted ones by Type without a Name).
 package fakeopenai
