@@ -113,7 +113,7 @@ type request struct {
 	resume string // session.start: the session it resumes
 	// switching marks a /resume from an open session.
 	switching bool
-	dialog *approval.Dialog
+	dialog    *approval.Dialog
 }
 
 // maxPending bounds the requests remembered; answers to older ones are

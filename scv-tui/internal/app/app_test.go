@@ -45,7 +45,7 @@ func (h *fakeHistory) SetBounds(b int64, n int) { h.maxBytes, h.maxItems = b, n 
 
 // harness drives a Model with a fake Send that collects messages.
 type harness struct {
-	t        *testing.T
+	t        testing.TB
 	m        *Model
 	sent     []protocol.ClientMessage
 	sendErr  error
@@ -55,7 +55,7 @@ type harness struct {
 	clock    time.Time
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	h := &harness{t: t, hist: &fakeHistory{entries: []string{"an older prompt"}}, clock: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
 	h.m = New(Options{
 		Send: func(m protocol.ClientMessage) error {

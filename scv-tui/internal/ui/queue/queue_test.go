@@ -43,7 +43,7 @@ func TestApplyEvents(t *testing.T) {
 		t.Fatalf("after remove: %s", ids(&p))
 	}
 	p.Removed(entry("c", 2, "C", 0)) // dequeued
-	p.Moved(entry("b", 2, "B", 5))  // a position past the end is clamped
+	p.Moved(entry("b", 2, "B", 5))   // a position past the end is clamped
 	if ids(&p) != "b" {
 		t.Fatalf("after dequeue: %s", ids(&p))
 	}

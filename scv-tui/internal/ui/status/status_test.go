@@ -21,7 +21,11 @@ func TestGolden(t *testing.T) {
 		{"idle", 80, Bar{Model: "gpt-4.1-mini", Workspace: "/home/ana/project", ContextMax: 128_000}},
 		{"running", 80, full},
 		{"demo", 80, Bar{Model: "scv-demo", Demo: true, Workspace: "/w/p", ContextTokens: 900, ContextMax: 32_000}},
-		{"warning", 80, func() Bar { b := full; b.Warning = "events were lost (seq 4 → 7); Ctrl+R restarts the server"; return b }()},
+		{"warning", 80, func() Bar {
+			b := full
+			b.Warning = "events were lost (seq 4 → 7); Ctrl+R restarts the server"
+			return b
+		}()},
 		{"narrow", 40, full},
 		{"narrow_warning", 40, func() Bar { b := full; b.Warning = "duplicate event (seq 5)"; return b }()},
 		{"paused", 80, Bar{Model: "m", Queued: 3, Paused: true, Turn: "idle"}},
