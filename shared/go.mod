@@ -1,6 +1,6 @@
 module github.com/scv-cli/scv/shared
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/invopop/jsonschema v0.14.0
@@ -17,5 +17,6 @@ require (
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )
