@@ -2,7 +2,11 @@
 
 package procgroup
 
-import "context"
+import (
+	"context"
+
+	"github.com/scv-cli/scv/shared/proctag"
+)
 
 // EnableSubreaper returns ErrUnsupported off Linux.
 func EnableSubreaper() error { return ErrUnsupported }
@@ -11,7 +15,7 @@ func EnableSubreaper() error { return ErrUnsupported }
 func Run(ctx context.Context, c Command) (Status, error) { return Status{}, ErrUnsupported }
 
 // FindTagged finds nothing off Linux.
-func FindTagged(tag string) []int { return nil }
+func FindTagged(tag string) []int { return proctag.Find(tag) }
 
 // WithTag returns env with TagVar set to tag.
 func WithTag(env []string, tag string) []string {
