@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/scv-cli/scv/shared/paths"
 )
@@ -525,7 +526,9 @@ var privateVars = []string{"HOME", "SCV_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME
 // ScrubList returns the patterns removed from every agent's environment:
 // CommonScrub and the union of all adapters' Scrub lists, so no agent
 // inherits another agent's credentials either.
-func ScrubList() []string {
+func ScrubList() []string { return slices.Clone(scrubList()) }
+
+var scrubList = sync.OnceValue(func() []string {
 	out := slices.Clone(CommonScrub)
 	for _, a := range table {
 		for _, s := range a.Scrub {
@@ -535,7 +538,7 @@ func ScrubList() []string {
 		}
 	}
 	return out
-}
+})
 
 // Scrubbed reports whether an inherited variable name is removed from a
 // delegated agent's environment.
@@ -546,7 +549,7 @@ func Scrubbed(name string) bool {
 	if slices.Contains(keptSCV, name) {
 		return false
 	}
-	for _, p := range ScrubList() {
+	for _, p := range scrubList() {
 		if match(p, name) {
 			return true
 		}
