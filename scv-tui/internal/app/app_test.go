@@ -436,6 +436,12 @@ func TestCancelClearCompact(t *testing.T) {
 	if !strings.Contains(h.screen(), "about 52000 tokens became 9100") {
 		t.Errorf("no compaction notice:\n%s", h.screen())
 	}
+	// A doubled slash sends the prompt with one slash.
+	h.typeText("//etc/hosts is empty")
+	h.key("enter")
+	if ts := last[*protocol.TurnStart](h); ts.Prompt != "/etc/hosts is empty" {
+		t.Errorf("escaped slash prompt = %q", ts.Prompt)
+	}
 	// An unknown command is refused and kept.
 	h.typeText("/frobnicate")
 	h.key("enter")

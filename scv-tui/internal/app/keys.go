@@ -185,8 +185,11 @@ func (m *Model) submit() tea.Cmd {
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	if m.editing == nil && strings.HasPrefix(text, "/") && !strings.Contains(text, "\n") {
+	if m.editing == nil && strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "//") && !strings.Contains(text, "\n") {
 		return m.command(strings.TrimSpace(text))
+	}
+	if m.editing == nil && strings.HasPrefix(text, "//") {
+		text = text[1:] // "//etc is ..." sends "/etc is ..."
 	}
 	if m.phase != ready {
 		m.flash = "Not connected to a session yet; your prompt is kept. Ctrl+R restarts the server."

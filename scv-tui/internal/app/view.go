@@ -98,6 +98,11 @@ func (m *Model) render() string {
 	return fit(strings.Join(parts, "\n"), m.width, m.height)
 }
 
+// trustedWidth is the width from which every component keeps its lines
+// within the width by itself (their tests check it); below it, prefixes,
+// frames and margins can pass the width, and fit cuts lines.
+const trustedWidth = 20
+
 // fit cuts s to h lines (keeping the bottom, where the editor and status
 // are) and pads it to exactly h lines; no line passes w cells.
 func fit(s string, w, h int) string {
@@ -105,9 +110,11 @@ func fit(s string, w, h int) string {
 	if len(lines) > h {
 		lines = lines[len(lines)-h:]
 	}
-	for i, l := range lines {
-		if wrap.Width(l) > w {
-			lines[i] = wrap.Truncate(l, w)
+	if w < trustedWidth {
+		for i, l := range lines {
+			if wrap.Width(l) > w {
+				lines[i] = wrap.Truncate(l, w)
+			}
 		}
 	}
 	for len(lines) < h {

@@ -402,7 +402,7 @@ func (t *Transcript) itemLines(i int) []string {
 	if !it.dirty && it.cacheW == t.width {
 		return it.lines
 	}
-	it.lines = append(t.render(it), "")
+	it.lines = append(clip(t.render(it), t.width), "")
 	it.cacheW = t.width
 	it.dirty = false
 	return it.lines
@@ -450,6 +450,18 @@ func (t *Transcript) render(it *item) []string {
 	}
 }
 
+// clip cuts lines wider than width, in place. Prefixes and margins can pass
+// a very small width; a line must never wrap on the terminal. It runs when
+// an item is rendered into its cache, not on every view.
+func clip(lines []string, width int) []string {
+	for i, l := range lines {
+		if wrap.Width(l) > width {
+			lines[i] = wrap.Truncate(l, width)
+		}
+	}
+	return lines
+}
+
 func indent(lines []string, style func(...string) string) []string {
 	for i, l := range lines {
 		lines[i] = "  " + style(l)
@@ -470,17 +482,21 @@ func (t *Transcript) streamLines(it *item) []string {
 	}
 	if s.wrapped < s.stableEnd {
 		seg := text[s.wrapped : s.stableEnd-1] // without the final '\n'
+		start := len(s.stable)
 		for _, l := range wrap.Lines(seg, w-2) {
 			s.stable = append(s.stable, "  "+t.st.Assistant.Render(l))
 		}
+		clip(s.stable[start:], w)
 		s.wrapped = s.stableEnd
 	}
 	tail := text[s.stableEnd:]
 	lines := make([]string, 0, len(s.stable)+4)
 	lines = append(lines, s.stable...)
+	start := len(lines)
 	for _, l := range wrap.Lines(tail+"▍", w-2) {
 		lines = append(lines, "  "+t.st.Assistant.Render(l))
 	}
+	clip(lines[start:], w)
 	it.dirty = false
 	return append(lines, "")
 }
@@ -489,13 +505,6 @@ func (t *Transcript) streamLines(it *item) []string {
 // cells.
 func (t *Transcript) View() string {
 	lines := t.visible()
-	// Prefixes and margins can pass a very small width; never let a line
-	// wrap on the terminal.
-	for i, l := range lines {
-		if wrap.Width(l) > t.width {
-			lines[i] = wrap.Truncate(l, t.width)
-		}
-	}
 	for len(lines) < t.height {
 		lines = append(lines, "")
 	}
