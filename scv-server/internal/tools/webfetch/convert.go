@@ -29,15 +29,52 @@ type page struct {
 	Text  string
 }
 
-// chrome is what a reader skips: scripts and styles, navigation, forms'
-// controls, embedded objects and dialogs.
-const chrome = "script, style, noscript, template, svg, canvas, iframe, object, embed, " +
-	"nav, aside, menu, dialog, button, select, input, textarea, option, datalist, " +
-	"[hidden], [aria-hidden=true], [role=navigation], [role=banner], [role=contentinfo], " +
-	"[role=complementary], [role=search], [role=dialog], [role=menu], [role=menubar], [role=toolbar]"
+// chromeTags are elements a reader skips: scripts and styles, navigation,
+// form controls, embedded objects and dialogs.
+var chromeTags = map[atom.Atom]bool{
+	atom.Script: true, atom.Style: true, atom.Noscript: true, atom.Template: true, atom.Svg: true,
+	atom.Canvas: true, atom.Iframe: true, atom.Object: true, atom.Embed: true, atom.Nav: true,
+	atom.Aside: true, atom.Menu: true, atom.Dialog: true, atom.Button: true, atom.Select: true,
+	atom.Input: true, atom.Textarea: true, atom.Option: true, atom.Datalist: true,
+}
 
-// chromeClass matches class and id tokens that name page chrome.
-var chromeClass = regexp.MustCompile(`(?i)(^|[\s_-])(nav|navbar|navigation|menu|breadcrumbs?|sidebar|cookies?|consent|advert|advertisement|ads|social|share|sharing|newsletter|promo|skip-?link|site-?header|site-?footer|masthead|global-?header|global-?footer)($|[\s_-])`)
+// chromeRoles are ARIA roles of page chrome.
+var chromeRoles = map[string]bool{
+	"navigation": true, "banner": true, "contentinfo": true, "complementary": true, "search": true,
+	"dialog": true, "menu": true, "menubar": true, "toolbar": true,
+}
+
+// chromeWords are class or id words (whole names, or parts between - and
+// _) that name page chrome; chromeNames are whole names with the
+// separators removed.
+var (
+	chromeWords = map[string]bool{
+		"nav": true, "navbar": true, "navigation": true, "menu": true, "breadcrumb": true, "breadcrumbs": true,
+		"sidebar": true, "cookie": true, "cookies": true, "consent": true, "advert": true, "advertisement": true,
+		"ads": true, "social": true, "share": true, "sharing": true, "newsletter": true, "promo": true, "masthead": true,
+	}
+	chromeNames = map[string]bool{
+		"skiplink": true, "siteheader": true, "sitefooter": true, "globalheader": true, "globalfooter": true,
+	}
+)
+
+var separators = strings.NewReplacer("-", "", "_", "")
+
+// chromeAttr reports whether a class or id value names page chrome.
+func chromeAttr(v string) bool {
+	for _, name := range strings.Fields(v) {
+		name = strings.ToLower(name)
+		if chromeWords[name] || chromeNames[separators.Replace(name)] {
+			return true
+		}
+		for _, w := range strings.FieldsFunc(name, func(r rune) bool { return r == '-' || r == '_' }) {
+			if chromeWords[w] {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // hiddenStyle matches inline styles that hide an element.
 var hiddenStyle = regexp.MustCompile(`(?i)display\s*:\s*none|visibility\s*:\s*hidden`)
@@ -70,6 +107,7 @@ func convertHTML(src []byte, baseURL string) page {
 	}
 	flattenDeep(root)
 	doc := goquery.NewDocumentFromNode(root)
+	guardTables(doc)
 	title := collapseSpace(doc.Find("title").First().Text())
 	content := stripChrome(doc)
 	out, err := htmlConverter.ConvertNode(content, converter.WithDomain(baseURL))
@@ -83,50 +121,223 @@ func convertHTML(src []byte, baseURL string) page {
 // page's only <main> (or role=main), else its only <article>, else the
 // body.
 func stripChrome(doc *goquery.Document) *html.Node {
-	doc.Find(chrome).Remove()
-	// A header or footer belongs to the page (a banner) unless it sits in
-	// sectioning content, where it holds the article's own title or notes.
-	doc.Find("header, footer").Each(func(_ int, s *goquery.Selection) {
-		if s.ParentsFiltered("article, main, section, [role=main]").Length() == 0 {
-			s.Remove()
-		}
-	})
-	// A form is chrome (search, sign-up, comments) unless it wraps the
-	// content, as ASP.NET pages wrap the whole page in one.
-	doc.Find("form").Each(func(_ int, s *goquery.Selection) {
-		if s.Find("main, article, h1, h2, p").Length() == 0 {
-			s.Remove()
-		}
-	})
-	doc.Find("[style]").Each(func(_ int, s *goquery.Selection) {
-		if st, _ := s.Attr("style"); hiddenStyle.MatchString(st) {
-			s.Remove()
-		}
-	})
-	doc.Find("[class], [id]").Each(func(_ int, s *goquery.Selection) {
-		switch goquery.NodeName(s) {
-		case "html", "body", "main", "article":
-			return
-		}
-		cls, _ := s.Attr("class")
-		id, _ := s.Attr("id")
-		if !chromeClass.MatchString(cls) && !chromeClass.MatchString(id) {
-			return
-		}
-		if s.Find("main, article, [role=main], h1").Length() > 0 {
-			return
-		}
-		s.Remove()
-	})
-	for _, sel := range []string{"main, [role=main]", "article"} {
-		if m := doc.Find(sel); m.Length() == 1 && len(strings.TrimSpace(m.Text())) > 0 {
-			return m.Get(0)
+	root := doc.Get(0)
+	var mains, articles []*html.Node
+	var body *html.Node
+	var remove []*html.Node
+	// One walk over the tree (at most maxDepth deep) decides what goes.
+	var walk func(n *html.Node, inSection bool)
+	walk = func(n *html.Node, inSection bool) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			if isChrome(c, inSection) {
+				remove = append(remove, c)
+				continue
+			}
+			role := attr(c, "role")
+			switch {
+			case c.DataAtom == atom.Main || role == "main":
+				mains = append(mains, c)
+			case c.DataAtom == atom.Article:
+				articles = append(articles, c)
+			case c.DataAtom == atom.Body && body == nil:
+				body = c
+			}
+			walk(c, inSection || c.DataAtom == atom.Article || c.DataAtom == atom.Main || c.DataAtom == atom.Section || role == "main")
 		}
 	}
-	if b := doc.Find("body"); b.Length() > 0 {
-		return b.Get(0)
+	walk(root, false)
+	for _, n := range remove {
+		if n.Parent != nil {
+			n.Parent.RemoveChild(n)
+		}
 	}
-	return doc.Get(0)
+	for _, cand := range [][]*html.Node{mains, articles} {
+		if len(cand) == 1 && hasText(cand[0]) {
+			return cand[0]
+		}
+	}
+	if body != nil {
+		return body
+	}
+	return root
+}
+
+// isChrome decides whether the element n is page chrome. inSection tells
+// whether n sits in sectioning content (article, main, section).
+func isChrome(n *html.Node, inSection bool) bool {
+	if chromeTags[n.DataAtom] {
+		return true
+	}
+	switch n.DataAtom {
+	case atom.Header, atom.Footer:
+		// A header or footer belongs to the page (a banner) unless it
+		// sits in sectioning content, where it holds the article's own
+		// title or notes.
+		if !inSection {
+			return true
+		}
+	case atom.Form:
+		// A form is chrome (search, sign-up, comments) unless it wraps
+		// the content, as ASP.NET pages wrap the whole page in one.
+		if !contains(n, atom.Main, atom.Article, atom.H1, atom.H2, atom.P) {
+			return true
+		}
+	}
+	var cls, id string
+	for _, a := range n.Attr {
+		switch a.Key {
+		case "hidden":
+			return true
+		case "aria-hidden":
+			if strings.EqualFold(strings.TrimSpace(a.Val), "true") {
+				return true
+			}
+		case "role":
+			if chromeRoles[strings.ToLower(strings.TrimSpace(a.Val))] {
+				return true
+			}
+		case "style":
+			if hiddenStyle.MatchString(a.Val) {
+				return true
+			}
+		case "class":
+			cls = a.Val
+		case "id":
+			id = a.Val
+		}
+	}
+	switch n.DataAtom {
+	case atom.Html, atom.Body, atom.Main, atom.Article:
+		return false
+	}
+	if (cls != "" && chromeAttr(cls) || id != "" && chromeAttr(id)) && !contains(n, atom.Main, atom.Article, atom.H1) {
+		return true
+	}
+	return false
+}
+
+// hasText reports whether n holds any non-space text.
+func hasText(n *html.Node) bool {
+	stack := []*html.Node{n}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if c.Type == html.TextNode && strings.TrimSpace(c.Data) != "" {
+			return true
+		}
+		for k := c.FirstChild; k != nil; k = k.NextSibling {
+			stack = append(stack, k)
+		}
+	}
+	return false
+}
+
+// contains reports whether an element below n is one of tags (or has
+// role=main when tags include main).
+func contains(n *html.Node, tags ...atom.Atom) bool {
+	stack := []*html.Node{n}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for k := c.FirstChild; k != nil; k = k.NextSibling {
+			if k.Type != html.ElementNode {
+				continue
+			}
+			for _, t := range tags {
+				if k.DataAtom == t || t == atom.Main && attr(k, "role") == "main" {
+					return true
+				}
+			}
+			stack = append(stack, k)
+		}
+	}
+	return false
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return strings.ToLower(strings.TrimSpace(a.Val))
+		}
+	}
+	return ""
+}
+
+// Table bounds: the table renderer builds the full grid of cells, spans
+// included, so a few bytes of colspan="99999" would make it allocate
+// billions of cells. A table larger than this is rendered as plain text.
+const (
+	maxTableCells = 100_000
+	maxTableCols  = 500
+)
+
+// guardTables turns tables whose grid would exceed the bounds into plain
+// blocks (rows as paragraphs, cells separated by spaces).
+func guardTables(doc *goquery.Document) {
+	doc.Find("table").Each(func(_ int, t *goquery.Selection) {
+		rows := t.ChildrenFiltered("tr").AddSelection(t.ChildrenFiltered("thead, tbody, tfoot").ChildrenFiltered("tr"))
+		width, extra := 0, 0
+		rows.Each(func(_ int, r *goquery.Selection) {
+			w := 0
+			r.ChildrenFiltered("td, th").Each(func(_ int, c *goquery.Selection) {
+				w += spanAttr(c, "colspan")
+				extra = max(extra, spanAttr(c, "rowspan"))
+			})
+			width = max(width, w)
+		})
+		if width <= maxTableCols && (rows.Length()+extra)*max(width, 1) <= maxTableCells {
+			return
+		}
+		flattenTable(t.Get(0))
+	})
+}
+
+func spanAttr(c *goquery.Selection, name string) int {
+	v, ok := c.Attr(name)
+	if !ok {
+		return 1
+	}
+	n := 0
+	for _, ch := range strings.TrimSpace(v) {
+		if ch < '0' || ch > '9' {
+			break
+		}
+		n = min(n*10+int(ch-'0'), 1<<20)
+	}
+	return max(n, 1)
+}
+
+// flattenTable renames the table's own elements so the converter sees
+// blocks and spans instead of a table.
+func flattenTable(t *html.Node) {
+	stack := []*html.Node{t}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.Type == html.ElementNode {
+			switch n.DataAtom {
+			case atom.Table:
+				if n != t {
+					continue // a nested table is judged on its own
+				}
+				n.Data, n.DataAtom = "div", atom.Div
+			case atom.Thead, atom.Tbody, atom.Tfoot, atom.Caption:
+				n.Data, n.DataAtom = "div", atom.Div
+			case atom.Tr:
+				n.Data, n.DataAtom = "p", atom.P
+			case atom.Td, atom.Th:
+				n.Data, n.DataAtom = "span", atom.Span
+				n.AppendChild(&html.Node{Type: html.TextNode, Data: " "})
+			}
+			n.Attr = nil
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			stack = append(stack, c)
+		}
+	}
 }
 
 // flattenDeep replaces every element nested deeper than maxDepth by a

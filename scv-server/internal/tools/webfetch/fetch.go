@@ -204,7 +204,7 @@ func (t *Tool) describe(ctx context.Context, u *url.URL, err error) error {
 	}
 	var re *netguard.RefusedError
 	if errors.As(err, &re) {
-		return failf("web_fetch reaches only public addresses, and %s is refused: %v (the setting web.allow_private_addresses lifts this)", u.Host, re)
+		return failf("fetching %s was refused: web_fetch reaches only public addresses, and %v (the setting web.allow_private_addresses lifts this)", u, re)
 	}
 	if ctx.Err() != nil {
 		if parentDone(ctx) {

@@ -258,6 +258,12 @@ y := 2</code></pre><p>inline <code>f()</code></p>`,
 			want: []string{"deep text"},
 		},
 		{
+			name: "huge table spans rendered as text",
+			html: `<table><tr><td colspan=99999 rowspan=99999>wide cell</td><td>next</td></tr><tr><td>row two</td></tr></table>`,
+			want: []string{"wide cell next", "row two"},
+			not:  []string{"|"},
+		},
+		{
 			name: "invalid UTF-8 replaced",
 			html: "<p>bad \xff\xfe bytes</p>",
 			want: []string{"bad \uFFFD bytes"},
@@ -496,8 +502,7 @@ func TestCacheBounds(t *testing.T) {
 }
 
 func TestRedirects(t *testing.T) {
-	var srv *server
-	srv = newServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		var n int
 		if _, err := fmt.Sscanf(r.URL.Path, "/r/%d", &n); err == nil {
 			if n == 0 {

@@ -1,0 +1,92 @@
+package webfetch
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"testing"
+
+	"github.com/scv-cli/scv/scv-server/internal/netguard"
+)
+
+// benchPage returns about size bytes of real HTML: the Wikipedia test page
+// repeated.
+func benchPage(b *testing.B, size int) []byte {
+	b.Helper()
+	page, err := os.ReadFile("testdata/pages/wikipedia.html")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	for buf.Len() < size {
+		buf.Write(page)
+	}
+	return buf.Bytes()[:size]
+}
+
+// BenchmarkConvertHTML converts 256 KiB, 1 MiB and 4 MiB pages; the time
+// per byte should stay flat.
+func BenchmarkConvertHTML(b *testing.B) {
+	for _, size := range []int{256 << 10, 1 << 20, 4 << 20} {
+		src := benchPage(b, size)
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				if p := convertHTML(src, "https://en.wikipedia.org/wiki/Mozilla"); len(p.Text) == 0 {
+					b.Fatal("empty text")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDial compares one GET on loopback (a new connection each time)
+// through a plain transport and through the checking resolver and dialer.
+func BenchmarkDial(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	ap := netip.MustParseAddrPort(srv.Listener.Addr().String())
+	guard := &netguard.Dialer{Policy: &netguard.Policy{Exceptions: []netip.AddrPort{ap}}}
+	for _, tc := range []struct {
+		name string
+		tr   *http.Transport
+	}{
+		{"plain", &http.Transport{Proxy: nil, DisableKeepAlives: true}},
+		{"netguard", &http.Transport{Proxy: nil, DisableKeepAlives: true, DialContext: guard.DialContext}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			client := &http.Client{Transport: tc.tr}
+			defer tc.tr.CloseIdleConnections()
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := client.Get(srv.URL)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkResolve is the checking step alone for an IP literal and for
+// a name (with an in-memory resolver).
+func BenchmarkResolve(b *testing.B) {
+	d := &netguard.Dialer{Resolver: names{"public.test": {"93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"}}}
+	for _, host := range []string{"93.184.216.34", "public.test"} {
+		b.Run(host, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := d.Resolve(b.Context(), host, 443); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
