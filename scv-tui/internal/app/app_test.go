@@ -565,7 +565,16 @@ func TestServerProblems(t *testing.T) {
 	if !strings.Contains(h.screen(), "cannot read") || h.m.phase != ready {
 		t.Errorf("non-JSON problem:\n%s", h.screen())
 	}
+	h.key("esc") // cancels the turn; the problem stays
+	if h.m.problem == "" {
+		t.Error("Esc dismissed the problem instead of cancelling the turn")
+	}
+	last[*protocol.TurnCancel](h)
+	h.event(sessionEvent("queue.enqueued", "77", `"entry":{"queue_id":"qz","revision":1,"prompt":"queued before the crash","submitter":"scv-tui","position":0}`))
 	h.msg(ServerProblem{Err: errors.New("exit status 2"), Exited: true})
+	if h.m.queue.Len() != 0 || !strings.Contains(h.screen(), "queued before the crash") {
+		t.Errorf("the dead server's queue was not listed and cleared:\n%s", h.screen())
+	}
 	if h.m.phase != disconnected || h.m.turnID != "" {
 		t.Error("exit did not end the connection and the turn")
 	}

@@ -125,6 +125,10 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 			if m.send(&protocol.TurnCancel{RequestID: m.newID(), SessionID: m.sessionID, TurnID: m.turnID}, request{kind: reqTurnCancel}) {
 				m.turnState = stateCancelling
 			}
+		case m.problem != "" && m.phase == ready:
+			// A problem the connection survived can be dismissed; the
+			// status-bar warning stays until a restart.
+			m.problem = ""
 		}
 		return nil
 	case "enter":

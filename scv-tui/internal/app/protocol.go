@@ -94,10 +94,27 @@ func (m *Model) serverProblem(p ServerProblem) {
 	if p.Exited {
 		m.phase = disconnected
 		m.endTurn()
+		m.dropQueue()
 		m.setProblem(fmt.Sprintf("The server stopped: %s. Your input is kept; press Ctrl+R to restart it (its log is %s).", msg, m.logPath()))
 		return
 	}
 	m.setProblem(fmt.Sprintf("The server sent something this client cannot read: %s. It was skipped; if the view looks wrong, press Ctrl+R to restart the server.", msg))
+}
+
+// dropQueue empties the queue panel when the server that held the queue
+// is gone, and lists the prompts it held so that none is lost unseen.
+func (m *Model) dropQueue() {
+	entries := m.queue.Entries()
+	if len(entries) == 0 {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "The server stopped with %d prompts queued; they did not run:", len(entries))
+	for i, e := range entries {
+		fmt.Fprintf(&b, "\n  %d. %s", i+1, e.Prompt)
+	}
+	m.transcript.AddNotice(transcript.Warn, b.String())
+	m.queue.Clear()
 }
 
 // setProblem shows a problem above the editor and records it in the
