@@ -113,12 +113,11 @@ func New(o Options) *Tool {
 		t.policy = &netguard.Policy{AllowPrivate: o.AllowPrivate}
 	}
 	for _, d := range o.AutoApproveDomains {
-		sub := strings.HasPrefix(d, ".")
-		h, err := netguard.ParseHost(strings.TrimPrefix(strings.TrimSpace(d), "."))
+		h, sub, err := parseDomain(d)
 		if err != nil {
-			continue // config validation reports bad entries; here they match nothing
+			continue // config validation reports bad entries (CheckDomain); here they match nothing
 		}
-		if sub && h.Name != "" {
+		if sub {
 			t.exact[h.Name] = true
 			t.suffixes = append(t.suffixes, "."+h.Name)
 			continue
@@ -145,6 +144,34 @@ func New(o Options) *Tool {
 		// No Jar: no cookies are kept or sent.
 	}
 	return t
+}
+
+var _ tools.Tool = (*Tool)(nil)
+
+// CheckDomain reports whether entry is a valid web.auto_approve_domains
+// entry: a host name or IP address ("docs.rs"), or a domain with a leading
+// "." or "*." (".rust-lang.org"), which also matches every subdomain.
+func CheckDomain(entry string) error {
+	_, _, err := parseDomain(entry)
+	return err
+}
+
+func parseDomain(entry string) (h netguard.Host, sub bool, err error) {
+	d := strings.TrimSpace(entry)
+	switch {
+	case strings.HasPrefix(d, "*."):
+		d, sub = d[2:], true
+	case strings.HasPrefix(d, "."):
+		d, sub = d[1:], true
+	}
+	h, err = netguard.ParseHost(d)
+	if err != nil {
+		return h, sub, fmt.Errorf("auto-approve domain %q: %w", entry, err)
+	}
+	if sub && h.Name == "" {
+		return h, sub, fmt.Errorf("auto-approve domain %q: a leading dot needs a domain name, not an IP address", entry)
+	}
+	return h, sub, nil
 }
 
 type args struct {

@@ -655,8 +655,21 @@ func TestURLChecks(t *testing.T) {
 	}
 }
 
+func TestCheckDomain(t *testing.T) {
+	for _, ok := range []string{"docs.rs", ".rust-lang.org", "*.go.dev", "Bücher.example", "93.184.216.34", "[2606:4700::1]"} {
+		if err := CheckDomain(ok); err != nil {
+			t.Errorf("CheckDomain(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", ".", "a..b", "foo.123", ".1.2.3.4", "exa mple.com", "https://docs.rs"} {
+		if err := CheckDomain(bad); err == nil {
+			t.Errorf("CheckDomain(%q) accepted", bad)
+		}
+	}
+}
+
 func TestRiskAndRules(t *testing.T) {
-	tool := New(Options{AutoApproveDomains: []string{"docs.rs", ".rust-lang.org", "Bücher.example"}})
+	tool := New(Options{AutoApproveDomains: []string{"docs.rs", ".rust-lang.org", "Bücher.example", "*.go.dev", "bad..entry"}})
 	tests := []struct {
 		url  string
 		risk protocol.Risk
@@ -674,6 +687,8 @@ func TestRiskAndRules(t *testing.T) {
 		{"https://evilrust-lang.org/", protocol.RiskNetwork, "web:evilrust-lang.org"},
 		{"https://rust-lang.org.evil.test/", protocol.RiskNetwork, "web:rust-lang.org.evil.test"},
 		{"https://xn--bcher-kva.example/", protocol.RiskReadOnly, ""},
+		{"https://pkg.go.dev/net", protocol.RiskReadOnly, ""},
+		{"https://go.dev/", protocol.RiskReadOnly, ""},
 		{"https://example.com/?u=https://docs.rs/", protocol.RiskNetwork, "web:example.com"},
 		{"http://example.com:80/", protocol.RiskNetwork, "web:example.com"},
 	}
