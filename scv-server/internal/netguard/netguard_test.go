@@ -400,3 +400,55 @@ func FuzzParseIPv4(f *testing.F) {
 		}
 	})
 }
+
+// flipResolver answers a public (test) address first and a private one
+// afterwards, like a rebinding DNS server.
+type flipResolver struct {
+	first string
+	calls int
+}
+
+func (f *flipResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	f.calls++
+	if f.calls == 1 {
+		return []netip.Addr{netip.MustParseAddr(f.first)}, nil
+	}
+	return []netip.Addr{netip.MustParseAddr("10.0.0.1")}, nil
+}
+
+// TestNoRebinding: a connection resolves its name once and connects to
+// the address it checked; a second answer never reaches the dial.
+func TestNoRebinding(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Close()
+		}
+		close(accepted)
+	}()
+	ap := netip.MustParseAddrPort(ln.Addr().String())
+	r := &flipResolver{first: "127.0.0.1"}
+	d := &Dialer{Policy: &Policy{Exceptions: []netip.AddrPort{ap}}, Resolver: r}
+	conn, err := d.DialContext(context.Background(), "tcp", fmt.Sprintf("rebind.test:%d", ap.Port()))
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	if got := conn.RemoteAddr().String(); got != ap.String() {
+		t.Errorf("connected to %s, want the checked %s", got, ap)
+	}
+	conn.Close()
+	<-accepted
+	if r.calls != 1 {
+		t.Fatalf("%d lookups for one connection, want 1", r.calls)
+	}
+	// The next connection looks up again and is refused.
+	if _, err := d.DialContext(context.Background(), "tcp", fmt.Sprintf("rebind.test:%d", ap.Port())); err == nil {
+		t.Fatal("second connection to the rebound name allowed")
+	}
+}
