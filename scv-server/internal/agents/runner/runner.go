@@ -1,0 +1,454 @@
+// Package runner is the one-process-per-turn backend of delegated agents:
+// each call starts the agent's CLI once (package agentadapters describes
+// the command line and environment), under procgroup's process rules, with
+// the run's delegation handle as its process tag; it reads stdout as it
+// arrives through package output, keeps a bounded stderr tail, records the
+// run in $SCV_HOME/state/delegations while it lasts, and returns the
+// structured result (tools.md, "Results").
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/scv-cli/scv/scv-server/internal/agents"
+	"github.com/scv-cli/scv/scv-server/internal/agents/output"
+	"github.com/scv-cli/scv/scv-server/internal/procgroup"
+	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/scv-cli/scv/shared/agentauth"
+	"github.com/scv-cli/scv/shared/delegation"
+	"github.com/scv-cli/scv/shared/paths"
+)
+
+// Variables of the delegation chain (tools.md, "Tracking and cleanup").
+const (
+	// ParentVar is SCV_PARENT: the chain of delegations above a process,
+	// each <instance>/<session>/<handle>, outermost first, separated by
+	// ChainSep. The instance is the SCV_HOME of the SCV that delegated,
+	// so an element is split from the right: its last two components
+	// are the session and the handle.
+	ParentVar = "SCV_PARENT"
+	// DepthVar is SCV_DELEGATION_DEPTH, one more than the caller's.
+	DepthVar = "SCV_DELEGATION_DEPTH"
+	// ChainSep separates the elements of SCV_PARENT. A comma, as in
+	// SCV_RUN_TAG's list, because an element holds '/' already.
+	ChainSep = ","
+)
+
+// StopGrace is how long a cancelled run gets between TERM and KILL.
+const StopGrace = 2 * time.Second
+
+// StderrTail is how much of stderr a result keeps.
+const StderrTail = 2 << 10
+
+// maxError bounds a result's error text.
+const maxError = 2 << 10
+
+// ErrUnavailable is wrapped by Plan's error when the agent cannot run at
+// all (its executable is missing): the `agent` tool then adds the
+// fallback sentence, as for an unavailable result.
+var ErrUnavailable = errors.New("agent unavailable")
+
+// Options configure a Runner.
+type Options struct {
+	// Home is SCV_HOME (absolute): private homes go under Home/agents,
+	// records under Home/state.
+	Home string
+	// Env is the server's environment for finding executables (HOME and
+	// PATH); nil is the process environment.
+	Env paths.Env
+	// BaseEnv is the environment a delegated agent inherits before the
+	// scrub (KEY=value); nil is the process environment at each run.
+	BaseEnv []string
+	// Permissions maps an agent to "full" for permissions = "full".
+	Permissions map[string]string
+	// OutputLimit bounds a reply (tools.output_limit_bytes); 0 uses
+	// output.DefaultLimit.
+	OutputLimit int
+	// Instance names this SCV instance in SCV_PARENT; empty is Home.
+	Instance string
+	// Adapters replaces the adapter table (tests run a fake agent
+	// script through /bin/bash with it); nil is agentadapters.All().
+	Adapters []agentadapters.Adapter
+	// Logger receives warnings (a record that could not be written);
+	// nil discards.
+	Logger *slog.Logger
+}
+
+// Runner starts delegated agent CLIs, one process per turn.
+type Runner struct {
+	opts     Options
+	adapters []agentadapters.Adapter
+	log      *slog.Logger
+}
+
+// New returns a Runner.
+func New(opts Options) *Runner {
+	r := &Runner{opts: opts, adapters: opts.Adapters, log: opts.Logger}
+	if r.adapters == nil {
+		r.adapters = agentadapters.All()
+	}
+	if r.opts.Env == nil {
+		r.opts.Env = paths.OSEnv()
+	}
+	if r.opts.Instance == "" {
+		r.opts.Instance = opts.Home
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return r
+}
+
+// Backend returns the backend of the agent name, whether or not it is
+// installed (Plan reports a missing executable).
+func (r *Runner) Backend(name string) (agents.Backend, bool) {
+	for _, a := range r.adapters {
+		if a.Name == name {
+			return &backend{r: r, a: a}, true
+		}
+	}
+	return nil, false
+}
+
+// Offered returns the backends a session starting now offers, in adapter
+// order: the agents whose executable resolves in env (nil: the runner's
+// Env), minus those whose sign-in SCV checks from a file and finds signed
+// out (agentauth.Check).
+func (r *Runner) Offered(env paths.Env) []agents.Backend {
+	if env == nil {
+		env = r.opts.Env
+	}
+	var out []agents.Backend
+	for _, a := range r.adapters {
+		if _, err := a.Lookup(env); err != nil {
+			continue
+		}
+		if st := agentauth.Check(r.opts.Home, a.Name, env); st.Checked && !st.SignedIn {
+			continue
+		}
+		out = append(out, &backend{r: r, a: a})
+	}
+	return out
+}
+
+// InstanceID returns a short stable id of an SCV home, for callers that
+// want SCV_PARENT without the home's path (Options.Instance).
+func InstanceID(home string) string {
+	sum := sha256.Sum256([]byte(home))
+	return "scv-" + hex.EncodeToString(sum[:6])
+}
+
+// backend runs one agent.
+type backend struct {
+	r *Runner
+	a agentadapters.Adapter
+}
+
+// Descriptor implements agents.Backend.
+func (b *backend) Descriptor() agents.Descriptor {
+	return agents.Descriptor{
+		Name:         b.a.Name,
+		Product:      b.a.Product,
+		Summary:      b.a.Summary,
+		ModelFamily:  b.a.ModelFamily,
+		TakesModel:   b.a.TakesModel(),
+		TakesEffort:  b.a.TakesEffort(),
+		TakesSession: b.a.TakesSession(),
+	}
+}
+
+func (b *backend) fullPermissions() bool {
+	return b.r.opts.Permissions[b.a.Name] == "full"
+}
+
+// outputFile is the file Codex writes its final message to: in the
+// private tmp directory of its agent home, named after the run's handle.
+func (b *backend) outputFile(call agents.Call) (string, error) {
+	if !slices.ContainsFunc(b.a.OutputArgs, func(s string) bool { return strings.Contains(s, agentadapters.OutputFilePlaceholder) }) {
+		return "", nil
+	}
+	dir, err := b.a.TmpDir(b.r.opts.Home)
+	if err != nil {
+		return "", err
+	}
+	if call.Handle == "" || strings.ContainsAny(call.Handle, "/\x00") || call.Handle == "." || call.Handle == ".." {
+		return "", fmt.Errorf("delegation handle %q cannot name a file", call.Handle)
+	}
+	return filepath.Join(dir, call.Handle+".last-message.txt"), nil
+}
+
+// Plan implements agents.Backend: the absolute executable, the argument
+// vector and the directory Run would start. A missing executable wraps
+// ErrUnavailable; a selection the agent does not take wraps
+// agentadapters.ErrUnsupportedOption.
+func (b *backend) Plan(call agents.Call) (agents.Launch, error) {
+	if call.Agent != "" && call.Agent != b.a.Name {
+		return agents.Launch{}, fmt.Errorf("call for %s handed to the %s backend", call.Agent, b.a.Name)
+	}
+	exe, err := b.a.Lookup(b.r.opts.Env)
+	if err != nil {
+		return agents.Launch{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if !filepath.IsAbs(call.Dir) {
+		return agents.Launch{}, fmt.Errorf("the directory to run %s in, %q, is not an absolute path", b.a.Name, call.Dir)
+	}
+	ofile, err := b.outputFile(call)
+	if err != nil {
+		return agents.Launch{}, err
+	}
+	args, err := b.a.Args(agentadapters.Invocation{
+		Prompt:          call.Prompt,
+		Model:           call.Model,
+		Effort:          call.Effort,
+		NewSession:      call.NewCLISession,
+		ResumeSession:   call.ResumeCLISession,
+		FullPermissions: b.fullPermissions(),
+		OutputFile:      ofile,
+	})
+	if err != nil {
+		return agents.Launch{}, err
+	}
+	return agents.Launch{Executable: exe, Args: args, Dir: call.Dir, FullPermissions: b.fullPermissions()}, nil
+}
+
+// env returns the agent's environment for call.
+func (b *backend) env(call agents.Call) ([]string, error) {
+	base := b.r.opts.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	env, err := b.a.PrivateEnv(base, b.r.opts.Home)
+	if err != nil {
+		return nil, err
+	}
+	if b.fullPermissions() {
+		env = append(env, b.a.FullPermissionsEnv...)
+	}
+	self := b.r.opts.Instance + "/" + call.SessionID + "/" + call.Handle
+	chain := self
+	out := env[:0]
+	for _, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, ParentVar+"="):
+			if v := strings.TrimPrefix(kv, ParentVar+"="); v != "" {
+				chain = v + ChainSep + self
+			}
+		case strings.HasPrefix(kv, DepthVar+"="):
+		default:
+			out = append(out, kv)
+		}
+	}
+	return append(out, ParentVar+"="+chain, DepthVar+"="+strconv.Itoa(call.Depth+1)), nil
+}
+
+// Run implements agents.Backend.
+func (b *backend) Run(ctx context.Context, call agents.Call, progress func(string)) agents.Result {
+	res := agents.Result{Agent: b.a.Name, Session: call.Conversation, Turn: call.Turn}
+	fail := func(kind agents.ErrorKind, format string, a ...any) agents.Result {
+		res.Status, res.Kind = agents.StatusFailed, kind
+		res.Error = fmt.Sprintf(format, a...)
+		b.hint(&res)
+		return res
+	}
+	launch, err := b.Plan(call)
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			return fail(agents.ErrorUnavailable, "%s", strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": "))
+		}
+		return fail(agents.ErrorNone, "%s", err.Error())
+	}
+	home := b.r.opts.Home
+	if err := b.a.EnsureDirs(home); err != nil {
+		return fail(agents.ErrorNone, "cannot prepare the private home of %s: %v", b.a.Name, err)
+	}
+	ofile, _ := b.outputFile(call)
+	if ofile != "" {
+		if err := paths.EnsureDir(filepath.Dir(ofile)); err != nil {
+			return fail(agents.ErrorNone, "cannot prepare the private tmp directory of %s: %v", b.a.Name, err)
+		}
+		_ = os.Remove(ofile) // a stale file must not pass for this run's reply
+		defer os.Remove(ofile)
+	}
+	env, err := b.env(call)
+	if err != nil {
+		return fail(agents.ErrorNone, "cannot build the environment of %s: %v", b.a.Name, err)
+	}
+
+	parser := output.New(b.a.Format, output.Options{Limit: b.r.opts.OutputLimit, Progress: progress})
+	stderr := &output.Tail{Max: StderrTail}
+	cli := call.ResumeCLISession
+	if cli == "" {
+		cli = call.NewCLISession
+	}
+	owner, ownerErr := delegation.Self()
+	if ownerErr != nil {
+		b.r.log.Warn("delegation record without owner identity", "handle", call.Handle, "err", ownerErr)
+	}
+	recorded := false
+	onStart := func(pid int) {
+		proc, err := delegation.ProcessOf(pid)
+		if err != nil {
+			// The leader exited already; record the pid alone.
+			proc = delegation.Process{PID: pid}
+		}
+		rec := delegation.Record{
+			Handle: call.Handle, Agent: b.a.Name, Session: call.SessionID, Cwd: call.Dir,
+			Depth: call.Depth + 1, AgentProcess: proc, Owner: owner, StartedUnix: time.Now().Unix(),
+			Conversation: call.Conversation, Turn: call.Turn,
+		}
+		if err := delegation.Write(home, rec); err != nil {
+			b.r.log.Warn("cannot write the delegation record", "handle", call.Handle, "err", err)
+		} else {
+			recorded = true
+		}
+		if cli != "" {
+			if err := delegation.MarkConversation(home, cli, owner); err != nil {
+				b.r.log.Warn("cannot mark the conversation", "handle", call.Handle, "err", err)
+			}
+		}
+	}
+	st, runErr := procgroup.Run(ctx, procgroup.Command{
+		Path:      launch.Executable,
+		Args:      launch.Args,
+		Dir:       launch.Dir,
+		Env:       env,
+		Tag:       call.Handle,
+		Output:    parser,
+		Stderr:    stderr,
+		Timeout:   call.Timeout,
+		TermGrace: StopGrace,
+		OnStart:   onStart,
+	})
+	if recorded {
+		if err := delegation.Remove(home, call.Handle); err != nil {
+			b.r.log.Warn("cannot remove the delegation record", "handle", call.Handle, "err", err)
+		}
+	}
+	if st.Survivors > 0 {
+		b.r.log.Warn("processes of a delegated run survived the sweep", "handle", call.Handle, "survivors", st.Survivors)
+	}
+	out := parser.Close()
+	if ofile != "" && out.Reply == "" && !out.Failed {
+		if reply, truncated, ok := readBounded(ofile, b.r.opts.OutputLimit); ok {
+			out.Reply, out.Truncated = reply, truncated
+		}
+	}
+
+	res.Reply, res.Truncated, res.Usage = out.Reply, out.Truncated, out.Usage
+	res.StderrTail = strings.TrimRight(stderr.String(), "\n")
+	if stderr.Total() > int64(StderrTail) {
+		res.Truncated = true
+	}
+	res.CLISession = out.CLISession
+	if res.CLISession == "" {
+		res.CLISession = cli
+	}
+	if call.Conversation == "" && cli != "" {
+		// A one-off run has no conversation to keep.
+		_ = delegation.UnmarkConversation(home, cli)
+	} else if call.Conversation != "" && res.CLISession != "" && res.CLISession != cli {
+		// Codex reports its thread id only in the stream; a CLI that
+		// resumed under a new id has its transcript there too.
+		if err := delegation.MarkConversation(home, res.CLISession, owner); err != nil {
+			b.r.log.Warn("cannot mark the conversation", "handle", call.Handle, "err", err)
+		}
+	}
+	if st.Exited {
+		code := st.Code
+		res.ExitCode = &code
+	}
+
+	switch {
+	case runErr != nil:
+		res.Reply, res.CLISession = "", ""
+		return fail(agents.ErrorUnavailable, "%s could not be started (%s): %v", b.a.Product, launch.Executable, runErr)
+	case st.Cancelled:
+		res.Status = agents.StatusCancelled
+		res.Error = fmt.Sprintf("the %s run was cancelled and its processes were stopped", b.a.Product)
+		return res
+	case st.TimedOut:
+		res.Status = agents.StatusTimeout
+		res.Error = fmt.Sprintf("%s did not finish within %s, so its processes were stopped; raise timeout_seconds for long work", b.a.Product, call.Timeout)
+		return res
+	case out.Declined:
+		res.Status = agents.StatusDeclined
+		return res
+	case out.Failed || !st.Exited || st.Code != 0:
+		res.Status = agents.StatusFailed
+	default:
+		res.Status = agents.StatusCompleted
+		return res
+	}
+
+	// A failed run: what the CLI reported, else a plain-text run's
+	// closing output, else the end of stderr, else how it ended.
+	msg := out.Error
+	if msg == "" {
+		msg = out.ClosingOutput
+	}
+	if msg == "" {
+		msg = output.Last(res.StderrTail, 512)
+	}
+	switch {
+	case msg != "":
+	case !st.Exited:
+		msg = fmt.Sprintf("%s was killed by signal %s", b.a.Product, st.Signal)
+	default:
+		msg = fmt.Sprintf("%s exited with code %d", b.a.Product, st.Code)
+	}
+	if !out.Failed && st.Exited && st.Code != 0 && !strings.Contains(msg, "exit") {
+		msg = fmt.Sprintf("%s exited with code %d: %s", b.a.Product, st.Code, msg)
+	}
+	res.Error, _ = output.Bound(msg, maxError)
+	// The fallback decision reads only what the CLI reported as an error
+	// and stderr, never the reply.
+	res.Kind = output.Classify(out.Error + "\n" + out.ClosingOutput + "\n" + res.StderrTail)
+	if res.Kind == agents.ErrorNone && st.OutputBytes == 0 && st.Exited && st.Code != 0 {
+		// It exited at once, before writing anything: it could not run.
+		res.Kind = agents.ErrorUnavailable
+	}
+	b.hint(&res)
+	return res
+}
+
+// hint adds the sign-in hint to a signed-out result.
+func (b *backend) hint(res *agents.Result) {
+	if res.Kind == agents.ErrorSignedOut {
+		res.Hint = fmt.Sprintf("%s is not signed in for SCV. Ask the user to run `scv agents login %s` on the SCV host (the agent's own /login advice cannot be followed from here), then call it again.", b.a.Product, b.a.Name)
+	}
+}
+
+// readBounded reads at most limit bytes of a file (the Codex -o file),
+// cut on a character boundary.
+func readBounded(path string, limit int) (string, bool, bool) {
+	if limit <= 0 {
+		limit = output.DefaultLimit
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false, false
+	}
+	defer f.Close()
+	buf, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return "", false, false
+	}
+	s, cut := output.Bound(strings.TrimSpace(string(buf)), limit)
+	if len(buf) > limit {
+		cut = true
+		s = strings.TrimSuffix(s, "\uFFFD")
+	}
+	return s, cut, s != ""
+}

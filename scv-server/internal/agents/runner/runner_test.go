@@ -1,0 +1,592 @@
+//go:build linux
+
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/scv-cli/scv/scv-server/internal/agents"
+	"github.com/scv-cli/scv/scv-server/internal/procgroup"
+	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/scv-cli/scv/shared/delegation"
+	"github.com/scv-cli/scv/shared/paths"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// hang bounds every wait of a test; it only guards against a hang.
+const hang = 30 * time.Second
+
+var handles atomic.Int64
+
+// fake is one test's fake agent setup.
+type fake struct {
+	home string // SCV_HOME
+	out  string // FAKE_DIR
+	work string // the directory to run in
+	r    *Runner
+}
+
+func script(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs("testdata/fake-agent.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// newFake returns a Runner whose adapters run the fake agent script
+// through /bin/bash, with base as the inherited environment (plus PATH and
+// the FAKE_ variables).
+func newFake(t *testing.T, opts Options, env ...string) *fake {
+	t.Helper()
+	f := &fake{home: t.TempDir(), out: t.TempDir()}
+	work, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.work = work
+	var adapters []agentadapters.Adapter
+	for _, a := range agentadapters.All() {
+		a.Path, a.PreArgs = "/bin/bash", []string{script(t)}
+		adapters = append(adapters, a)
+	}
+	opts.Home = f.home
+	if opts.Adapters == nil {
+		opts.Adapters = adapters
+	}
+	opts.BaseEnv = append([]string{"PATH=" + os.Getenv("PATH"), "FAKE_DIR=" + f.out}, env...)
+	f.r = New(opts)
+	return f
+}
+
+func (f *fake) call(agent, prompt string) agents.Call {
+	return agents.Call{
+		Agent: agent, Prompt: prompt, Dir: f.work, Workspace: f.work,
+		Timeout: hang, Handle: agent + "-" + strconv.FormatInt(handles.Add(1), 10),
+		SessionID: "sess-1",
+	}
+}
+
+func (f *fake) run(t *testing.T, ctx context.Context, call agents.Call, progress func(string)) agents.Result {
+	t.Helper()
+	b, ok := f.r.Backend(call.Agent)
+	if !ok {
+		t.Fatalf("no backend %s", call.Agent)
+	}
+	done := make(chan agents.Result, 1)
+	go func() { done <- b.Run(ctx, call, progress) }()
+	select {
+	case res := <-done:
+		if pids := procgroup.FindTagged(call.Handle); len(pids) > 0 {
+			t.Errorf("processes of %s still alive: %v", call.Handle, pids)
+		}
+		return res
+	case <-time.After(hang):
+		t.Fatal("Run did not return")
+		return agents.Result{}
+	}
+}
+
+func (f *fake) args(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.out, "args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+}
+
+func (f *fake) env(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.out, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00") {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
+func stream(name string) string {
+	p, _ := filepath.Abs("../output/testdata/" + name + ".jsonl")
+	return p
+}
+
+func TestArgumentsAndDirectory(t *testing.T) {
+	prompt := "fix \"it\" with 'quotes',\n  a $HOME, a `cmd` and \\ backslash"
+	tests := []struct {
+		agent          string
+		model, effort  string
+		newSess, resum string
+		full           bool
+		want           []string
+	}{
+		{"claude", "sonnet", "high", "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11", "", true,
+			[]string{"-p", "--permission-mode", "bypassPermissions", "--output-format", "stream-json", "--verbose", "--session-id", "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11", "--model", "sonnet", "--effort", "high", prompt}},
+		{"codex", "gpt-5.5", "xhigh", "", "thread-1", false,
+			[]string{"exec", "resume", "--json", "-o", "{ofile}", "-m", "gpt-5.5", "-c", `model_reasoning_effort="xhigh"`, "thread-1", prompt}},
+		{"grok", "grok-5", "low", "", "", true, []string{"--always-approve", "-m", "grok-5", "--reasoning-effort", "low", "-p", prompt}},
+		{"dsh", "", "", "", "", false, []string{"--profile", "headless", prompt}},
+		{"pi", "scv/m", "medium", "", "7f2c9a10-1111-4222-8333-444455556666", false,
+			[]string{"-p", "--mode", "json", "--session-id", "7f2c9a10-1111-4222-8333-444455556666", "--model", "scv/m", "--thinking", "medium", prompt}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.agent, func(t *testing.T) {
+			perms := map[string]string{}
+			if tc.full {
+				perms[tc.agent] = "full"
+			}
+			f := newFake(t, Options{Permissions: perms}, "FAKE_MODE=stream", "FAKE_STREAM=/dev/null")
+			sub := filepath.Join(f.work, "proj dir")
+			if err := os.Mkdir(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			call := f.call(tc.agent, prompt)
+			call.Dir = sub
+			call.Model, call.Effort, call.NewCLISession, call.ResumeCLISession = tc.model, tc.effort, tc.newSess, tc.resum
+			b, _ := f.r.Backend(tc.agent)
+			launch, err := b.Plan(call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if launch.Executable != "/bin/bash" || launch.Dir != sub || launch.FullPermissions != tc.full || launch.Args[0] != script(t) {
+				t.Fatalf("launch %+v", launch)
+			}
+			f.run(t, context.Background(), call, nil)
+			got := f.args(t)
+			want := slices.Clone(tc.want)
+			for i, w := range want {
+				if w == "{ofile}" {
+					want[i] = filepath.Join(f.home, "agents", "codex", "tmp", call.Handle+".last-message.txt")
+				}
+			}
+			if !slices.Equal(got, want) || !slices.Equal(launch.Args[1:], want) {
+				t.Errorf("args\n got %q\nplan %q\nwant %q", got, launch.Args[1:], want)
+			}
+			cwd, _ := os.ReadFile(filepath.Join(f.out, "cwd"))
+			if strings.TrimSpace(string(cwd)) != sub {
+				t.Errorf("cwd %q, want %q", cwd, sub)
+			}
+		})
+	}
+}
+
+func TestPlanRefusals(t *testing.T) {
+	f := newFake(t, Options{})
+	b, _ := f.r.Backend("dsh")
+	call := f.call("dsh", "x")
+	call.Model = "m"
+	if _, err := b.Plan(call); !errors.Is(err, agentadapters.ErrUnsupportedOption) {
+		t.Errorf("dsh with a model: %v", err)
+	}
+	call = f.call("claude", "-rf")
+	b, _ = f.r.Backend("claude")
+	if _, err := b.Plan(call); err == nil || !strings.Contains(err.Error(), `cannot start with "-"`) {
+		t.Errorf("prompt starting with -: %v", err)
+	}
+	call = f.call("claude", "x")
+	call.Model = "bad model"
+	if res := f.run(t, context.Background(), call, nil); res.Status != agents.StatusFailed || res.Kind != agents.ErrorNone || !strings.Contains(res.Error, "not valid") {
+		t.Errorf("bad model result %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(f.out, "args")); err == nil {
+		t.Error("a refused call launched the agent")
+	}
+}
+
+func TestMissingExecutable(t *testing.T) {
+	a, _ := agentadapters.Get("codex")
+	a.Path = "/nonexistent/codex"
+	b2, _ := agentadapters.Get("claude") // looked up in an empty HOME and PATH
+	f := newFake(t, Options{Adapters: []agentadapters.Adapter{a, b2}, Env: paths.MapEnv(map[string]string{"HOME": t.TempDir(), "PATH": t.TempDir()})})
+	for _, name := range []string{"codex", "claude"} {
+		b, _ := f.r.Backend(name)
+		call := f.call(name, "hello")
+		if _, err := b.Plan(call); !errors.Is(err, ErrUnavailable) || !errors.Is(err, agentadapters.ErrNotInstalled) {
+			t.Errorf("%s: Plan error %v", name, err)
+		}
+		res := f.run(t, context.Background(), call, nil)
+		if res.Status != agents.StatusFailed || res.Kind != agents.ErrorUnavailable || res.Error == "" || strings.Contains(res.Error, ErrUnavailable.Error()) {
+			t.Errorf("%s: result %+v", name, res)
+		}
+	}
+	if got := f.r.Offered(nil); len(got) != 0 {
+		t.Errorf("uninstalled agents offered: %d", len(got))
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	inherited := []string{
+		"LANG=C.UTF-8", "GH_TOKEN=kept",
+		"HOME=/home/user", "XDG_CONFIG_HOME=/home/user/.config",
+		"OPENAI_API_KEY=sk-1", "ANTHROPIC_API_KEY=k", "MY_SERVICE_API_KEY=k",
+		"SCV_HOME=/home/user/.scv", "SCV_MODEL=m", "SCV_APPROVAL_POLICY=never", "SCV_SERVER_BIN=/b",
+		"ANTHROPIC_BASE_URL=u", "CLAUDE_CODE_OAUTH_TOKEN=t", "CLAUDE_CONFIG_DIR=/c", "CLAUDECODE=1",
+		"OPENAI_BASE_URL=u", "CODEX_HOME=/home/user/.codex", "CODEX_BASE_URL=u",
+		"GROK_HOME=/g", "GROK_API_BASE=u", "DSH_HOME=/d", "DSH_PERMISSION_MODE=ask", "DEEPSEEK_BASE_URL=u",
+		"PI_CODING_AGENT_DIR=/p",
+		"SCV_PARENT=/outer/home/s0/codex-0", "SCV_DELEGATION_DEPTH=1",
+	}
+	for _, name := range agentadapters.Names() {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(t, Options{Permissions: map[string]string{"dsh": "full"}, Instance: "/srv/scv"},
+				append([]string{"FAKE_MODE=stream", "FAKE_STREAM=/dev/null"}, inherited...)...)
+			call := f.call(name, "hello")
+			call.Depth = 1
+			f.run(t, context.Background(), call, nil)
+			env := f.env(t)
+			h := filepath.Join(f.home, "agents", name)
+			want := map[string]string{
+				"HOME": h, "SCV_HOME": h + "/.scv", "XDG_CONFIG_HOME": h + "/.config",
+				"XDG_DATA_HOME": h + "/.local/share", "XDG_STATE_HOME": h + "/.local/state",
+				"LANG": "C.UTF-8", "GH_TOKEN": "kept",
+				"SCV_PARENT":           "/outer/home/s0/codex-0,/srv/scv/sess-1/" + call.Handle,
+				"SCV_DELEGATION_DEPTH": "2",
+			}
+			switch name {
+			case "codex":
+				want["CODEX_HOME"] = h
+			case "grok":
+				want["GROK_HOME"], want["GROK_DISABLE_AUTOUPDATER"] = h+"/.grok", "1"
+			case "dsh":
+				want["DSH_HOME"], want["DSH_PERMISSION_MODE"] = h+"/.dsh", "danger-full-access"
+			case "pi":
+				want["PI_CODING_AGENT_DIR"] = h + "/.pi/agent"
+			}
+			for k, v := range want {
+				if env[k] != v {
+					t.Errorf("%s = %q, want %q", k, env[k], v)
+				}
+			}
+			for _, kv := range inherited {
+				k, v, _ := strings.Cut(kv, "=")
+				if _, ok := want[k]; !ok && env[k] == v {
+					t.Errorf("%s=%s was inherited", k, v)
+				}
+			}
+			if !strings.HasPrefix(env[procgroup.TagVar], call.Handle) {
+				t.Errorf("tag %q", env[procgroup.TagVar])
+			}
+			for _, d := range []string{h, h + "/.config", h + "/.local/state"} {
+				if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+					t.Errorf("%s: %v %v", d, fi, err)
+				}
+			}
+		})
+	}
+}
+
+func TestCannedStreams(t *testing.T) {
+	tests := []struct {
+		agent, stream string
+		mode          string
+		status        agents.Status
+		kind          agents.ErrorKind
+		reply, errSub string
+		session       string
+		hint          string
+	}{
+		{"claude", "claude/success", "stream", agents.StatusCompleted, "", "Fixed the off-by-one in x.go; `go test ./...` passes.", "", "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11", ""},
+		{"claude", "claude/signout", "stream", agents.StatusFailed, agents.ErrorSignedOut, "", "Please run /login", "", "scv agents login claude"},
+		{"claude", "claude/refusal", "stream", agents.StatusDeclined, "", "I can't help with that request.", "", "", ""},
+		{"claude", "claude/failure", "stream", agents.StatusFailed, agents.ErrorUnavailable, "", "API Error: 529", "", ""},
+		{"codex", "codex/success", "stream", agents.StatusCompleted, "", "Updated main.go; tests pass.", "", "0199a213-81c0-7800-8aa1-bbab2a035a53", ""},
+		{"codex", "codex/signout", "fail", agents.StatusFailed, agents.ErrorSignedOut, "", "401 Unauthorized", "", "scv agents login codex"},
+		{"codex", "codex/failure", "fail", agents.StatusFailed, agents.ErrorUnavailable, "", "429", "", ""},
+		{"codex", "codex/noreply", "codex-o", agents.StatusCompleted, "", "final from the -o file", "", "", ""},
+		{"pi", "pi/success", "stream", agents.StatusCompleted, "", "All done.", "", "7f2c9a10-1111-4222-8333-444455556666", ""},
+		{"pi", "pi/failure", "stream", agents.StatusFailed, agents.ErrorUnavailable, "", "503", "", ""},
+		{"pi", "pi/signout", "stream", agents.StatusFailed, agents.ErrorSignedOut, "", "No API key", "", "scv agents login pi"},
+		{"grok", "text/success", "stream", agents.StatusCompleted, "", "", "", "", ""},
+		{"dsh", "text/failure", "fail", agents.StatusFailed, agents.ErrorSignedOut, "", "MISSING_CREDENTIAL", "", "scv agents login dsh"},
+		{"claude", "claude/nojson", "fail", agents.StatusFailed, agents.ErrorNone, "", "unknown option", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.agent+"/"+tc.stream, func(t *testing.T) {
+			f := newFake(t, Options{OutputLimit: 1000}, "FAKE_MODE="+tc.mode, "FAKE_STREAM="+stream(tc.stream))
+			var lines []string
+			call := f.call(tc.agent, "do the work")
+			res := f.run(t, context.Background(), call, func(l string) { lines = append(lines, l) })
+			if res.Status != tc.status || res.Kind != tc.kind || (tc.reply != "" && res.Reply != tc.reply) ||
+				!strings.Contains(res.Error, tc.errSub) || (tc.session != "" && res.CLISession != tc.session) || !strings.Contains(res.Hint, tc.hint) {
+				t.Errorf("result %+v", res)
+			}
+			if tc.status == agents.StatusCompleted && (res.ExitCode == nil || *res.ExitCode != 0 || res.Error != "") {
+				t.Errorf("completed result %+v", res)
+			}
+			if tc.mode == "fail" && (res.ExitCode == nil || *res.ExitCode != 1 || !strings.Contains(res.StderrTail, "fatal error")) {
+				t.Errorf("failed result: exit %v, stderr %q", res.ExitCode, res.StderrTail)
+			}
+			if tc.agent == "grok" && !strings.HasSuffix(res.Reply, "The answer is 42.") {
+				t.Errorf("text reply %q", res.Reply)
+			}
+			if tc.stream == "claude/success" && len(lines) == 0 {
+				t.Error("no progress")
+			}
+			if tc.agent == "codex" {
+				if left, _ := os.ReadDir(filepath.Join(f.home, "agents", "codex", "tmp")); len(left) != 0 {
+					t.Errorf("the -o file was left: %v", left)
+				}
+			}
+		})
+	}
+}
+
+func TestResultJSONNeverHoldsInternals(t *testing.T) {
+	f := newFake(t, Options{}, "FAKE_MODE=stream", "FAKE_STREAM="+stream("claude/success"))
+	call := f.call("claude", "x")
+	call.NewCLISession = "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11"
+	res := f.run(t, context.Background(), call, nil)
+	if js := res.JSON(); strings.Contains(js, call.NewCLISession) || !strings.Contains(js, `"status":"completed"`) {
+		t.Errorf("JSON %s", js)
+	}
+}
+
+func TestExitedAtOnceIsUnavailable(t *testing.T) {
+	f := newFake(t, Options{}, "FAKE_MODE=silent-exit")
+	res := f.run(t, context.Background(), f.call("claude", "x"), nil)
+	if res.Status != agents.StatusFailed || res.Kind != agents.ErrorUnavailable || *res.ExitCode != 127 || !strings.Contains(res.Error, "exited with code 127") {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestReplyBounded(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.txt")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("ü"), 5000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFake(t, Options{OutputLimit: 1001}, "FAKE_MODE=stream", "FAKE_STREAM="+big)
+	res := f.run(t, context.Background(), f.call("grok", "x"), nil)
+	if res.Status != agents.StatusCompleted || !res.Truncated || len(res.Reply) != 1000 || res.Reply != strings.Repeat("ü", 500) {
+		t.Errorf("reply %d bytes, truncated %v", len(res.Reply), res.Truncated)
+	}
+}
+
+func TestStderrFloodBounded(t *testing.T) {
+	f := newFake(t, Options{}, "FAKE_MODE=flood")
+	res := f.run(t, context.Background(), f.call("dsh", "x"), nil)
+	if res.Status != agents.StatusCompleted || res.Reply != "flooded" || len(res.StderrTail) > StderrTail || !res.Truncated ||
+		res.StderrTail != strings.Repeat("e", StderrTail) {
+		t.Errorf("result status %s reply %q tail %d bytes truncated %v", res.Status, res.Reply, len(res.StderrTail), res.Truncated)
+	}
+}
+
+// waitLine returns a progress func that signals ch on the first "$ started".
+func waitLine(ch chan<- struct{}) func(string) {
+	var once atomic.Bool
+	return func(l string) {
+		if l == "$ started" && once.CompareAndSwap(false, true) {
+			close(ch)
+		}
+	}
+}
+
+func TestTimeoutKillsSetsidDescendant(t *testing.T) {
+	f := newFake(t, Options{}, "FAKE_MODE=setsid")
+	call := f.call("claude", "x")
+	call.Timeout = 500 * time.Millisecond
+	res := f.run(t, context.Background(), call, nil)
+	if res.Status != agents.StatusTimeout || !strings.Contains(res.Error, "did not finish within 500ms") || res.ExitCode != nil {
+		t.Errorf("result %+v", res)
+	}
+	b, err := os.ReadFile(filepath.Join(f.out, "child"))
+	if err != nil {
+		t.Fatalf("the fake agent did not start its setsid child: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+		t.Errorf("setsid descendant %d survived the timeout", pid)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	tests := []struct {
+		mode    string
+		minTime time.Duration
+	}{
+		{"hang", 0},
+		{"ignore-term", StopGrace}, // KILL only after the grace
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			f := newFake(t, Options{}, "FAKE_MODE="+tc.mode)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			started := make(chan struct{})
+			go func() {
+				select {
+				case <-started:
+				case <-time.After(hang):
+				}
+				cancel()
+			}()
+			t0 := time.Now()
+			res := f.run(t, ctx, f.call("claude", "x"), waitLine(started))
+			if res.Status != agents.StatusCancelled || !strings.Contains(res.Error, "cancelled") {
+				t.Errorf("result %+v", res)
+			}
+			if el := time.Since(t0); el < tc.minTime {
+				t.Errorf("ended after %v, before the %v grace", el, tc.minTime)
+			}
+		})
+	}
+}
+
+func TestRecords(t *testing.T) {
+	f := newFake(t, Options{}, "FAKE_MODE=hang")
+	// The fake waits until its record exists before it reports progress.
+	f.r.opts.BaseEnv = append(f.r.opts.BaseEnv, "FAKE_RECORD_DIR="+delegation.Dir(f.home))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	call := f.call("pi", "x")
+	call.Conversation, call.Turn, call.NewCLISession = "pi-1", 1, "7f2c9a10-1111-4222-8333-444455556666"
+	var seen []delegation.Record
+	var listErr error
+	var mode os.FileMode
+	progress := func(l string) {
+		if seen != nil || l != "$ started" {
+			return
+		}
+		seen, listErr = delegation.List(f.home)
+		entries, _ := os.ReadDir(delegation.Dir(f.home))
+		for _, e := range entries {
+			if fi, err := e.Info(); err == nil {
+				mode = fi.Mode().Perm()
+			}
+		}
+		cancel()
+	}
+	// pi reads --mode json: make the fake's Bash line a pi tool event.
+	a, _ := agentadapters.Get("pi")
+	a.Path, a.PreArgs, a.Format = "/bin/bash", []string{script(t)}, agentadapters.FormatStreamJSON
+	f.r.adapters = []agentadapters.Adapter{a}
+	res := f.run(t, ctx, call, progress)
+	if res.Status != agents.StatusCancelled {
+		t.Errorf("result %+v", res)
+	}
+	if listErr != nil || len(seen) != 1 {
+		t.Fatalf("records while running: %v, %v", seen, listErr)
+	}
+	rec := seen[0]
+	self, _ := delegation.Self()
+	if rec.Handle != call.Handle || rec.Agent != "pi" || rec.Session != "sess-1" || rec.Cwd != f.work || rec.Depth != 1 ||
+		rec.Conversation != "pi-1" || rec.Turn != 1 || rec.AgentProcess.PID == 0 || rec.AgentProcess.StartTime == 0 || rec.Owner != self {
+		t.Errorf("record %+v (self %+v)", rec, self)
+	}
+	if mode != 0o600 {
+		t.Errorf("record mode %v", mode)
+	}
+	if left, err := delegation.List(f.home); err != nil || len(left) != 0 {
+		t.Errorf("records after the run: %v, %v", left, err)
+	}
+	if fi, err := os.Stat(delegation.Dir(f.home)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("records dir: %v %v", fi, err)
+	}
+}
+
+func TestOffered(t *testing.T) {
+	f := newFake(t, Options{})
+	var names []string
+	for _, b := range f.r.Offered(nil) {
+		names = append(names, b.Descriptor().Name)
+	}
+	// In an empty SCV home the agents whose sign-in is read from a file
+	// (grok, dsh, pi) are signed out; claude and codex stay offered.
+	if want := []string{"claude", "codex"}; !slices.Equal(names, want) {
+		t.Errorf("offered %v, want %v", names, want)
+	}
+	d := f.r.adaptersDescriptor("codex")
+	if d.Product != "Codex" || !d.TakesModel || !d.TakesEffort || !d.TakesSession || d.ModelFamily == "" {
+		t.Errorf("descriptor %+v", d)
+	}
+}
+
+func (r *Runner) adaptersDescriptor(name string) agents.Descriptor {
+	b, _ := r.Backend(name)
+	return b.Descriptor()
+}
+
+func TestInstanceID(t *testing.T) {
+	if a, b := InstanceID("/a"), InstanceID("/b"); a == b || !strings.HasPrefix(a, "scv-") || len(a) != 16 {
+		t.Errorf("ids %q %q", a, b)
+	}
+}
+
+func TestConversationMarkers(t *testing.T) {
+	const uuid = "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11"
+	markers := func(f *fake) []string {
+		t.Helper()
+		ms, err := delegation.Markers(f.home)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, m := range ms {
+			ids = append(ids, m.CLISession)
+		}
+		return ids
+	}
+	// A conversation's turn leaves its marker for the conversation's
+	// life, owned by this process.
+	f := newFake(t, Options{}, "FAKE_MODE=stream", "FAKE_STREAM="+stream("claude/refusal"))
+	call := f.call("claude", "x")
+	call.Conversation, call.Turn, call.NewCLISession = "claude-1", 1, uuid
+	res := f.run(t, context.Background(), call, nil)
+	// The stream's session id wins over the chosen one.
+	if res.CLISession != "5d1c0000-0000-4000-8000-000000000003" {
+		t.Errorf("CLI session %q", res.CLISession)
+	}
+	if got := markers(f); !slices.Equal(got, []string{uuid, "5d1c0000-0000-4000-8000-000000000003"}) {
+		t.Errorf("markers after a conversation turn: %v", got)
+	}
+	// A one-off run leaves none.
+	f = newFake(t, Options{}, "FAKE_MODE=stream", "FAKE_STREAM=/dev/null")
+	call = f.call("claude", "x")
+	call.NewCLISession = uuid
+	f.run(t, context.Background(), call, nil)
+	if got := markers(f); len(got) != 0 {
+		t.Errorf("markers after a one-off run: %v", got)
+	}
+	// Codex's thread id is marked once the stream reported it.
+	f = newFake(t, Options{}, "FAKE_MODE=stream", "FAKE_STREAM="+stream("codex/success"))
+	call = f.call("codex", "x")
+	call.Conversation, call.Turn = "codex-1", 1
+	res = f.run(t, context.Background(), call, nil)
+	if got := markers(f); !slices.Equal(got, []string{"0199a213-81c0-7800-8aa1-bbab2a035a53"}) || res.CLISession != got[0] {
+		t.Errorf("codex markers %v, session %q", got, res.CLISession)
+	}
+}
+
+func TestOversizedLineThroughProcess(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "big.jsonl")
+	var b bytes.Buffer
+	b.WriteString(`{"type":"system","subtype":"init","session_id":"s-1"}` + "\n")
+	b.WriteString(`{"type":"user","message":{"content":"`)
+	b.Write(bytes.Repeat([]byte("z"), 6<<20))
+	b.WriteString(`"}}` + "\n")
+	b.WriteString(`{"type":"result","subtype":"success","is_error":false,"result":"still here"}` + "\n")
+	if err := os.WriteFile(p, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFake(t, Options{}, "FAKE_MODE=stream", "FAKE_STREAM="+p)
+	res := f.run(t, context.Background(), f.call("claude", "x"), nil)
+	if res.Status != agents.StatusCompleted || res.Reply != "still here" || res.CLISession != "s-1" {
+		t.Errorf("result %+v", res)
+	}
+}

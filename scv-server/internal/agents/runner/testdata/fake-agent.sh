@@ -1,0 +1,60 @@
+# A fake delegated agent for the runner's tests, run as
+# /bin/bash fake-agent.sh ARGS... (never executed directly).
+#   FAKE_DIR         where it writes its arguments (NUL-separated), its
+#                    environment (env -0) and its working directory
+#   FAKE_RECORD_DIR  when set, wait (bounded) for a delegation record there
+#   FAKE_MODE        what to do (below); FAKE_STREAM a file to print
+set -u
+d=${FAKE_DIR:?}
+printf '%s\0' "$@" > "$d/args"
+env -0 > "$d/env"
+pwd -P > "$d/cwd"
+if [ -n "${FAKE_RECORD_DIR:-}" ]; then
+	for _ in $(seq 1000); do
+		ls "$FAKE_RECORD_DIR"/*.json >/dev/null 2>&1 && break
+		sleep 0.01
+	done
+fi
+started='{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"started"}}]}}'
+case "${FAKE_MODE:-stream}" in
+stream)
+	cat "$FAKE_STREAM"
+	;;
+fail)
+	cat "$FAKE_STREAM"
+	echo "${FAKE_ERR:-fatal error}" >&2
+	exit "${FAKE_CODE:-1}"
+	;;
+silent-exit)
+	exit 127
+	;;
+hang)
+	echo "$started"
+	sleep 300
+	;;
+ignore-term)
+	trap '' TERM
+	echo "$started"
+	sleep 300
+	;;
+setsid)
+	setsid sleep 300 >/dev/null 2>&1 </dev/null &
+	p=$!
+	until [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ]; do sleep 0.01; done
+	echo "$p" > "$d/child"
+	echo "$started"
+	sleep 300
+	;;
+flood)
+	head -c 20000000 /dev/zero | tr '\0' 'e' >&2
+	echo "flooded"
+	;;
+codex-o)
+	prev=
+	for a in "$@"; do
+		if [ "$prev" = -o ]; then printf 'final from the -o file\n' > "$a"; fi
+		prev=$a
+	done
+	cat "$FAKE_STREAM"
+	;;
+esac
