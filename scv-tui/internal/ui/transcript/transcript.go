@@ -95,7 +95,10 @@ type Transcript struct {
 	width   int
 	height  int
 	follow  bool // the view sticks to the bottom
-	top     pos  // first visible line when not following
+	// renders counts item renders, for tests that check the cost does not
+	// grow with the transcript.
+	renders int
+	top     pos // first visible line when not following
 }
 
 // New returns an empty transcript.
@@ -261,17 +264,61 @@ func (t *Transcript) UpdateCard(key string, f func(*toolcard.Card)) bool {
 	return true
 }
 
-// ToggleLastCard expands or collapses the newest tool card that has
-// output; it reports whether there was one.
+// ToggleLastCard expands or collapses a finished tool card: the lowest
+// one on screen, so scrolling to a card selects it, else the newest. It
+// reports whether there was one.
 func (t *Transcript) ToggleLastCard() bool {
+	first, last := t.visibleRange()
+	for i := last; i >= first && i >= 0; i-- {
+		if t.toggle(i) {
+			return true
+		}
+	}
 	for i := len(t.items) - 1; i >= 0; i-- {
-		if it := t.items[i]; it.kind == Tool && it.card.State >= toolcard.Succeeded {
-			it.card.Expanded = !it.card.Expanded
-			it.dirty = true
+		if t.toggle(i) {
 			return true
 		}
 	}
 	return false
+}
+
+func (t *Transcript) toggle(i int) bool {
+	it := t.items[i]
+	if it.kind != Tool || it.card.State < toolcard.Succeeded {
+		return false
+	}
+	it.card.Expanded = !it.card.Expanded
+	it.dirty = true
+	if !t.follow && i == t.top.idx {
+		t.top.line = 0 // a collapsing card must not leave the anchor past its end
+	}
+	return true
+}
+
+// visibleRange returns the indexes of the first and last items on screen
+// (-1, -1 when empty).
+func (t *Transcript) visibleRange() (first, last int) {
+	if len(t.items) == 0 {
+		return -1, -1
+	}
+	if t.follow {
+		n := 0
+		i := len(t.items) - 1
+		for ; i > 0; i-- {
+			n += t.itemHeight(i)
+			if n >= t.height {
+				break
+			}
+		}
+		return i, len(t.items) - 1
+	}
+	n := t.itemHeight(t.top.idx) - t.top.line
+	i := t.top.idx
+	for i+1 < len(t.items) && n < t.height-1 {
+		i++
+		n += t.itemHeight(i)
+	}
+	return t.top.idx, i
 }
 
 // SetFrame sets the spinner frame of running cards. Only running cards
@@ -410,7 +457,12 @@ func (t *Transcript) itemLines(i int) []string {
 
 func (t *Transcript) itemHeight(i int) int { return len(t.itemLines(i)) }
 
+// markdownMax is the largest reply rendered as Markdown; a larger one is
+// wrapped as plain text, since rendering megabytes would stall the screen.
+const markdownMax = 128 << 10
+
 func (t *Transcript) render(it *item) []string {
+	t.renders++
 	w := t.width
 	switch it.kind {
 	case User:
@@ -421,7 +473,7 @@ func (t *Transcript) render(it *item) []string {
 		}
 		return out
 	case Assistant:
-		if it.plain {
+		if it.plain || len(it.text) > markdownMax {
 			return indent(wrap.Lines(it.text, w-2), t.st.Assistant.Render)
 		}
 		return t.md.Render(it.text, w)

@@ -219,3 +219,74 @@ func TestClear(t *testing.T) {
 		t.Error("streaming after Clear failed")
 	}
 }
+
+// TestRenderCostIsVisibleOnly checks that a view renders only the items it
+// shows: loading, viewing, resizing and scrolling a long transcript renders
+// a screenful of items, not the whole transcript.
+func TestRenderCostIsVisibleOnly(t *testing.T) {
+	tr := newT(80, 20)
+	for i := range 10_000 {
+		if i%2 == 0 {
+			tr.AddReply(fmt.Sprintf("reply **%d**", i))
+		} else {
+			tr.AddUser(fmt.Sprintf("prompt %d", i))
+		}
+	}
+	if tr.renders != 0 {
+		t.Fatalf("adding items rendered %d of them", tr.renders)
+	}
+	tr.View()
+	if tr.renders > 20 {
+		t.Errorf("one view rendered %d items for a 20-line screen", tr.renders)
+	}
+	before := tr.renders
+	tr.View()
+	if tr.renders != before {
+		t.Errorf("a second view re-rendered %d cached items", tr.renders-before)
+	}
+	tr.SetSize(60, 20)
+	tr.View()
+	if n := tr.renders - before; n > 20 {
+		t.Errorf("a resize re-rendered %d items", n)
+	}
+	before = tr.renders
+	tr.PageUp()
+	tr.View()
+	if n := tr.renders - before; n > 20 {
+		t.Errorf("a page up rendered %d items", n)
+	}
+	before = tr.renders
+	tr.Home()
+	tr.View()
+	if n := tr.renders - before; n > 40 {
+		t.Errorf("Home rendered %d items", n)
+	}
+}
+
+func TestToggleSelectsTheCardOnScreen(t *testing.T) {
+	tr := newT(50, 6)
+	for i := range 3 {
+		c := toolcard.New(fmt.Sprint(i), "bash", json.RawMessage(`{"command":"c`+fmt.Sprint(i)+`"}`))
+		c.Complete(true, strings.Repeat("out\n", 8), false)
+		tr.AddCard(fmt.Sprint(i), c)
+		for range 5 {
+			tr.AddNotice(Info, "filler")
+		}
+	}
+	tr.Home() // card 0 is on screen
+	if !tr.ToggleLastCard() || !tr.Card("0").Expanded || tr.Card("2").Expanded {
+		t.Errorf("toggle did not pick the card on screen: 0=%v 2=%v", tr.Card("0").Expanded, tr.Card("2").Expanded)
+	}
+	tr.End() // no card on screen: the newest
+	if !tr.ToggleLastCard() || !tr.Card("2").Expanded {
+		t.Error("toggle did not fall back to the newest card")
+	}
+}
+
+func TestHugeReplyIsPlain(t *testing.T) {
+	tr := newT(40, 5)
+	tr.AddReply("**" + strings.Repeat("a ", markdownMax) + "**")
+	if v := tr.View(); !strings.Contains(golden.Plain(v), "a a") {
+		t.Errorf("huge reply not shown: %q", v)
+	}
+}
