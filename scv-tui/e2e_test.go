@@ -1,0 +1,423 @@
+package main_test
+
+// End-to-end tests of the terminal UI: the real scv, scv-server and scv-tui
+// are built side by side, and `scv` (no arguments, so it execs scv-tui) runs
+// in a tmux pane against a scripted OpenAI-compatible server on loopback.
+// The tests type with tmux send-keys and read the screen with capture-pane,
+// polling until the expected text appears (a generous deadline is only the
+// failure bound). They need tmux: scripts/deps.sh installs it; without it
+// they are skipped, except under CI, where that is a failure.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/scv-cli/scv/shared/fakeopenai"
+	"go.uber.org/goleak"
+)
+
+// binDir holds the built scv, scv-server and scv-tui.
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// binaries builds the three binaries once, or fails the test.
+func binaries(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "scv-tui-e2e-")
+		if buildErr != nil {
+			return
+		}
+		for _, b := range []struct{ name, src string }{
+			{"scv-server", "../scv-server"},
+			{"scv-tui", "."},
+			{"scv", "../scv"},
+		} {
+			cmd := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(binDir, b.name), ".")
+			cmd.Dir = b.src
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("building %s: %v\n%s", b.name, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+// needTmux skips the test when tmux is missing, except under CI.
+func needTmux(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed; CI must run scripts/deps.sh before the tests")
+		}
+		t.Skip("tmux is not installed, so the terminal UI cannot be driven; scripts/deps.sh installs it")
+	}
+}
+
+// fakeHome writes a config.toml pointing scv-server at srv.
+func fakeHome(t *testing.T, srv *fakeopenai.Server) string {
+	t.Helper()
+	home := t.TempDir()
+	cfg := fmt.Sprintf(`[provider]
+active = "fake"
+
+[providers.fake]
+kind = "openai"
+base_url = %q
+api_key = "test"
+model = "fake-model"
+max_retries = 0
+`, srv.URL())
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// term is a tmux server with one pane running a program.
+type term struct {
+	t      *testing.T
+	socket string
+	home   string // SCV_HOME
+	done   string // the marker the pane prints when the program has exited
+}
+
+var socketSeq int
+
+// startTerm runs program in a new 100x30 tmux pane in dir, with a clean
+// environment plus env. When the program exits the pane prints its exit
+// status and whether the terminal modes are as they were before it.
+func startTerm(t *testing.T, dir, home string, env []string, program string) *term {
+	t.Helper()
+	socketSeq++
+	tm := &term{t: t, socket: fmt.Sprintf("scv-e2e-%d-%d", os.Getpid(), socketSeq), home: home, done: "scv-e2e-exit="}
+	script := `before=$(stty -g); "$0"; code=$?; after=$(stty -g)
+if [ "$before" = "$after" ]; then echo tty-modes-restored; else echo tty-modes-changed; fi
+echo "scv-e2e-exit=$code"
+exec sleep 3600`
+	args := []string{"-u", "-f", "/dev/null", "-L", tm.socket, "new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", "-c", dir,
+		"env", "-i", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=xterm-256color", "LANG=C.UTF-8", "SCV_HOME=" + home}
+	args = append(args, env...)
+	args = append(args, "sh", "-c", script, program)
+	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
+		t.Fatalf("starting tmux: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("screen at the end:\n%s", tm.screen())
+			if log, err := os.ReadFile(filepath.Join(home, "logs", "tui-server.log")); err == nil {
+				t.Logf("tui-server.log:\n%s", log)
+			}
+		}
+		_ = exec.Command("tmux", "-L", tm.socket, "kill-server").Run()
+	})
+	return tm
+}
+
+func (tm *term) tmux(args ...string) string {
+	tm.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", tm.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		tm.t.Fatalf("tmux %q: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// keys sends tmux key names (Enter, Escape, C-c, Tab...).
+func (tm *term) keys(keys ...string) {
+	tm.t.Helper()
+	tm.tmux(append([]string{"send-keys", "-t", "e2e"}, keys...)...)
+}
+
+// typeText types s literally.
+func (tm *term) typeText(s string) {
+	tm.t.Helper()
+	tm.tmux("send-keys", "-t", "e2e", "-l", s)
+}
+
+// screen returns what the pane shows.
+func (tm *term) screen() string {
+	out, err := exec.Command("tmux", "-L", tm.socket, "capture-pane", "-p", "-t", "e2e").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("(capture-pane failed: %v: %s)", err, out)
+	}
+	return string(out)
+}
+
+// deadline bounds every wait; the machine may be slow and busy.
+const deadline = 60 * time.Second
+
+// waitFor polls the screen until cond holds.
+func (tm *term) waitFor(what string, cond func(screen string) bool) string {
+	tm.t.Helper()
+	end := time.Now().Add(deadline)
+	for {
+		s := tm.screen()
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(end) {
+			tm.t.Fatalf("waited %s for %s; the screen:\n%s", deadline, what, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitText waits until every one of texts is on the screen.
+func (tm *term) waitText(texts ...string) string {
+	tm.t.Helper()
+	return tm.waitFor(fmt.Sprintf("%q", texts), func(s string) bool {
+		for _, x := range texts {
+			if !strings.Contains(s, x) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitGone waits until text is no longer on the screen.
+func (tm *term) waitGone(text string) string {
+	tm.t.Helper()
+	return tm.waitFor(fmt.Sprintf("%q to go away", text), func(s string) bool { return !strings.Contains(s, text) })
+}
+
+// exitCode waits for the program to end and returns its exit status,
+// failing when the terminal modes were not restored.
+func (tm *term) exitCode() int {
+	tm.t.Helper()
+	s := tm.waitText(tm.done)
+	m := regexp.MustCompile(`scv-e2e-exit=(\d+)`).FindStringSubmatch(s)
+	if m == nil {
+		tm.t.Fatalf("no exit status on the screen:\n%s", s)
+	}
+	if !strings.Contains(s, "tty-modes-restored") {
+		tm.t.Errorf("the terminal modes were not restored:\n%s", s)
+	}
+	// Back on the main screen, cursor shown, mouse reporting off.
+	if got := strings.TrimSpace(tm.tmux("display-message", "-p", "-t", "e2e", "#{alternate_on} #{cursor_flag} #{mouse_any_flag}")); got != "0 1 0" {
+		tm.t.Errorf("alternate screen, cursor, mouse = %q, want \"0 1 0\"", got)
+	}
+	code, _ := strconv.Atoi(m[1])
+	return code
+}
+
+// serverPIDs returns the pids of the scv-server processes the TUI started
+// and whether the log says each exited, from the TUI's log.
+func serverPIDs(t *testing.T, home string) (started []int, exited map[int]string) {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join(home, "logs", "tui-server.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited = map[int]string{}
+	for _, m := range regexp.MustCompile(`started \S+ --stdio in .* \(pid (\d+)\)`).FindAllSubmatch(log, -1) {
+		pid, _ := strconv.Atoi(string(m[1]))
+		started = append(started, pid)
+	}
+	for _, m := range regexp.MustCompile(`scv-server \(pid (\d+)\) (.*)`).FindAllSubmatch(log, -1) {
+		pid, _ := strconv.Atoi(string(m[1]))
+		exited[pid] = string(m[2])
+	}
+	return started, exited
+}
+
+// assertServerGone checks that every server the TUI started has exited and
+// that the last one exited cleanly (status 0: its stdin was closed).
+func assertServerGone(t *testing.T, home string) {
+	t.Helper()
+	started, exited := serverPIDs(t, home)
+	if len(started) == 0 {
+		t.Fatal("the log names no server process")
+	}
+	for _, pid := range started {
+		if _, ok := exited[pid]; !ok {
+			t.Errorf("the log does not record the exit of server pid %d", pid)
+		}
+		if err := syscall.Kill(pid, 0); err == nil {
+			// A zombie is reaped by init soon; a live process is a leak.
+			if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); !bytes.Contains(st, []byte(") Z ")) {
+				t.Errorf("server pid %d is still running", pid)
+			}
+		}
+	}
+	if last := started[len(started)-1]; exited[last] != "exited with status 0" {
+		t.Errorf("the last server %s, want a clean exit with status 0", exited[last])
+	}
+}
+
+// promptsSent returns the last user message of every request the fake
+// provider got, in order.
+func promptsSent(srv *fakeopenai.Server) []string {
+	var out []string
+	for _, r := range srv.Requests() {
+		for i := len(r.Messages) - 1; i >= 0; i-- {
+			if r.Messages[i].Role == "user" {
+				out = append(out, r.Messages[i].Content)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// waitRequests waits for the fake provider to have n requests.
+func waitRequests(t *testing.T, srv *fakeopenai.Server, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if _, err := srv.WaitRequests(ctx, n); err != nil {
+		t.Fatalf("waiting for %d provider requests: %v (got %d)", n, err, len(srv.Requests()))
+	}
+}
+
+// submit types a line into the editor and sends it.
+func (tm *term) submit(line string) {
+	tm.t.Helper()
+	tm.typeText(line)
+	tm.waitText(line)
+	tm.keys("Enter")
+}
+
+// TestE2ETUI is one session through `scv`: a streamed reply, an approved
+// and a denied bash call, two prompts queued behind a slow turn and
+// reordered, the slow turn cancelled with Esc, /clear, and /quit.
+func TestE2ETUI(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.NewServer()
+	defer srv.Close()
+	srv.Enqueue(
+		// 1: a streamed reply.
+		fakeopenai.Script(fakeopenai.Text("Hello", " from", " the fake."), fakeopenai.Usage(20, 5)),
+		// 2, 3: a bash call the user approves, then the answer.
+		fakeopenai.Script(fakeopenai.ToolCall("call_a", "bash", `{"command":"echo $((40+2))-approved"}`)),
+		fakeopenai.Script(fakeopenai.Text("Approved and ran it.")),
+		// 4, 5: a bash call the user denies, then the answer.
+		fakeopenai.Script(fakeopenai.ToolCall("call_d", "bash", `{"command":"echo $((6*7))-denied"}`)),
+		fakeopenai.Script(fakeopenai.Text("Understood, not running it.")),
+		// 6: a slow turn, cancelled.
+		fakeopenai.Script(fakeopenai.Text("Working slowly"), fakeopenai.Hang()),
+		// 7, 8: the two queued prompts, in the order the user chose.
+		fakeopenai.Script(fakeopenai.Text("Reply to the second.")),
+		fakeopenai.Script(fakeopenai.Text("Reply to the first.")),
+		// 9: after /clear.
+		fakeopenai.Script(fakeopenai.Text("A fresh start.")),
+	)
+	home, ws := fakeHome(t, srv), t.TempDir()
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+
+	// The UI is up and connected to the fake model.
+	tm.waitText("fake-model", "Ask anything")
+
+	tm.submit("say hello")
+	tm.waitText("Hello from the fake.")
+	tm.waitFor("the turn to end", func(s string) bool { return strings.Contains(s, "idle") })
+
+	// Approve a bash call: its output shows.
+	tm.submit("run the approved command")
+	tm.waitText("Allow bash?", "echo $((40+2))-approved")
+	tm.keys("y")
+	tm.waitText("42-approved", "Approved and ran it.")
+
+	// Deny one: it never runs, and the model hears so.
+	tm.submit("run the denied command")
+	tm.waitText("Allow bash?", "echo $((6*7))-denied")
+	tm.keys("n")
+	s := tm.waitText("Understood, not running it.")
+	if strings.Contains(s, "42-denied") {
+		t.Errorf("the denied command ran:\n%s", s)
+	}
+	if reqs := srv.Requests(); len(reqs) >= 5 {
+		var tool string
+		for _, m := range reqs[4].Messages {
+			if m.Role == "tool" {
+				tool = m.Content
+			}
+		}
+		if !strings.Contains(strings.ToLower(tool), "denied") {
+			t.Errorf("the model was told %q about the denied call, want a denial", tool)
+		}
+	}
+
+	// A slow turn; two prompts queue behind it and are reordered.
+	tm.submit("take your time")
+	tm.waitText("Working slowly")
+	tm.submit("first queued")
+	tm.waitText("1. first queued")
+	tm.submit("second queued")
+	tm.waitText("Queued (2)", "2. second queued")
+	tm.keys("Tab")
+	tm.waitText("▸ 1. first queued")
+	tm.keys("j")
+	tm.waitText("▸ 2. second queued")
+	// Shift+Up moves the entry up. (The panel's hint also names K, but
+	// Bubble Tea v2 reports a typed K as "shift+k".)
+	tm.keys("S-Up")
+	tm.waitText("1. second queued", "2. first queued")
+	tm.keys("Escape") // leave the queue panel
+
+	// Esc cancels the slow turn; the queue then runs in its new order.
+	tm.waitGone("K/J move")
+	tm.keys("Escape")
+	tm.waitText("The turn was cancelled.")
+	tm.waitText("Reply to the second.", "Reply to the first.")
+	waitRequests(t, srv, 8)
+	if got := promptsSent(srv)[6:8]; got[0] != "second queued" || got[1] != "first queued" {
+		t.Errorf("the queued prompts reached the model as %q, want the second first", got)
+	}
+
+	// /clear empties the view and the model's history.
+	tm.waitFor("the queue to drain", func(s string) bool { return !strings.Contains(s, "Queued (") && strings.Contains(s, "idle") })
+	tm.submit("/clear")
+	tm.waitText("The conversation was cleared")
+	tm.waitGone("Hello from the fake.")
+	tm.submit("after the clear")
+	tm.waitText("A fresh start.")
+	waitRequests(t, srv, 9)
+	for _, m := range srv.Requests()[8].Messages {
+		if m.Role == "user" && m.Content != "after the clear" {
+			t.Errorf("after /clear the model still got the earlier prompt %q", m.Content)
+		}
+	}
+
+	// /quit ends the UI, restores the terminal and shuts the server down.
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("scv exited %d, want 0", code)
+	}
+	assertServerGone(t, home)
+}
