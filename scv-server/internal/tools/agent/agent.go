@@ -56,13 +56,14 @@ const (
 	reportBatch = 4
 	// cancelWait bounds how long agent_cancel waits for a job to settle.
 	cancelWait = 10 * time.Second
-	// runGrace is how long past its timeout a run may take before the Set
-	// cancels it itself; the backend enforces the timeout, this only
-	// bounds a backend that does not.
-	runGrace = 30 * time.Second
 	// promptShown bounds the prompt in an approval summary.
 	promptShown = 2000
 )
+
+// runGrace is how long past its timeout a run may take before the Set
+// cancels it itself: the backend enforces the timeout, this only bounds a
+// backend that does not. A variable for tests.
+var runGrace = 30 * time.Second
 
 // Options configure the agent tools of one session.
 type Options struct {

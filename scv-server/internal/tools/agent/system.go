@@ -36,7 +36,7 @@ func (s *Set) SystemSection() string {
 		}
 		paras = append(paras, fmt.Sprintf("The user %s. A call that names no agent goes to %s, so name the agent whenever the work calls for another one.", order, s.def))
 	} else {
-		paras = append(paras, "The user has set no preference among them ([agent] prefer), so every call names its agent: choose by what the user asks for and the notes below.")
+		paras = append(paras, "None of the agents the user prefers ([agent] prefer) is offered in this session, so every call names its agent: choose by what the user asks for and the notes below.")
 	}
 
 	var notes []string
@@ -59,7 +59,7 @@ func (s *Set) SystemSection() string {
 
 	if s.opts.MaxBackground > 0 {
 		paras = append(paras,
-			"Stay available to the user while agents work. Answer quick things yourself (short reads, lookups, status checks). Hand real work (changes, multi-step investigation, builds, tests, releases, anything likely to take more than about a minute) to a background job, with background set to true, and reply at once with what you started and its job handle. The delegated agent sees none of this conversation, so give it a self-contained brief: the goal, where to work, the constraints, and what to report back.",
+			"Stay available to the user while agents work: a background job lets the user keep talking to you while the agent works, and a long call in the turn does not. Answer quick things yourself (short reads, lookups, status checks). Hand real work (changes, multi-step investigation, builds, tests, releases, anything likely to take more than about a minute) to a background job, with background set to true, and reply at once with what you started and its job handle. The delegated agent sees none of this conversation, so give it a self-contained brief: the goal, where to work, the constraints, and what to report back.",
 			"When a job finishes, the server starts a turn whose prompt begins [SCV background report]; relay what it says to the user. Use agent_status and agent_cancel when the user asks about a job or wants it stopped. Keep agent_wait, foreground agent calls and long bash commands for quick results you need within the turn: they hold the turn open, and the user cannot reach you until it ends.")
 	} else {
 		paras = append(paras, "The delegated agent sees none of this conversation, so give it a self-contained brief: the goal, where to work, the constraints, and what to report back.")
