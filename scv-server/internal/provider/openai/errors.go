@@ -53,13 +53,18 @@ func bound(s string) string {
 			space = true
 			continue
 		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
+		sep := space && b.Len() > 0
 		space = false
-		if b.Len()+utf8.RuneLen(r) > maxMessageBytes-len("…") {
+		n := utf8.RuneLen(r)
+		if sep {
+			n++
+		}
+		if b.Len()+n > maxMessageBytes-len("…") {
 			b.WriteString("…")
 			break
+		}
+		if sep {
+			b.WriteByte(' ')
 		}
 		b.WriteRune(r)
 	}

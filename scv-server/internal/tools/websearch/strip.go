@@ -59,13 +59,18 @@ func bound(s string, max int) string {
 			space = true
 			continue
 		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
+		sep := space && b.Len() > 0
 		space = false
-		if b.Len()+utf8.RuneLen(r) > max-len("…") {
+		n := utf8.RuneLen(r)
+		if sep {
+			n++
+		}
+		if b.Len()+n > max-len("…") {
 			b.WriteString("…")
 			break
+		}
+		if sep {
+			b.WriteByte(' ')
 		}
 		b.WriteRune(r)
 	}
