@@ -1,5 +1,9 @@
 // Package openai implements provider.Provider for any OpenAI-compatible
-// Chat Completions endpoint, streaming with tools.
+// endpoint, streaming with tools, on one of two wires (Config.Wire): Chat
+// Completions (POST /chat/completions, the default) or Responses (POST
+// /responses; see responsesWire). Both share everything below but the
+// request body and the decoding of events; this comment describes the
+// chat wire, and the Responses wire differs only where responses.go says.
 //
 // The work is split: github.com/sashabaranov/go-openai builds the request
 // (its ChatCompletionRequest and the JSON it marshals to, so messages and
@@ -35,7 +39,9 @@
 // A stream that ends without "data: [DONE]" succeeds only if a
 // finish_reason was received: some compatible servers drop the terminator,
 // but a stream cut before the model finished is a provider_error ("stream
-// ended early"), never a silently truncated reply.
+// ended early"), never a silently truncated reply. On the Responses wire
+// the reply is complete at response.completed (or response.incomplete) and
+// nothing else ends it successfully.
 package openai
 
 import (

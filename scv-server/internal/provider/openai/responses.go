@@ -23,6 +23,34 @@ import (
 // HTTP layer, SSE reader and limits, with a decoder of its own events
 // (decodeEvent) instead of openai-go's, which decodes every event into
 // its large union type.
+//
+// What the decoder reads:
+//
+//   - response.output_text.delta and response.refusal.delta: streamed
+//     text. A message item that arrives only whole (output_item.done with
+//     no deltas before it) has its text streamed then;
+//   - function_call items (output_item.added/done) and
+//     response.function_call_arguments.delta/done: tool calls, by item id
+//     (by output_index for events without one), ordered by output_index;
+//     the whole arguments of a done event replace what the deltas added
+//     up to. The call's id is the item's call_id, which
+//     function_call_output items answer;
+//   - url_citation annotations (annotation.added, and those in done
+//     content parts and message items): after the reply completes, the
+//     cited URLs that the text does not contain are streamed as a final
+//     "Sources:" list, deduplicated, in citation order, with titles, and
+//     within the assistant text limit;
+//   - response.completed: usage and the end; response.incomplete: the
+//     same, with finish reason "length" for max_output_tokens (else the
+//     reason given); response.failed and "error" events: a provider_error
+//     with the provider's message;
+//   - web_search_call items are the provider's own searches, not SCV tool
+//     calls: only logged. Every other event is ignored.
+//
+// The same limits apply as on the chat wire. A done or completed event
+// repeats the reply's text in one event, so a reply whose text nears the
+// 1 MiB assistant limit also nears the 1 MiB SSE event limit; whichever is
+// passed first fails it.
 type responsesWire struct{}
 
 func (responsesWire) encode(p *Provider, req provider.Request) (string, []byte, error) {
