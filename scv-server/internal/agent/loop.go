@@ -38,8 +38,11 @@ type Config struct {
 	Model    string
 	System   string
 	Tools    *tools.Registry // nil for a tool-free turn
-	ToolEnv  tools.Env
-	Policy   approval.Policy
+	// HostedWebSearch offers the endpoint's hosted web search with every
+	// request (web.search = "provider"); never for a tool-free turn.
+	HostedWebSearch bool
+	ToolEnv         tools.Env
+	Policy          approval.Policy
 	// OnMessages, when set, is called on the turn's goroutine each time the
 	// loop adds messages to the turn (the prompt, an assistant message, a
 	// tool result), with just those messages, so that the session can
@@ -153,7 +156,8 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 		}
 		msgs := make([]provider.Message, 0, len(history)+len(l.out.Messages))
 		msgs = append(append(msgs, history...), l.out.Messages...)
-		req := provider.Request{Model: l.cfg.Model, System: l.cfg.System, Messages: msgs, Tools: l.specs}
+		req := provider.Request{Model: l.cfg.Model, System: l.cfg.System, Messages: msgs, Tools: l.specs,
+			HostedWebSearch: l.cfg.HostedWebSearch && l.cfg.Tools != nil}
 		held := len(l.out.Messages)
 
 		resp, err := l.cfg.Provider.Stream(ctx, req, provider.HandlerFunc(func(text string) error {

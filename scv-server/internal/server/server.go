@@ -15,16 +15,13 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
+	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	"github.com/scv-cli/scv/scv-server/internal/provider/demo"
 	"github.com/scv-cli/scv/scv-server/internal/provider/openai"
 	"github.com/scv-cli/scv/scv-server/internal/session"
-	"github.com/scv-cli/scv/scv-server/internal/tools"
-	"github.com/scv-cli/scv/scv-server/internal/tools/bash"
-	"github.com/scv-cli/scv/scv-server/internal/tools/edit"
-	"github.com/scv-cli/scv/scv-server/internal/tools/read"
-	"github.com/scv-cli/scv/scv-server/internal/tools/write"
 	"github.com/scv-cli/scv/scv-server/internal/transport/stdio"
+	"github.com/scv-cli/scv/shared/agentadapters"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -47,6 +44,18 @@ type Options struct {
 	// Grace and SendTimeout override the protocol's 3 s (tests only).
 	Grace       time.Duration
 	SendTimeout time.Duration
+
+	// WebPolicy replaces web_fetch's address policy (tests: a policy that
+	// treats the test's loopback servers as public).
+	WebPolicy *netguard.Policy
+	// BraveURL replaces the Brave Search API endpoint (tests).
+	BraveURL string
+	// Adapters replaces the delegated-agent adapter table (tests run fake
+	// agents through /bin/bash); nil is the built-in table.
+	Adapters []agentadapters.Adapter
+	// AgentEnv is the environment delegated agents start from before the
+	// scrub; nil is the server's own environment.
+	AgentEnv []string
 }
 
 // ErrConfig marks a configuration the server cannot start with.
@@ -100,13 +109,17 @@ func New(opts Options) (*Runtime, error) {
 	if prov.Name() == demo.Name {
 		log.Info("No provider is configured: running the built-in demo model")
 	}
+	if err := checkWeb(cfg, opts); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	sk := newSessionSkills(home, log)
-	base := sk.withSkills(workspaceConfig(cfg.Tools, policy, opts.Tools), cfg.Skills, opts.Tools != nil)
+	ext := newExtensions(home, opts, log)
+	base := sk.withSkills(workspaceConfig(cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil)
 	mgr := session.NewManager(session.Options{
 		Provider: prov,
 		Tools:    base.Tools,
 		Workspace: func(ws string) (session.WorkspaceConfig, error) {
-			return projectConfig(home, ws, opts, base, sk, log)
+			return projectConfig(home, ws, opts, base, sk, ext, log)
 		},
 		System:          systemFunc(cfg.Agent.SystemPrompt, sk, log),
 		Policy:          policy,
@@ -129,7 +142,7 @@ func New(opts Options) (*Runtime, error) {
 // loaded again with the project file merged in (only its [tools] and [skills] options
 // take effect; the loader warns about the rest, and those warnings are
 // logged). A file that does not load refuses the session.
-func projectConfig(home, ws string, opts Options, base session.WorkspaceConfig, sk *sessionSkills, log *slog.Logger) (session.WorkspaceConfig, error) {
+func projectConfig(home, ws string, opts Options, base session.WorkspaceConfig, sk *sessionSkills, ext *extensions, log *slog.Logger) (session.WorkspaceConfig, error) {
 	file := paths.ProjectConfigFile(ws)
 	if _, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) {
 		return base, nil
@@ -157,7 +170,7 @@ func projectConfig(home, ws string, opts Options, base session.WorkspaceConfig, 
 		}
 	}
 	log.Info("Project configuration applied", "workspace", ws, "file", file, "policy", policy)
-	return sk.withSkills(workspaceConfig(cfg.Tools, policy, opts.Tools), cfg.Skills, opts.Tools != nil), nil
+	return sk.withSkills(workspaceConfig(cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil), nil
 }
 
 // strictness orders approval policies from the loosest (auto) to the
@@ -173,11 +186,13 @@ func strictness(p approval.Policy) int {
 	}
 }
 
-// workspaceConfig is the session configuration of tc and policy; toolsFn,
-// when not nil, replaces the built-in tools (tests).
-func workspaceConfig(tc config.ToolsConfig, policy approval.Policy, toolsFn session.ToolsFunc) session.WorkspaceConfig {
+// workspaceConfig is the session configuration of cfg and policy;
+// opts.Tools, when not nil, replaces the built-in tools (tests).
+func workspaceConfig(cfg *config.Config, policy approval.Policy, opts Options, ext *extensions) session.WorkspaceConfig {
+	tc := cfg.Tools
+	toolsFn := opts.Tools
 	if toolsFn == nil {
-		toolsFn = ToolsFor(tc)
+		toolsFn = toolsFor(cfg, opts)
 	}
 	return session.WorkspaceConfig{
 		Tools:           toolsFn,
@@ -185,35 +200,9 @@ func workspaceConfig(tc config.ToolsConfig, policy approval.Policy, toolsFn sess
 		ToolTimeout:     tc.CommandTimeout(),
 		MaxToolTimeout:  tc.MaxTimeout(),
 		ToolOutputLimit: int(tc.OutputLimitBytes),
+		Extend:          ext.extendFunc(cfg, policy),
+		HostedWebSearch: cfg.Web.Search == config.SearchProvider,
 	}
-}
-
-// Tools builds the built-in tool registry of a session with the default
-// tool options; the server builds its sessions' tools with ToolsFor.
-func Tools(workspace string) (*tools.Registry, error) {
-	return builtinTools(workspace, config.Defaults().Tools)
-}
-
-// ToolsFor returns the ToolsFunc of the built-in tools configured by tc
-// (bash's default timeout, the timeout ceiling its schema advertises, and
-// its spill bound).
-func ToolsFor(tc config.ToolsConfig) session.ToolsFunc {
-	return func(workspace string) (*tools.Registry, error) { return builtinTools(workspace, tc) }
-}
-
-func builtinTools(workspace string, tc config.ToolsConfig) (*tools.Registry, error) {
-	reg := tools.NewRegistry()
-	for _, t := range []tools.Tool{
-		read.New(),
-		write.New(),
-		edit.New(),
-		bash.New(bash.Options{DefaultTimeout: tc.CommandTimeout(), MaxTimeout: tc.MaxTimeout(), SpillMaxBytes: tc.SpillMaxBytes}),
-	} {
-		if err := reg.Register(t); err != nil {
-			return nil, err
-		}
-	}
-	return reg, nil
 }
 
 // NewProvider builds the active provider of cfg.
@@ -224,9 +213,6 @@ func NewProvider(cfg *config.Config, env paths.Env, log *slog.Logger) (provider.
 	}
 	if pc.Kind != config.KindOpenAI {
 		return nil, fmt.Errorf("provider %q has kind %q, which this server cannot run; use kind = \"openai\"", name, pc.Kind)
-	}
-	if pc.WireAPI == config.WireResponses {
-		return nil, fmt.Errorf("provider %q sets wire_api = \"responses\", which this server version does not support yet; use wire_api = \"chat\"", name)
 	}
 	key, err := config.ResolveAPIKey(pc, env)
 	if err != nil {
@@ -246,6 +232,7 @@ func NewProvider(cfg *config.Config, env paths.Env, log *slog.Logger) (provider.
 		IdleTimeout:      pc.StreamIdleTimeout(),
 		Headers:          pc.Headers,
 		MaxRetries:       retries,
+		Wire:             string(pc.WireAPI),
 		Logger:           log,
 		UserAgent:        version.UserAgent(),
 	})

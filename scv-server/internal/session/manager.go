@@ -48,6 +48,9 @@ type WorkspaceConfig struct {
 	// Extend, when not nil, adds session-bound tools and prompt sections
 	// to each tool-enabled session (delegated agents).
 	Extend ExtendFunc
+	// HostedWebSearch offers the endpoint's hosted web search to
+	// tool-enabled sessions (web.search = "provider").
+	HostedWebSearch bool
 }
 
 // SessionInfo describes a new session to an ExtendFunc.
@@ -203,20 +206,21 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 	}
 	policy := wc.Policy
 	s := &Session{
-		id:          uuid.NewString(),
-		cwd:         cwd,
-		model:       model,
-		version:     opts.ProtocolVersion,
-		depth:       opts.DelegationDepth,
-		channel:     opts.Channel,
-		mgr:         m,
-		root:        root,
-		tools:       reg,
-		policy:      policy,
-		toolEnv:     tools.Env{Timeout: wc.ToolTimeout, MaxTimeout: wc.MaxToolTimeout, OutputLimit: wc.ToolOutputLimit},
-		autoApprove: opts.AutoApprove,
-		approvals:   approval.NewPending(),
-		emitLock:    make(chan struct{}, 1),
+		id:           uuid.NewString(),
+		cwd:          cwd,
+		model:        model,
+		version:      opts.ProtocolVersion,
+		depth:        opts.DelegationDepth,
+		channel:      opts.Channel,
+		mgr:          m,
+		root:         root,
+		tools:        reg,
+		hostedSearch: reg != nil && wc.HostedWebSearch,
+		policy:       policy,
+		toolEnv:      tools.Env{Timeout: wc.ToolTimeout, MaxTimeout: wc.MaxToolTimeout, OutputLimit: wc.ToolOutputLimit},
+		autoApprove:  opts.AutoApprove,
+		approvals:    approval.NewPending(),
+		emitLock:     make(chan struct{}, 1),
 	}
 	if err := m.persist(s, opts.Resume); err != nil {
 		_ = root.Close()

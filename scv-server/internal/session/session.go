@@ -37,7 +37,9 @@ type Session struct {
 	mgr     *Manager
 	root    *os.Root
 	tools   *tools.Registry
-	policy  approval.Policy
+	// hostedSearch offers the endpoint's hosted web search.
+	hostedSearch bool
+	policy       approval.Policy
 	// toolEnv holds the session's tool timeouts and output limit.
 	toolEnv tools.Env
 	// autoApprove answers every approval request yes without asking
@@ -321,16 +323,17 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	s.mu.Unlock()
 
 	cfg := agent.Config{
-		Provider:    m.opts.Provider,
-		Model:       s.model,
-		System:      s.system,
-		Tools:       s.tools,
-		Policy:      s.policy,
-		AutoApprove: s.autoApprove,
-		Approvals:   s.approvals,
-		Rules:       s.rulesFunc(),
-		MaxSteps:    m.opts.MaxSteps,
-		Progress:    s.version >= protocol.Version3,
+		Provider:        m.opts.Provider,
+		Model:           s.model,
+		System:          s.system,
+		Tools:           s.tools,
+		HostedWebSearch: s.hostedSearch,
+		Policy:          s.policy,
+		AutoApprove:     s.autoApprove,
+		Approvals:       s.approvals,
+		Rules:           s.rulesFunc(),
+		MaxSteps:        m.opts.MaxSteps,
+		Progress:        s.version >= protocol.Version3,
 
 		ContextMaxTokens: m.opts.Provider.ContextMaxTokens(),
 		CompactShare:     m.opts.CompactShare,

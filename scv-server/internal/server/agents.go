@@ -1,0 +1,86 @@
+package server
+
+import (
+	"log/slog"
+	"maps"
+
+	"github.com/scv-cli/scv/scv-server/internal/agents/runner"
+	"github.com/scv-cli/scv/scv-server/internal/approval"
+	"github.com/scv-cli/scv/scv-server/internal/session"
+	agenttool "github.com/scv-cli/scv/scv-server/internal/tools/agent"
+	"github.com/scv-cli/scv/shared/config"
+)
+
+// extensions builds the session-bound tools of delegated agents: the
+// `agent` tool and its job tools, over the agents installed (and, where
+// SCV can tell from a file, signed in) when each session starts.
+type extensions struct {
+	home string
+	opts Options
+	log  *slog.Logger
+}
+
+func newExtensions(home string, opts Options, log *slog.Logger) *extensions {
+	return &extensions{home: home, opts: opts, log: log}
+}
+
+// extendFunc returns the ExtendFunc of sessions configured by cfg. Tests
+// that replace the built-in tools get no agent tools unless they give
+// fake adapters.
+func (e *extensions) extendFunc(cfg *config.Config, policy approval.Policy) session.ExtendFunc {
+	if e.opts.Tools != nil && e.opts.Adapters == nil {
+		return nil
+	}
+	_ = policy // background relays of approvals come with the ACP and nested SCV backends
+	perms := map[string]string{}
+	full := map[string]bool{}
+	defaults := map[string]agenttool.AgentDefaults{}
+	for name, a := range cfg.Agents {
+		if a.Permissions != "" {
+			perms[name] = a.Permissions
+			full[name] = a.Permissions == "full"
+		}
+		defaults[name] = agenttool.AgentDefaults{UseFor: a.UseFor, Model: a.Model, Effort: a.Effort}
+	}
+	return func(info session.SessionInfo) (session.Extension, error) {
+		if info.Depth >= cfg.Agent.MaxDelegationDepth {
+			return session.Extension{}, nil
+		}
+		r := runner.New(runner.Options{
+			Home:        e.home,
+			Env:         e.opts.Env,
+			BaseEnv:     e.opts.AgentEnv,
+			Permissions: maps.Clone(perms),
+			OutputLimit: int(cfg.Tools.OutputLimitBytes),
+			Adapters:    e.opts.Adapters,
+			Logger:      e.log,
+		})
+		offered := r.Offered(e.opts.Env)
+		if len(offered) == 0 {
+			return session.Extension{}, nil
+		}
+		var host agenttool.Host
+		if info.Version >= 3 {
+			host = info.Session
+		}
+		set := agenttool.New(agenttool.Options{
+			Backends:         offered,
+			Prefer:           cfg.Agent.Prefer,
+			Defaults:         defaults,
+			Permissions:      full,
+			Workspace:        info.Workspace,
+			SessionID:        info.ID,
+			Depth:            info.Depth,
+			MaxDepth:         cfg.Agent.MaxDelegationDepth,
+			DefaultTimeout:   cfg.Tools.AgentTimeout(),
+			MaxTimeout:       cfg.Tools.MaxTimeout(),
+			MaxBackground:    cfg.Agent.MaxBackground,
+			MaxConversations: cfg.Agent.MaxConversations,
+			ConversationIdle: cfg.Agent.ConversationIdle(),
+			OutputLimit:      int(cfg.Tools.OutputLimitBytes),
+			Host:             host,
+			Logger:           e.log.With("session", info.ID),
+		})
+		return session.Extension{Tools: set.Tools(), System: set.SystemSection(), Close: set.Close}, nil
+	}
+}
