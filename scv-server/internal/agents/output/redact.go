@@ -47,17 +47,49 @@ func Redact(line string) string {
 		}
 		return r
 	}, line)
-	line = userinfoRE.ReplaceAllString(line, "${1}…@")
-	line = bearerRE.ReplaceAllString(line, "${1}${2}…")
-	line = assignRE.ReplaceAllStringFunc(line, redactAssign)
-	line = flagRE.ReplaceAllString(line, "${1}${2}…")
-	line = prefixRE.ReplaceAllString(line, "…")
-	line = shortenTokens(line)
+	// Cheap tests first: most lines hold nothing to redact, and the
+	// regular expressions cost more than the rest of the parse.
+	lower := strings.ToLower(line)
+	if strings.Contains(line, "://") && strings.Contains(line, "@") {
+		line = userinfoRE.ReplaceAllString(line, "${1}…@")
+	}
+	named := containsAny(lower, credentialWords)
+	if named || strings.Contains(lower, "bearer") || strings.Contains(lower, "basic") {
+		line = bearerRE.ReplaceAllString(line, "${1}${2}…")
+	}
+	if named && strings.ContainsAny(line, "=:") {
+		line = assignRE.ReplaceAllStringFunc(line, redactAssign)
+	}
+	if named && strings.Contains(line, "-") {
+		line = flagRE.ReplaceAllString(line, "${1}${2}…")
+	}
+	if containsAny(line, tokenPrefixes) {
+		line = prefixRE.ReplaceAllString(line, "…")
+	}
+	if strings.ContainsAny(line, "/~") {
+		line = shortenTokens(line)
+	}
 	if len(line) > MaxProgress {
 		line, _ = Bound(line, MaxProgress-len("…"))
 		line += "…"
 	}
 	return line
+}
+
+// credentialWords are what a credential's name mentions (lower case);
+// a line without any needs no name-based redaction.
+var credentialWords = []string{"key", "token", "secret", "passw", "credential", "auth", "pwd", "pass"}
+
+// tokenPrefixes start the well-known token formats prefixRE matches.
+var tokenPrefixes = []string{"sk-", "gh", "github_pat_", "xox", "AKIA", "ASIA", "glpat-", "AIza", "xai-", "hf_", "npm_", "pypi-", "eyJ"}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // redactAssign replaces the value of one NAME=value match, leaving
