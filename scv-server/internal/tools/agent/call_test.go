@@ -153,7 +153,9 @@ func TestRefusals(t *testing.T) {
 			args: map[string]any{"prompt": "x", "background": true},
 			want: "background jobs are off in this session (agent.max_background = 0)", prefix: true},
 		{name: "plan fails", offer: []string{"claude", "codex"}, prefer: []string{"claude"},
-			mod:  func(o *Options) { o.Backends[0].(*fake).planErr = errors.New("claude is not installed (looked in ~/.local/bin and PATH)") },
+			mod: func(o *Options) {
+				o.Backends[0].(*fake).planErr = errors.New("claude is not installed (looked in ~/.local/bin and PATH)")
+			},
 			args: map[string]any{"prompt": "x"},
 			want: "claude cannot run: claude is not installed (looked in ~/.local/bin and PATH). This agent could not run: it is missing, signed out, or its provider returned an error. Other agents are available: codex. Call agent again with one of them."},
 	}

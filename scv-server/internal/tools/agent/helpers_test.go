@@ -87,14 +87,14 @@ func (f *fake) Run(ctx context.Context, c agents.Call, progress func(string)) ag
 	f.seq++
 	n := f.seq
 	f.mu.Unlock()
-	select {
-	case f.started <- c:
-	default: // only tests that wait for starts read it, and they start few runs
-	}
 	for _, l := range f.progress {
 		if progress != nil {
 			progress(l)
 		}
+	}
+	select {
+	case f.started <- c:
+	default: // only tests that wait for starts read it, and they start few runs
 	}
 	if f.gate != nil {
 		if f.ignoreCancel {
