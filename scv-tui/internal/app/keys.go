@@ -16,7 +16,10 @@ import (
 // then an open dialog or picker (which take every key), then scrolling and
 // global keys, then the queue panel when focused, then the editor.
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
-	ks := k.Keystroke()
+	// String is the typed text for printable keys ("K", whatever the
+	// terminal's keyboard protocol says about shift) and the keystroke
+	// ("ctrl+c", "shift+up") for the others.
+	ks := k.String()
 	if ks == "ctrl+c" {
 		if m.quitArmed {
 			return tea.Quit

@@ -169,7 +169,7 @@ func drive(t *testing.T, c *chooser, steps int) {
 func TestRandomMessagesNeverPanic(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			drive(t, &chooser{rng: rand.New(rand.NewPCG(seed, 42))}, 1000)
+			drive(t, &chooser{rng: rand.New(rand.NewPCG(seed, 42))}, 700)
 		})
 	}
 }
