@@ -18,6 +18,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/agents"
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/scv-cli/scv/shared/agentauth"
 	"github.com/scv-cli/scv/shared/delegation"
 	"github.com/scv-cli/scv/shared/paths"
 	"go.uber.org/goleak"
@@ -509,6 +510,17 @@ func TestOffered(t *testing.T) {
 	// In an empty SCV home the agents whose sign-in is read from a file
 	// (grok, dsh, pi) are signed out; claude and codex stay offered.
 	if want := []string{"claude", "codex"}; !slices.Equal(names, want) {
+		t.Errorf("offered %v, want %v", names, want)
+	}
+	// Signed in, DeepSeek Harness is offered too, in adapter order.
+	if err := agentauth.WriteDSHKey(f.home, "sk-test-key"); err != nil {
+		t.Fatal(err)
+	}
+	names = nil
+	for _, b := range f.r.Offered(nil) {
+		names = append(names, b.Descriptor().Name)
+	}
+	if want := []string{"claude", "codex", "dsh"}; !slices.Equal(names, want) {
 		t.Errorf("offered %v, want %v", names, want)
 	}
 	d := f.r.adaptersDescriptor("codex")
