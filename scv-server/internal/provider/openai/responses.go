@@ -295,11 +295,18 @@ func (d *responsesDecoder) item(ev *respEvent) error {
 // call returns the function call of an item, starting it if it is new.
 // it, when not nil, is the item itself, which names the call.
 func (d *responsesDecoder) call(itemID string, index optInt, it *respItem) (*toolAcc, error) {
+	byIndex := "#" + strconv.Itoa(index.V)
 	key := itemID
 	if key == "" {
-		key = "#" + strconv.Itoa(index.V)
+		key = byIndex
 	}
 	t := d.calls[key]
+	if t == nil && itemID != "" && index.Set {
+		// Events without an item id started this call by its index.
+		if t = d.calls[byIndex]; t != nil {
+			d.calls[key] = t
+		}
+	}
 	if t == nil {
 		idx := len(d.acc.calls)
 		if index.Set {

@@ -104,6 +104,8 @@ func TestResponsesToolCallsInterleaved(t *testing.T) {
 		delta(1, "fc_a", `:1}`),
 		// Deltas of a call whose item never came: keyed by output index.
 		delta(3, "", `{}`),
+		// Its done item names it: the same call, not a new one.
+		f.Event(`{"type":"response.output_item.done","output_index":3,"item":{"id":"fc_c","type":"function_call","call_id":"call_c","name":"third","arguments":"{}"}}`),
 		// arguments.done is the final text, whatever the deltas said.
 		f.Event(`{"type":"response.function_call_arguments.done","item_id":"fc_a","output_index":1,"arguments":"{\"y\":10}"}`),
 	)
@@ -113,7 +115,7 @@ func TestResponsesToolCallsInterleaved(t *testing.T) {
 	want := []provider.ToolCall{
 		{ID: "call_a", Name: "first", Arguments: `{"y":10}`},
 		{ID: "call_b", Name: "second", Arguments: `{"x":2}`},
-		{ID: "call_3", Name: "", Arguments: `{}`},
+		{ID: "call_c", Name: "third", Arguments: `{}`},
 	}
 	if fmt.Sprint(resp.ToolCalls) != fmt.Sprint(want) {
 		t.Fatalf("tool calls %+v", resp.ToolCalls)
