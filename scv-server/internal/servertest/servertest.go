@@ -18,8 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/server"
 	"github.com/scv-cli/scv/scv-server/internal/session"
+	"github.com/scv-cli/scv/shared/agentadapters"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -47,6 +49,12 @@ type Options struct {
 	SendTimeout     time.Duration
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
+	// WebPolicy, BraveURL, Adapters and AgentEnv are passed to the server
+	// (server.Options).
+	WebPolicy *netguard.Policy
+	BraveURL  string
+	Adapters  []agentadapters.Adapter
+	AgentEnv  []string
 }
 
 // FakeProviderConfig returns a config.toml for a provider at baseURL with a
@@ -122,6 +130,10 @@ func Start(t testing.TB, opts Options) *Server {
 		Grace:           opts.Grace,
 		SendTimeout:     opts.SendTimeout,
 		Logger:          opts.Logger,
+		WebPolicy:       opts.WebPolicy,
+		BraveURL:        opts.BraveURL,
+		Adapters:        opts.Adapters,
+		AgentEnv:        opts.AgentEnv,
 	})
 	if err != nil {
 		t.Fatalf("starting the server: %v", err)
