@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
@@ -86,6 +87,31 @@ func BenchmarkResolve(b *testing.B) {
 				if _, err := d.Resolve(b.Context(), host, 443); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkConvertAdversarial converts 2 MiB (the default download limit)
+// of pathological markup: the worst cases of the converter's per-node
+// and per-escape costs.
+func BenchmarkConvertAdversarial(b *testing.B) {
+	const n = 2 << 20
+	cases := []struct{ name, src string }{
+		{"markdown-chars", "<p>" + strings.Repeat("*_[]()#`\\<>|", n/12) + "</p>"},
+		{"unclosed-p", strings.Repeat("<p>x", n/4)},
+		{"links", strings.Repeat(`<a href="/p?q=1234567">l</a>`, n/28)},
+		{"wide-table", "<table><tr>" + strings.Repeat("<td>x</td>", n/10) + "</tr></table>"},
+		{"tall-table", "<table>" + strings.Repeat("<tr><td>x</td></tr>", n/19) + "</table>"},
+		{"too-deep", strings.Repeat("<div>", n/5)},
+	}
+	for _, tc := range cases {
+		src := []byte(tc.src)
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				convertHTML(src, "https://x.test/")
 			}
 		})
 	}

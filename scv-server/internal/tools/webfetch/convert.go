@@ -23,6 +23,13 @@ import (
 // their text.
 const maxDepth = 200
 
+// maxElements bounds the elements converted to Markdown: the converter
+// costs some microseconds and hundreds of bytes per element, so 2 MiB of
+// "<p>x" (half a million paragraphs) would take seconds and hundreds of
+// MiB. A real page of 2 MiB has a few tens of thousands; a document with
+// more is reduced to its plain text.
+const maxElements = 100_000
+
 // page is a converted HTML document.
 type page struct {
 	Title string
@@ -102,17 +109,20 @@ var htmlConverter = converter.NewConverter(
 func convertHTML(src []byte, baseURL string) page {
 	root, err := html.Parse(bytes.NewReader(src))
 	if err != nil {
-		// html.Parse fails only on reader errors; a bytes.Reader has none.
-		return page{Text: validText(string(src))}
+		// The parser refuses documents with more than 512 open elements;
+		// their text still counts.
+		return page{Text: tokenText(src)}
 	}
-	flattenDeep(root)
+	if flattenDeep(root) > maxElements {
+		return page{Text: tokenText(src)}
+	}
 	doc := goquery.NewDocumentFromNode(root)
 	guardTables(doc)
 	title := collapseSpace(doc.Find("title").First().Text())
 	content := stripChrome(doc)
 	out, err := htmlConverter.ConvertNode(content, converter.WithDomain(baseURL))
 	if err != nil {
-		return page{Title: title, Text: validText(collapseSpace(goquery.NewDocumentFromNode(content).Text()))}
+		return page{Title: title, Text: tidy(textOf(content))}
 	}
 	return page{Title: title, Text: tidy(string(out))}
 }
@@ -266,6 +276,40 @@ func attr(n *html.Node, key string) string {
 	return ""
 }
 
+// tokenText is the text of an HTML document read token by token, for
+// documents the tree parser refuses: the text of every element but
+// scripts, styles and templates, with a line break at each block tag.
+func tokenText(src []byte) string {
+	z := html.NewTokenizer(bytes.NewReader(src))
+	var b strings.Builder
+	skip := 0
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return tidy(b.String())
+		case html.TextToken:
+			if skip == 0 {
+				b.WriteString(collapseSpace(string(z.Text())))
+				b.WriteByte(' ')
+			}
+		case html.StartTagToken, html.EndTagToken:
+			name, _ := z.TagName()
+			a := atom.Lookup(name)
+			if a == atom.Script || a == atom.Style || a == atom.Template || a == atom.Noscript {
+				if z.Token().Type == html.StartTagToken {
+					skip++
+				} else if skip > 0 {
+					skip--
+				}
+				continue
+			}
+			if dom.NameIsBlockNode(string(name)) || a == atom.Br {
+				b.WriteByte('\n')
+			}
+		}
+	}
+}
+
 // Table bounds: the table renderer builds the full grid of cells, spans
 // included, so a few bytes of colspan="99999" would make it allocate
 // billions of cells. A table larger than this is rendered as plain text.
@@ -341,13 +385,15 @@ func flattenTable(t *html.Node) {
 }
 
 // flattenDeep replaces every element nested deeper than maxDepth by a
-// text node holding its text. It walks without recursion.
-func flattenDeep(root *html.Node) {
+// text node holding its text, and returns the number of elements left.
+// It walks without recursion.
+func flattenDeep(root *html.Node) int {
 	type item struct {
 		n     *html.Node
 		depth int
 	}
 	stack := []item{{root, 0}}
+	elements := 0
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -355,6 +401,7 @@ func flattenDeep(root *html.Node) {
 			if c.Type != html.ElementNode {
 				continue
 			}
+			elements++
 			if it.depth+1 >= maxDepth {
 				text := textOf(c)
 				for c.FirstChild != nil {
@@ -366,6 +413,7 @@ func flattenDeep(root *html.Node) {
 			stack = append(stack, item{c, it.depth + 1})
 		}
 	}
+	return elements
 }
 
 // textOf returns the text under n, without recursion.
