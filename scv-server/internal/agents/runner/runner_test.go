@@ -401,9 +401,11 @@ func waitLine(ch chan<- struct{}) func(string) {
 func TestTimeoutKillsSetsidDescendant(t *testing.T) {
 	f := newFake(t, Options{}, "FAKE_MODE=setsid")
 	call := f.call("claude", "x")
-	call.Timeout = 500 * time.Millisecond
+	// Long enough for the fake to start its child on a loaded machine;
+	// the run itself never ends on its own.
+	call.Timeout = 3 * time.Second
 	res := f.run(t, context.Background(), call, nil)
-	if res.Status != agents.StatusTimeout || !strings.Contains(res.Error, "did not finish within 500ms") || res.ExitCode != nil {
+	if res.Status != agents.StatusTimeout || !strings.Contains(res.Error, "did not finish within 3s") || res.ExitCode != nil {
 		t.Errorf("result %+v", res)
 	}
 	b, err := os.ReadFile(filepath.Join(f.out, "child"))
@@ -599,6 +601,24 @@ func TestOversizedLineThroughProcess(t *testing.T) {
 	f := newFake(t, Options{}, "FAKE_MODE=stream", "FAKE_STREAM="+p)
 	res := f.run(t, context.Background(), f.call("claude", "x"), nil)
 	if res.Status != agents.StatusCompleted || res.Reply != "still here" || res.CLISession != "s-1" {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestTimedOutTurnKeepsItsSession(t *testing.T) {
+	// A turn that times out after the CLI reported its session stays
+	// resumable: the result carries the session id.
+	f := newFake(t, Options{}, "FAKE_MODE=hang-session")
+	call := f.call("claude", "x")
+	call.Conversation, call.Turn, call.Timeout = "claude-1", 1, 5*time.Second
+	started := make(chan struct{})
+	res := f.run(t, context.Background(), call, waitLine(started))
+	select {
+	case <-started:
+	default:
+		t.Fatal("the fake agent never reported progress")
+	}
+	if res.Status != agents.StatusTimeout || res.CLISession != "11111111-2222-4333-8444-555555555555" || res.Session != "claude-1" || res.Turn != 1 {
 		t.Errorf("result %+v", res)
 	}
 }

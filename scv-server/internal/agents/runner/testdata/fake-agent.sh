@@ -32,6 +32,11 @@ hang)
 	echo "$started"
 	sleep 300
 	;;
+hang-session)
+	echo '{"type":"system","subtype":"init","session_id":"11111111-2222-4333-8444-555555555555"}'
+	echo "$started"
+	sleep 300
+	;;
 ignore-term)
 	trap '' TERM
 	echo "$started"
