@@ -131,6 +131,10 @@ func (s *Set) prepare(env tools.Env, raw json.RawMessage) (*prepared, error) {
 		if a.Cwd != "" && dir != c.dir {
 			return nil, fmt.Errorf("conversation %s runs in %s, and a conversation keeps its cwd; omit cwd to continue it there, or omit session to start a new conversation in %s", c.handle, c.dir, dir)
 		}
+		if a.Model != "" && name == agents.SCV {
+			// A nested SCV takes its model override when its session starts.
+			return nil, fmt.Errorf("scv takes model only for a new conversation; omit model to continue %s with its model, or omit session to start a new conversation with model %s", c.handle, a.Model)
+		}
 		dir = c.dir
 		p.conv = c.handle
 	} else if d.TakesSession {
@@ -339,6 +343,7 @@ func (s *Set) summary(p *prepared, l agents.Launch) string {
 	if l.FullPermissions || s.opts.Permissions[c.Agent] {
 		fmt.Fprintf(&b, "\nFULL PERMISSIONS: %s runs with its own approval prompts and sandbox switched off ([agents.%s] permissions = \"full\")", c.Agent, c.Agent)
 	}
+	fmt.Fprintf(&b, "\nDelegate risk: %s works on its own; it may read and write files, run commands, use the credentials in its environment and private home, and send the prompt and files to its model provider.", c.Agent)
 	shown, cut := boundText(c.Prompt, promptShown)
 	fmt.Fprintf(&b, "\nPrompt (%d bytes):\n%s", len(c.Prompt), shown)
 	if cut > 0 {

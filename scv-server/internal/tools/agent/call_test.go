@@ -113,6 +113,10 @@ func TestRefusals(t *testing.T) {
 			setup: []map[string]any{{"prompt": "start"}},
 			args:  map[string]any{"session": "codex-01", "prompt": "x"},
 			want:  `session "codex-01" is not a conversation of this session`, prefix: true},
+		{name: "model to a continued scv conversation", offer: []string{"scv"}, prefer: []string{"scv"},
+			setup: []map[string]any{{"prompt": "start"}},
+			args:  map[string]any{"session": "scv-1", "prompt": "x", "model": "m"},
+			want:  "scv takes model only for a new conversation; omit model to continue scv-1 with its model, or omit session to start a new conversation with model m"},
 		{name: "invalid model", offer: []string{"claude"}, prefer: []string{"claude"},
 			args: map[string]any{"prompt": "x", "model": "-rf"},
 			want: `model "-rf" is not a model name`, prefix: true},
@@ -512,4 +516,64 @@ func TestClosedSetRefuses(t *testing.T) {
 	if _, runs := fx.fakes["claude"].counts(); runs != 0 {
 		t.Fatalf("%d runs after close", runs)
 	}
+}
+
+// FuzzPrepare feeds arbitrary arguments to the agent tool: a call is
+// either refused before the backend plans or runs anything, or planned
+// with a prompt no CLI reads as a flag and a directory inside the
+// workspace.
+func FuzzPrepare(f *testing.F) {
+	for _, seed := range []string{
+		`{"prompt":"fix it"}`,
+		`{"agent":"codex","prompt":"x","cwd":"proj","model":"gpt-5.5","effort":"high"}`,
+		`{"agent":"claude","session":"codex-1","prompt":"x"}`,
+		`{"prompt":"-rf","cwd":"../.."}`,
+		`{"prompt":"x","cwd":"/","timeout_seconds":0}`,
+		`{"prompt":"x","session":"claude-1","background":true}`,
+		`{"agent":"dsh","prompt":"x","model":"@m"}`,
+		`{"prompt":"x\u0000y"}`,
+		`not json`,
+	} {
+		f.Add(seed)
+	}
+	fx := newFixture(f, []string{"claude", "codex", "dsh"}, func(o *Options) { o.Prefer = []string{"claude"} })
+	f.Fuzz(func(t *testing.T, raw string) {
+		fx.t = t
+		fx.call(NameAgent, map[string]any{"prompt": "start"}) // keep a conversation claude-N around
+		plans0, runs0 := totals(fx)
+		p, err := fx.tool(NameAgent).Prepare(fx.env, []byte(raw))
+		plans, runs := totals(fx)
+		if runs != runs0 {
+			t.Fatalf("Prepare ran the backend")
+		}
+		if err != nil {
+			if plans > plans0+1 {
+				t.Fatalf("a refused call was planned %d times", plans-plans0)
+			}
+			return
+		}
+		if p.Risk != protocol.RiskDelegate || !strings.HasPrefix(p.Summary, "agent ") {
+			t.Fatalf("plan %+v", p)
+		}
+		var last agents.Call
+		for _, b := range fx.fakes {
+			b.mu.Lock()
+			if len(b.plans) > 0 && b.plans[len(b.plans)-1].Handle > last.Handle {
+				last = b.plans[len(b.plans)-1]
+			}
+			b.mu.Unlock()
+		}
+		if strings.HasPrefix(last.Prompt, "-") || !within(fx.env.Workspace, last.Dir) {
+			t.Fatalf("planned call %+v", last)
+		}
+	})
+}
+
+func totals(fx *fixture) (plans, runs int) {
+	for _, f := range fx.fakes {
+		p, r := f.counts()
+		plans += p
+		runs += r
+	}
+	return plans, runs
 }

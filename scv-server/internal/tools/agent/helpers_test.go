@@ -232,7 +232,7 @@ func (c *clock) advance(d time.Duration) {
 
 // fixture is a Set over a real workspace.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	set   *Set
 	env   tools.Env
 	fakes map[string]*fake
@@ -241,7 +241,7 @@ type fixture struct {
 }
 
 // newFixture offers names; mod adjusts the options.
-func newFixture(t *testing.T, names []string, mod func(*Options)) *fixture {
+func newFixture(t testing.TB, names []string, mod func(*Options)) *fixture {
 	t.Helper()
 	env := toolstest.Env(t, map[string]string{"proj/": "", "proj/sub/": "", "file.txt": "x"})
 	bs, fs := fakes(names...)

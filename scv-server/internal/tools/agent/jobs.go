@@ -14,6 +14,9 @@ import (
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
+// fieldShown bounds a result's error, hint, fallback or note in a report.
+const fieldShown = 2 << 10
+
 // job is one background agent call.
 type job struct {
 	id      string
@@ -161,7 +164,11 @@ func (s *Set) reportPrompt(views []jobView) string {
 		fmt.Fprintf(&b, "\n\n## %s\n\nAgent %s, %s. Status: %s after %d s.", v.Job, v.Agent, conv, r.Status, v.ElapsedSeconds)
 		for _, f := range []struct{ name, val string }{{"Error", r.Error}, {"Hint", r.Hint}, {"Fallback", r.Fallback}, {"Note", r.Note}} {
 			if f.val != "" {
-				fmt.Fprintf(&b, "\n%s: %s", f.name, f.val)
+				val, cut := boundText(f.val, fieldShown)
+				if cut > 0 {
+					val += " […]"
+				}
+				fmt.Fprintf(&b, "\n%s: %s", f.name, val)
 			}
 		}
 		reply, cut := boundText(r.Reply, share)
