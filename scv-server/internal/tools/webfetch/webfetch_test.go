@@ -261,7 +261,7 @@ y := 2</code></pre><p>inline <code>f()</code></p>`,
 		{
 			name: "too many elements: plain text",
 			html: "<h1>Head</h1>" + strings.Repeat("<p>x", maxElements) + "<script>var x</script><p>end",
-			want: []string{"Head\n\nx\n\nx", "end"},
+			want: []string{"Head\n\nx\nx", "end"},
 			not:  []string{"# Head", "var x", "<p>"},
 		},
 		{
