@@ -347,8 +347,10 @@ type Invocation struct {
 	Prompt string
 	// Model and Effort are the selections; empty means omitted.
 	Model, Effort string
-	// NewSession is the CLI session id SCV chose for a new conversation;
-	// ResumeSession the one to continue. At most one is set.
+	// NewSession is the CLI session id SCV chose for a new conversation,
+	// passed only to agents with NewSessionArgs (ChoosesSession); others
+	// ignore it. ResumeSession is the one to continue. At most one is
+	// set.
 	NewSession, ResumeSession string
 	// FullPermissions adds the permissions="full" switches.
 	FullPermissions bool
@@ -395,10 +397,10 @@ func (a Adapter) Args(inv Invocation) ([]string, error) {
 	// before the prompt; the others take a flag here.
 	var resumeTail []string
 	switch {
+	case inv.NewSession != "" && a.NewSessionArgs == nil:
+		// The CLI picks its own id (Codex reports it in the stream) or
+		// keeps no conversation: SCV's choice is not passed.
 	case inv.NewSession != "":
-		if a.NewSessionArgs == nil {
-			return nil, fmt.Errorf("%s chooses its own session id; start the conversation without one: %w", a.Name, ErrUnsupportedOption)
-		}
 		if err := validateSession(inv.NewSession); err != nil {
 			return nil, err
 		}

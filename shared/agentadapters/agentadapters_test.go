@@ -39,10 +39,12 @@ func TestArgs(t *testing.T) {
 		{Codex, Invocation{OutputFile: ofile, ResumeSession: thread, Effort: "low"}, []string{"exec", "resume", "--json", "-o", ofile, "-c", `model_reasoning_effort="low"`, thread, prompt}},
 		{Codex, Invocation{OutputFile: ofile, FullPermissions: true}, []string{"exec", "--dangerously-bypass-approvals-and-sandbox", "-c", `web_search="live"`, "--json", "-o", ofile, prompt}},
 		{Codex, Invocation{OutputFile: ofile, FullPermissions: true, ResumeSession: thread, Model: "o3"}, []string{"exec", "resume", "--dangerously-bypass-approvals-and-sandbox", "-c", `web_search="live"`, "--json", "-o", ofile, "-m", "o3", thread, prompt}},
+		{Codex, Invocation{OutputFile: ofile, NewSession: uuid1}, []string{"exec", "--json", "-o", ofile, prompt}},
 		// grok
 		{Grok, Invocation{}, []string{"-p", prompt}},
 		{Grok, Invocation{Model: "grok-5", Effort: "max"}, []string{"-m", "grok-5", "--reasoning-effort", "max", "-p", prompt}},
 		{Grok, Invocation{FullPermissions: true, Model: "grok-5"}, []string{"--always-approve", "-m", "grok-5", "-p", prompt}},
+		{Grok, Invocation{NewSession: uuid1}, []string{"-p", prompt}},
 		// dsh
 		{DSH, Invocation{}, []string{"--profile", "headless", prompt}},
 		{DSH, Invocation{FullPermissions: true}, []string{"--profile", "headless", prompt}},
@@ -80,7 +82,6 @@ func TestArgsRefusals(t *testing.T) {
 		{DSH, Invocation{Prompt: "x", Effort: "low"}, true, "dsh does not take effort"},
 		{DSH, Invocation{Prompt: "x", ResumeSession: "s"}, true, "dsh does not take session"},
 		{Grok, Invocation{Prompt: "x", ResumeSession: "s"}, true, "grok does not take session"},
-		{Codex, Invocation{Prompt: "x", OutputFile: "f", NewSession: uuid1}, true, "codex chooses its own session id"},
 		{Codex, Invocation{Prompt: "x"}, false, "needs an output file"},
 		{Claude, Invocation{Prompt: "-x"}, false, `cannot start with "-"`},
 		{Claude, Invocation{Prompt: ""}, false, "prompt is empty"},

@@ -288,8 +288,10 @@ func (b *backend) Run(ctx context.Context, call agents.Call, progress func(strin
 
 	parser := output.New(b.a.Format, output.Options{Limit: b.r.opts.OutputLimit, Progress: progress})
 	stderr := &output.Tail{Max: StderrTail}
+	// The CLI session known before the run: the one resumed, or the one
+	// SCV chose for a CLI that takes it (Codex picks its own).
 	cli := call.ResumeCLISession
-	if cli == "" {
+	if cli == "" && b.a.ChoosesSession() {
 		cli = call.NewCLISession
 	}
 	owner, ownerErr := delegation.Self()

@@ -581,6 +581,7 @@ func TestConversationMarkers(t *testing.T) {
 	f = newFake(t, Options{}, "FAKE_MODE=stream", "FAKE_STREAM="+stream("codex/success"))
 	call = f.call("codex", "x")
 	call.Conversation, call.Turn = "codex-1", 1
+	call.NewCLISession = uuid // the tool's choice, which Codex does not take
 	res = f.run(t, context.Background(), call, nil)
 	if got := markers(f); !slices.Equal(got, []string{"0199a213-81c0-7800-8aa1-bbab2a035a53"}) || res.CLISession != got[0] {
 		t.Errorf("codex markers %v, session %q", got, res.CLISession)
