@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -470,4 +471,99 @@ func BenchmarkResponses10kDeltas(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestResponsesHTTPStatuses(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		body   string
+		want   string
+	}{
+		{400, `{"error":{"message":"Unsupported parameter: 'store'.","type":"invalid_request_error"}}`, "rejected the request: Unsupported parameter: 'store'."},
+		{403, `forbidden`, "check the API key"},
+		{404, ``, "Not Found"},
+		{422, `{"error":"bad tool schema"}`, "bad tool schema"},
+	} {
+		fx := newResponses(t, nil)
+		fx.srv.Enqueue(f.Script(f.Status(tc.status, tc.body)), f.Script(f.Text("must not be used")))
+		_, err := fx.p.Stream(context.Background(), userReq, nil)
+		pe := wantError(t, err, provider.CodeProviderError, tc.want)
+		if pe.Status != tc.status || len(fx.srv.Requests()) != 1 || len(fx.recordedWaits()) != 0 {
+			t.Fatalf("%d: status %d, %d requests, waits %v", tc.status, pe.Status, len(fx.srv.Requests()), fx.recordedWaits())
+		}
+	}
+	fx := newResponses(t, func(c *Config) { c.MaxRetries = 1 })
+	fx.srv.Enqueue(f.Script(f.APIError(503, "overloaded")), f.Script(f.APIError(503, "still overloaded")))
+	_, err := fx.p.Stream(context.Background(), userReq, nil)
+	wantError(t, err, provider.CodeProviderError, "the provider failed: still overloaded (after 2 attempts)")
+}
+
+func TestResponsesCancelAndHandlerError(t *testing.T) {
+	fx := newResponses(t, nil)
+	fx.srv.Enqueue(f.Script(f.Text("a"), f.Hang()))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := fx.p.Stream(ctx, userReq, provider.HandlerFunc(func(string) error {
+		cancel()
+		return nil
+	}))
+	if resp != nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("response %+v, error %v", resp, err)
+	}
+
+	fx.srv.Enqueue(f.Script(f.Text("a", "b"), f.Hang()))
+	stop := errors.New("client went away")
+	resp, err = fx.p.Stream(context.Background(), userReq, provider.HandlerFunc(func(string) error { return stop }))
+	if resp != nil || err != stop {
+		t.Fatalf("response %+v, error %v", resp, err)
+	}
+}
+
+// FuzzResponsesEvents feeds arbitrary events (one per line) to the
+// Responses decoder: it must never panic, never pass a limit, and fail
+// only with a *provider.Error.
+func FuzzResponsesEvents(fz *testing.F) {
+	for _, s := range eventSeeds {
+		fz.Add(s)
+	}
+	fz.Add(strings.Join(eventSeeds, "\n"))
+	p, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", Model: "m", Wire: WireResponses,
+		Limits: provider.Limits{AssistantBytes: 64, ToolArgumentBytes: 32, ToolCalls: 2}})
+	if err != nil {
+		fz.Fatal(err)
+	}
+	fz.Fuzz(func(t *testing.T, in string) {
+		var text strings.Builder
+		d := responsesWire{}.decoder(p, provider.HandlerFunc(func(s string) error {
+			text.WriteString(s)
+			return nil
+		}))
+		for line := range strings.SplitSeq(in, "\n") {
+			done, err := d.event([]byte(line))
+			if err != nil {
+				if _, ok := provider.AsError(err); !ok {
+					t.Fatalf("error %v (%T)", err, err)
+				}
+				return
+			}
+			if done {
+				break
+			}
+		}
+		if text.Len() > 64 {
+			t.Fatalf("%d bytes of text streamed", text.Len())
+		}
+		resp, err := d.end(true)
+		if err != nil {
+			return
+		}
+		if resp.Content != text.String() || len(resp.ToolCalls) > 2 {
+			t.Fatalf("response %+v, streamed %q", resp, text.String())
+		}
+		for _, c := range resp.ToolCalls {
+			if len(c.Arguments) > 32 || c.ID == "" {
+				t.Fatalf("tool call %+v", c)
+			}
+		}
+	})
 }
