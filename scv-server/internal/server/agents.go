@@ -6,6 +6,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/agents/runner"
 	"github.com/scv-cli/scv/scv-server/internal/approval"
+	"github.com/scv-cli/scv/scv-server/internal/instructions"
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	agenttool "github.com/scv-cli/scv/scv-server/internal/tools/agent"
 	"github.com/scv-cli/scv/shared/config"
@@ -81,6 +82,10 @@ func (e *extensions) extendFunc(cfg *config.Config, policy approval.Policy) sess
 			Host:             host,
 			Logger:           e.log.With("session", info.ID),
 		})
-		return session.Extension{Tools: set.Tools(), System: set.SystemSection(), Close: set.Close}, nil
+		var system string
+		if body := set.SystemSection(); body != "" {
+			system = instructions.ExtraSection(instructions.Section{Title: agenttool.SectionTitle, Body: body})
+		}
+		return session.Extension{Tools: set.Tools(), System: system, Close: set.Close}, nil
 	}
 }
