@@ -1,13 +1,19 @@
 module github.com/scv-cli/scv/scv-agents
 
-go 1.26
+go 1.26.0
 
-require github.com/scv-cli/scv/shared v0.0.0
+require (
+	github.com/scv-cli/scv/shared v0.0.0
+	github.com/spf13/cobra v1.10.2
+	golang.org/x/term v0.48.0
+)
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/pelletier/go-toml/v2 v2.4.3 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
+	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )
 
 replace github.com/scv-cli/scv/shared => ../shared

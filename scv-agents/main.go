@@ -1,5 +1,6 @@
-// Command scv-agents will supervise the agent CLIs SCV delegates to. For now
-// it only says that it is not built yet.
+// Command scv-agents manages SCV's delegated agents: the running
+// delegations (ps, kill), their transcripts (gc), and their sign-ins in
+// private homes (status, login, logout, import). `scv agents …` runs it.
 package main
 
 import (
@@ -8,6 +9,4 @@ import (
 	"github.com/scv-cli/scv/scv-agents/internal/cmd"
 )
 
-func main() {
-	os.Exit(int(cmd.Main()))
-}
+func main() { os.Exit(cmd.Main()) }

@@ -42,4 +42,9 @@ type Record struct {
 	BackgroundJobs int `json:"background_jobs,omitempty"`
 	// Background is set for a background job's run.
 	Background bool `json:"background,omitempty"`
+	// KillRequestedUnix is set by `scv agents kill` on the record of a run
+	// whose owner still runs, just before it stops the run's processes, so
+	// the owner can report the run as cancelled; the owner removes the
+	// record as for any run that ends.
+	KillRequestedUnix int64 `json:"kill_requested_unix,omitempty"`
 }

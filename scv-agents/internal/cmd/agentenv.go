@@ -1,0 +1,48 @@
+package cmd
+
+import (
+	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
+	"github.com/scv-cli/scv/shared/agentadapters"
+)
+
+// agentNames are the agents `scv agents` knows, in the order status
+// lists them: the adapters, then the nested SCV.
+func agentNames() []string { return append(agentadapters.Names(), "scv") }
+
+// privateCommand resolves a's executable and returns it with the private
+// environment its delegated runs use and its private home (created, 0700)
+// as the directory to run in.
+func privateCommand(f *cmdutil.Factory, home string, a agentadapters.Adapter) (path string, env []string, dir string, err error) {
+	path, err = a.Lookup(f.Env)
+	if err != nil {
+		return "", nil, "", err
+	}
+	if err := a.EnsureDirs(home); err != nil {
+		return "", nil, "", err
+	}
+	env, err = a.PrivateEnv(f.Environ(), home)
+	if err != nil {
+		return "", nil, "", err
+	}
+	dir, err = a.Home(home)
+	if err != nil {
+		return "", nil, "", err
+	}
+	return path, env, dir, nil
+}
+
+// unknownAgent is the usage error for a name no adapter has.
+func unknownAgent(name string, allowed []string) error {
+	return cmdutil.UsageErrorf("unknown agent %q; choose one of: %s", name, joinNames(allowed))
+}
+
+func joinNames(names []string) string {
+	s := ""
+	for i, n := range names {
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}
