@@ -41,10 +41,12 @@ const (
 	Error
 )
 
-// Default bounds, used until SetBounds is called (the protocol's defaults).
+// Default bounds, used until SetBounds is called (the protocol's defaults),
+// and the bound of the rendered-lines cache.
 const (
-	DefaultMaxBytes = 8 << 20
-	DefaultMaxItems = 10000
+	DefaultMaxBytes   = 8 << 20
+	DefaultMaxItems   = 10000
+	DefaultCacheBytes = 32 << 20
 )
 
 type item struct {
@@ -60,6 +62,7 @@ type item struct {
 	// cache: rendered lines at cacheW; valid while !dirty.
 	cacheW int
 	lines  []string
+	cacheN int // bytes of lines, counted against the cache bound
 	dirty  bool
 }
 
@@ -95,6 +98,9 @@ type Transcript struct {
 	width   int
 	height  int
 	follow  bool // the view sticks to the bottom
+	// cached is the bytes of rendered lines held, bounded by cacheMax.
+	cached   int
+	cacheMax int
 	// renders counts item renders, for tests that check the cost does not
 	// grow with the transcript.
 	renders int
@@ -106,7 +112,7 @@ func New(st styles.Styles, md *markdown.Renderer) *Transcript {
 	return &Transcript{
 		st: st, md: md, cards: make(map[string]*item), running: make(map[string]*item),
 		maxB: DefaultMaxBytes, maxN: DefaultMaxItems,
-		width: 80, height: 20, follow: true, frame: "⠋",
+		width: 80, height: 20, follow: true, frame: "⠋", cacheMax: DefaultCacheBytes,
 	}
 }
 
@@ -152,6 +158,7 @@ func (t *Transcript) Clear() {
 	clear(t.running)
 	t.live = nil
 	t.bytes = 0
+	t.cached = 0
 	t.drop = 0
 	t.follow = true
 	t.top = pos{}
@@ -358,6 +365,7 @@ func (t *Transcript) remove(it *item) {
 			t.items = append(t.items[:i], t.items[i+1:]...)
 			t.items[:len(t.items)+1][len(t.items)] = nil
 			t.bytes -= it.size
+			t.cached -= it.cacheN
 			if !t.follow {
 				if t.top.idx > i {
 					t.top.idx--
@@ -385,6 +393,7 @@ func (t *Transcript) enforce() {
 	for len(t.items)-first-n > 1 && (len(t.items)-first-n > t.maxN || t.bytes > t.maxB) {
 		it := t.items[first+n]
 		t.bytes -= it.size
+		t.cached -= it.cacheN
 		if it.key != "" && t.cards[it.key] == it {
 			delete(t.cards, it.key)
 			delete(t.running, it.key)
@@ -452,7 +461,35 @@ func (t *Transcript) itemLines(i int) []string {
 	it.lines = append(clip(t.render(it), t.width), "")
 	it.cacheW = t.width
 	it.dirty = false
+	n := 0
+	for _, l := range it.lines {
+		n += len(l) + 16
+	}
+	t.cached += n - it.cacheN
+	it.cacheN = n
+	if t.cached > t.cacheMax {
+		t.evict(i)
+	}
 	return it.lines
+}
+
+// evictWindow is how many items on each side of the one being rendered,
+// and of the scroll anchor, keep their cache when the cache is full.
+const evictWindow = 256
+
+// evict drops the rendered lines of items far from item keep and from the
+// scroll anchor, so the cache stays bounded however far the user scrolls.
+// A pass costs O(items) and frees all but two windows, so it is rare.
+func (t *Transcript) evict(keep int) {
+	near := func(i, c int) bool { return i >= c-evictWindow && i <= c+evictWindow }
+	t.cached = 0
+	for i, it := range t.items {
+		if near(i, keep) || near(i, t.top.idx) || near(i, len(t.items)-1) {
+			t.cached += it.cacheN
+			continue
+		}
+		it.lines, it.cacheN, it.dirty = nil, 0, true
+	}
 }
 
 func (t *Transcript) itemHeight(i int) int { return len(t.itemLines(i)) }

@@ -290,3 +290,39 @@ func TestHugeReplyIsPlain(t *testing.T) {
 		t.Errorf("huge reply not shown: %q", v)
 	}
 }
+
+// TestCacheBounded scrolls through a long transcript with a small cache
+// bound: the rendered lines held stay bounded, and the view stays right.
+func TestCacheBounded(t *testing.T) {
+	tr := newT(60, 10)
+	tr.cacheMax = 200 << 10
+	for i := range 5000 {
+		tr.AddNotice(Info, fmt.Sprintf("notice %d %s", i, strings.Repeat("x", 40)))
+	}
+	tr.Home()
+	for range 3000 {
+		tr.PageDown()
+		_ = tr.View()
+		if tr.Following() {
+			break
+		}
+	}
+	if !tr.Following() {
+		t.Fatal("never reached the end")
+	}
+	// One window of 256 items on each side of three places, at most.
+	if limit := tr.cacheMax + 3*(2*evictWindow+1)*200; tr.cached > limit {
+		t.Errorf("cache holds %d bytes, over %d", tr.cached, limit)
+	}
+	sum := 0
+	for _, it := range tr.items {
+		sum += it.cacheN
+	}
+	if sum != tr.cached {
+		t.Errorf("cache accounting %d, items hold %d", tr.cached, sum)
+	}
+	tr.Home()
+	if v := golden.Plain(tr.View()); !strings.HasPrefix(v, "• notice 0 ") {
+		t.Errorf("after eviction Home shows %q", v)
+	}
+}
