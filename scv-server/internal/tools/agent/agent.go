@@ -100,6 +100,12 @@ type Options struct {
 	// OutputLimit is tools.output_limit_bytes, which bounds report turns
 	// and job listings; a call's tools.Env.OutputLimit is used when set.
 	OutputLimit int
+	// OnForget, when set, is called with the agent and CLI session id of
+	// each conversation the session forgets (evicted, expired, or at
+	// Close), so the conversation marker that keeps `scv agents gc` off
+	// its transcript can go (delegation.UnmarkConversation). It is called
+	// without the Set's lock held.
+	OnForget func(agent, cliSession string)
 	// Host is the session, which starts report turns; nil sends no
 	// reports (results stay available through agent_status).
 	Host Host
@@ -154,6 +160,8 @@ type Set struct {
 	finished []*job                   // guarded by mu; remembered finished jobs, oldest first
 	running  int                      // guarded by mu; jobs running
 	jobNext  int                      // guarded by mu
+	// forgotten are conversations to tell OnForget of (see unlock).
+	forgotten []forgotten // guarded by mu
 	// unreported are finished jobs waiting for a report turn, oldest
 	// first; a job leaves when a report names it or the model sees it.
 	unreported []*job // guarded by mu
@@ -236,7 +244,7 @@ func (s *Set) Default() string { return s.def }
 // every job it started has been reported.
 func (s *Set) Outstanding() int {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	n := s.running
 	for _, j := range s.unreported {
 		if !j.seen {
@@ -246,13 +254,14 @@ func (s *Set) Outstanding() int {
 	return n
 }
 
-// Close ends the session's jobs: it refuses new calls, cancels every
-// running job (which stops its agent's processes) and waits for them
-// until ctx ends. Jobs it cancels are not reported.
+// Close ends the session's jobs and conversations: it refuses new calls,
+// cancels every running job (which stops its agent's processes), waits
+// for them until ctx ends, and forgets the conversations. Jobs it cancels
+// are not reported.
 func (s *Set) Close(ctx context.Context) {
 	s.mu.Lock()
 	s.closed = true
-	s.mu.Unlock()
+	s.unlock()
 	s.cancel()
 	done := make(chan struct{})
 	go func() {
@@ -264,6 +273,14 @@ func (s *Set) Close(ctx context.Context) {
 	case <-ctx.Done():
 		s.log.Warn("Background agent jobs did not stop before the session closed", "session", s.opts.SessionID, "err", ctx.Err())
 	}
+	// Handles end with the session.
+	s.mu.Lock()
+	for h, c := range s.convs {
+		if !c.busy {
+			s.forgetLocked(h)
+		}
+	}
+	s.unlock()
 }
 
 // newHandleLocked returns a delegation handle, <agent>-<6 hex>, not yet

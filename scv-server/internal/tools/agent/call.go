@@ -82,7 +82,7 @@ func (s *Set) prepare(env tools.Env, raw json.RawMessage) (*prepared, error) {
 	}
 	s.mu.Lock()
 	closed := s.closed
-	s.mu.Unlock()
+	s.unlock()
 	if closed {
 		return nil, errors.New("this session is closing, so no agent starts; the call was not run")
 	}
@@ -164,7 +164,7 @@ func (s *Set) prepare(env tools.Env, raw json.RawMessage) (*prepared, error) {
 
 	s.mu.Lock()
 	handle := s.newHandleLocked(name)
-	s.mu.Unlock()
+	s.unlock()
 	p.call = agents.Call{
 		Agent: name, Prompt: a.Prompt, Dir: dir, Workspace: ws, Model: a.Model, Effort: a.Effort,
 		Timeout: timeout, Handle: handle, SessionID: s.opts.SessionID, Depth: s.opts.Depth,
@@ -384,23 +384,23 @@ func (s *Set) run(ctx context.Context, env tools.Env, p *prepared) (tools.Result
 	var j *job
 	s.mu.Lock()
 	if s.closed {
-		s.mu.Unlock()
+		s.unlock()
 		return tools.Failed("this session is closing, so no agent starts; the call was not run"), nil
 	}
 	if p.background {
 		if err := s.roomForJobLocked(); err != nil {
-			s.mu.Unlock()
+			s.unlock()
 			return tools.Failed(err.Error()), nil
 		}
 	}
 	if err := s.beginTurnLocked(p, &call); err != nil {
-		s.mu.Unlock()
+		s.unlock()
 		return tools.Failed(err.Error()), nil
 	}
 	if p.background {
 		j = s.startJobLocked(p, call)
 	}
-	s.mu.Unlock()
+	s.unlock()
 
 	if j != nil {
 		out := jobStarted{Job: j.id, Agent: call.Agent, Session: call.Conversation, Status: agents.StatusRunning, Background: true}

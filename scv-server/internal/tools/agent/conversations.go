@@ -31,7 +31,7 @@ type conversation struct {
 // the model can act on.
 func (s *Set) conversation(handle string) (*conversation, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	s.expireLocked()
 	c := s.convs[handle]
 	if c == nil {
@@ -75,7 +75,7 @@ func (s *Set) expireLocked() {
 	now := s.opts.Now()
 	for h, c := range s.convs {
 		if !c.busy && now.Sub(c.used) >= s.opts.ConversationIdle {
-			delete(s.convs, h)
+			s.forgetLocked(h)
 		}
 	}
 }
@@ -84,7 +84,7 @@ func (s *Set) expireLocked() {
 // one is running a turn, so none can be forgotten to make room.
 func (s *Set) roomForConversation() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	s.expireLocked()
 	if len(s.convs) < s.opts.MaxConversations || s.lruIdleLocked() != nil {
 		return nil
@@ -132,7 +132,7 @@ func (s *Set) beginTurnLocked(p *prepared, call *agents.Call) error {
 			if lru == nil {
 				return s.fullError()
 			}
-			delete(s.convs, lru.handle)
+			s.forgetLocked(lru.handle)
 		}
 		s.convNext[call.Agent]++
 		h := call.Agent + "-" + strconv.Itoa(s.convNext[call.Agent])
@@ -152,7 +152,7 @@ func (s *Set) endTurn(call agents.Call, res *agents.Result) {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	c := s.convs[call.Conversation]
 	if c == nil {
 		return
@@ -163,8 +163,39 @@ func (s *Set) endTurn(call agents.Call, res *agents.Result) {
 		c.cli = res.CLISession
 	}
 	if c.cli == "" {
-		delete(s.convs, c.handle)
+		s.forgetLocked(c.handle)
 		return
 	}
 	res.Session, res.Turn = c.handle, call.Turn
+	if s.closed {
+		// The session ended while the turn ran: its handles end with it.
+		s.forgetLocked(c.handle)
+	}
+}
+
+// forgetLocked forgets the conversation h; its CLI session goes to the
+// OnForget hook once s.mu is released (unlock). s.mu must be held.
+func (s *Set) forgetLocked(h string) {
+	c := s.convs[h]
+	if c == nil {
+		return
+	}
+	delete(s.convs, h)
+	if c.cli != "" && s.opts.OnForget != nil {
+		s.forgotten = append(s.forgotten, forgotten{agent: c.agent, cli: c.cli})
+	}
+}
+
+// forgotten is a forgotten conversation whose hook call is pending.
+type forgotten struct{ agent, cli string }
+
+// unlock releases s.mu, then tells OnForget of the conversations
+// forgotten meanwhile, outside the lock since it touches files.
+func (s *Set) unlock() {
+	pending := s.forgotten
+	s.forgotten = nil
+	s.mu.Unlock()
+	for _, f := range pending {
+		s.opts.OnForget(f.agent, f.cli)
+	}
 }

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,5 +186,52 @@ func TestConversationIdleExpiry(t *testing.T) {
 	fx.clock.advance(time.Hour)
 	if _, err := fx.prepare(NameAgent, map[string]any{"session": "claude-1", "prompt": "x"}); err == nil || !strings.HasPrefix(err.Error(), "conversation claude-1 has ended") {
 		t.Fatalf("expired conversation: %v", err)
+	}
+}
+
+// TestOnForget checks that every way a conversation is forgotten hands its
+// CLI session to OnForget (so its marker goes), and only once.
+func TestOnForget(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	fx := newFixture(t, []string{"claude", "codex"}, func(o *Options) {
+		o.MaxConversations = 2
+		o.ConversationIdle = time.Hour
+		o.OnForget = func(agent, cli string) {
+			mu.Lock()
+			got = append(got, agent+":"+cli)
+			mu.Unlock()
+		}
+	})
+	forgot := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+	fx.call(NameAgent, map[string]any{"agent": "codex", "prompt": "a"}) // codex-1, thread-1
+	fx.clock.advance(time.Minute)
+	fx.call(NameAgent, map[string]any{"agent": "claude", "prompt": "b"}) // claude-1
+	claude := fx.fakes["claude"].lastRun(t).NewCLISession
+	fx.clock.advance(time.Minute)
+	fx.call(NameAgent, map[string]any{"agent": "codex", "prompt": "c"}) // codex-2 evicts codex-1
+	if g := forgot(); !slices.Equal(g, []string{"codex:thread-1"}) {
+		t.Fatalf("after eviction %v", g)
+	}
+	fx.clock.advance(2 * time.Hour)
+	// Both idle conversations expire; the check that finds them does it.
+	if _, err := fx.prepare(NameAgent, map[string]any{"session": "claude-1", "prompt": "x"}); err == nil {
+		t.Fatal("claude-1 did not expire")
+	}
+	g := forgot()
+	slices.Sort(g[1:])
+	if want := []string{"codex:thread-1", "claude:" + claude, "codex:thread-2"}; !slices.Equal(g, want) {
+		t.Fatalf("after expiry %v, want %v", g, want)
+	}
+	// Close forgets what is left.
+	fx.call(NameAgent, map[string]any{"agent": "claude", "prompt": "d"})
+	last := fx.fakes["claude"].lastRun(t).NewCLISession
+	fx.set.Close(context.Background())
+	if g := forgot(); len(g) != 4 || g[3] != "claude:"+last {
+		t.Fatalf("after close %v", g)
 	}
 }

@@ -42,7 +42,7 @@ type job struct {
 // roomForJob refuses a background call beyond agent.max_background.
 func (s *Set) roomForJob() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	return s.roomForJobLocked()
 }
 
@@ -75,7 +75,7 @@ func (s *Set) startJobLocked(p *prepared, call agents.Call) *job {
 		res := s.runCall(ctx, p.backend, call, func(line string) {
 			s.mu.Lock()
 			j.progress = line
-			s.mu.Unlock()
+			s.unlock()
 		})
 		s.finishJob(j, res)
 	}()
@@ -100,7 +100,7 @@ func (s *Set) finishJob(j *job, res agents.Result) {
 		s.unreported = append(s.unreported, j)
 	}
 	close(j.done)
-	s.mu.Unlock()
+	s.unlock()
 	if !report {
 		return
 	}
@@ -134,7 +134,7 @@ func (s *Set) buildReport() (protocol.Origin, string, bool) {
 	for i, j := range batch {
 		views[i] = s.viewLocked(j)
 	}
-	s.mu.Unlock()
+	s.unlock()
 	if len(batch) == 0 {
 		return protocol.Origin{}, "", false
 	}
@@ -215,7 +215,7 @@ func (s *Set) viewLocked(j *job) jobView {
 func (s *Set) lookupJob(id string) (*job, error) {
 	id = strings.TrimSpace(id)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	j := s.jobs[id]
 	if j == nil {
 		return nil, fmt.Errorf("there is no job %q in this session (it remembers its running jobs and its %d newest finished ones); agent_status lists them", id, rememberFinished)
@@ -284,7 +284,7 @@ func (t *waitTool) Prepare(_ tools.Env, raw json.RawMessage) (*tools.Plan, error
 			if j.finished {
 				j.seen = true
 			}
-			s.mu.Unlock()
+			s.unlock()
 			return tools.Result{Success: v.Status == agents.StatusRunning || v.Status == agents.StatusCompleted, Output: encode(v)}, nil
 		},
 	}, nil
@@ -316,7 +316,7 @@ func (t *statusTool) Prepare(_ tools.Env, raw json.RawMessage) (*tools.Plan, err
 		if j.finished {
 			j.seen = true
 		}
-		s.mu.Unlock()
+		s.unlock()
 		return tools.Result{Success: true, Output: encode(v)}, nil
 	}}, nil
 }
@@ -340,7 +340,7 @@ func (s *Set) listJobs() string {
 			j.seen = true
 		}
 	}
-	s.mu.Unlock()
+	s.unlock()
 	if len(views) > 0 {
 		share := s.opts.OutputLimit / (2 * len(views))
 		for i := range views {
@@ -384,7 +384,7 @@ func (t *cancelTool) Prepare(_ tools.Env, raw json.RawMessage) (*tools.Plan, err
 			if !already {
 				j.stopped = true
 			}
-			s.mu.Unlock()
+			s.unlock()
 			if !already {
 				j.cancel()
 				timer := time.NewTimer(cancelSettle)
@@ -413,7 +413,7 @@ func (t *cancelTool) Prepare(_ tools.Env, raw json.RawMessage) (*tools.Plan, err
 			if j.finished {
 				j.seen = true
 			}
-			s.mu.Unlock()
+			s.unlock()
 			return tools.Result{Success: true, Output: encode(v)}, nil
 		},
 	}, nil
