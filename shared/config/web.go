@@ -11,7 +11,7 @@ const (
 	maxFetchBytes    = 64 << 20
 	maxRedirectLimit = 20
 	maxFetchSeconds  = 3600
-	maxSearchResults = 50
+	maxSearchResults = 20
 )
 
 var searchBackends = []string{SearchProvider, SearchSearXNG, SearchBrave}
