@@ -5,7 +5,6 @@ go 1.26.7
 require github.com/scv-cli/scv/shared v0.0.0
 
 require (
-	charm.land/bubbles/v2 v2.2.1 // indirect
 	charm.land/bubbletea/v2 v2.1.1 // indirect
 	charm.land/glamour/v2 v2.0.1 // indirect
 	charm.land/lipgloss/v2 v2.1.0 // indirect
