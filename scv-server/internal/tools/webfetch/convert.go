@@ -3,6 +3,7 @@ package webfetch
 import (
 	"bytes"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -119,6 +120,15 @@ func convertHTML(src []byte, baseURL string) page {
 	doc := goquery.NewDocumentFromNode(root)
 	guardTables(doc)
 	title := collapseSpace(doc.Find("title").First().Text())
+	if href, ok := doc.Find("base[href]").First().Attr("href"); ok {
+		// Relative links resolve against <base href>, itself relative to
+		// the page's URL.
+		if b, err := url.Parse(baseURL); err == nil {
+			if r, err := b.Parse(strings.TrimSpace(href)); err == nil && (r.Scheme == "http" || r.Scheme == "https") {
+				baseURL = r.String()
+			}
+		}
+	}
 	content := stripChrome(doc)
 	out, err := htmlConverter.ConvertNode(content, converter.WithDomain(baseURL))
 	if err != nil {

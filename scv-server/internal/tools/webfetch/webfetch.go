@@ -318,6 +318,7 @@ func (t *Tool) run(ctx context.Context, env tools.Env, u *url.URL, auto bool, of
 		return tools.Result{}, err
 	}
 	key := fmt.Sprintf("%t %s", auto, u)
+	requested := u.String()
 	doc, ok := (*document)(nil), false
 	if offset > 0 {
 		doc, ok = t.cache.get(key)
@@ -338,7 +339,7 @@ func (t *Tool) run(ctx context.Context, env tools.Env, u *url.URL, auto bool, of
 	if limit <= 0 {
 		limit = defaultOutputLimit
 	}
-	return render(doc, offset, limit), nil
+	return render(doc, requested, offset, limit), nil
 }
 
 // toDocument converts a response body to text.
@@ -366,13 +367,18 @@ func safeConvert(src []byte, base string) (p page) {
 }
 
 // render returns the part of doc starting at character offset, within
-// limit bytes including its header and footer.
-func render(doc *document, offset int64, limit int) tools.Result {
+// limit bytes including its header and footer. requested is the URL asked
+// for; the header names it when redirects led elsewhere.
+func render(doc *document, requested string, offset int64, limit int) tools.Result {
 	if offset > int64(doc.Runes) {
 		return tools.Failed(fmt.Sprintf("offset %d is past the end of the text of %s, which has %d characters", offset, doc.URL, doc.Runes))
 	}
 	var head strings.Builder
-	fmt.Fprintf(&head, "URL: %s\nStatus: %s\nContent-Type: %s\n", doc.URL, doc.Status, doc.ContentType)
+	fmt.Fprintf(&head, "URL: %s\n", doc.URL)
+	if requested != doc.URL {
+		fmt.Fprintf(&head, "Redirected from: %s\n", requested)
+	}
+	fmt.Fprintf(&head, "Status: %s\nContent-Type: %s\n", doc.Status, doc.ContentType)
 	if doc.Title != "" {
 		fmt.Fprintf(&head, "Title: %s\n", truncateBytes(doc.Title, 300))
 	}

@@ -219,6 +219,11 @@ y := 2</code></pre><p>inline <code>f()</code></p>`,
 			not:  []string{"[3]", "javascript"},
 		},
 		{
+			name: "base href",
+			html: `<head><base href="/docs/v2/"></head><body><p><a href="intro">Intro</a> <a href="https://x.test/abs">Abs</a></p></body>`,
+			want: []string{"[1]: https://site.test/docs/v2/intro", "[2]: https://x.test/abs"},
+		},
+		{
 			name: "chrome dropped",
 			html: `<html><head><title>T</title><style>.a{}</style><script>var secret=1</script></head><body>
 <header><a href="/">Home</a> site banner</header><nav><a href="/a">Menu item</a></nav>
@@ -529,7 +534,7 @@ func TestRedirects(t *testing.T) {
 	})
 	tool := newTool(Options{MaxRedirects: 3}, srv)
 	res := call(t, tool, env(0), map[string]any{"url": srv.URL + "/r/3"})
-	if !res.Success || !strings.Contains(res.Output, "URL: "+srv.URL+"/r/0\n") || !strings.Contains(res.Output, "arrived") {
+	if !res.Success || !strings.HasPrefix(res.Output, "URL: "+srv.URL+"/r/0\nRedirected from: "+srv.URL+"/r/3\nStatus: 200 OK\n") || !strings.Contains(res.Output, "arrived") {
 		t.Fatalf("3 redirects:\n%s", res.Output)
 	}
 	wantFailed(t, call(t, tool, env(0), map[string]any{"url": srv.URL + "/r/4"}), "redirected more than 3 times")
