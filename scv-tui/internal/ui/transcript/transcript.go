@@ -73,8 +73,11 @@ type stream struct {
 	buf       strings.Builder
 	stableEnd int // bytes of buf up to and including the last '\n'
 	stableW   int
-	stable    []string // wrapped lines of buf[:stableEnd] at stableW
-	wrapped   int      // bytes of buf already in stable
+	// lines[:stable] are the wrapped lines of buf[:wrapped] at stableW;
+	// the rest are the partial last line's, rebuilt in place per render.
+	lines   []string
+	stable  int
+	wrapped int // bytes of buf already in lines[:stable]
 }
 
 // pos is a scroll position: line `line` of item `idx`.
@@ -565,29 +568,32 @@ func (t *Transcript) streamLines(it *item) []string {
 	w := t.width
 	text := s.buf.String()
 	if s.stableW != w {
-		s.stable = s.stable[:0]
+		s.lines = s.lines[:0]
+		s.stable = 0
 		s.wrapped = 0
 		s.stableW = w
 	}
+	// Lines are appended in place, never copied: a delta costs the size
+	// of its own line, not of the reply so far. The slice returned is
+	// valid until the next call.
 	if s.wrapped < s.stableEnd {
 		seg := text[s.wrapped : s.stableEnd-1] // without the final '\n'
-		start := len(s.stable)
+		s.lines = s.lines[:s.stable]
 		for _, l := range wrap.Lines(seg, w-2) {
-			s.stable = append(s.stable, "  "+t.st.Assistant.Render(l))
+			s.lines = append(s.lines, "  "+t.st.Assistant.Render(l))
 		}
-		clip(s.stable[start:], w)
+		clip(s.lines[s.stable:], w)
+		s.stable = len(s.lines)
 		s.wrapped = s.stableEnd
 	}
-	tail := text[s.stableEnd:]
-	lines := make([]string, 0, len(s.stable)+4)
-	lines = append(lines, s.stable...)
-	start := len(lines)
-	for _, l := range wrap.Lines(tail+"▍", w-2) {
-		lines = append(lines, "  "+t.st.Assistant.Render(l))
+	s.lines = s.lines[:s.stable]
+	for _, l := range wrap.Lines(text[s.stableEnd:]+"▍", w-2) {
+		s.lines = append(s.lines, "  "+t.st.Assistant.Render(l))
 	}
-	clip(lines[start:], w)
+	clip(s.lines[s.stable:], w)
+	s.lines = append(s.lines, "")
 	it.dirty = false
-	return append(lines, "")
+	return s.lines
 }
 
 // View renders the visible lines, exactly height lines of at most width
