@@ -369,3 +369,35 @@ func FuzzArgs(f *testing.F) {
 		}
 	})
 }
+
+func FuzzPrivateEnv(f *testing.F) {
+	f.Add("codex", "OPENAI_API_KEY=x\x00PATH=/bin\x00HOME=/h\x00CODEX_HOME=/c\x00SCV_PARENT=a")
+	f.Fuzz(func(t *testing.T, agent, block string) {
+		a, ok := Get(agent)
+		if !ok {
+			a, _ = Get(Grok)
+		}
+		env, err := a.PrivateEnv(strings.Split(block, "\x00"), "/srv/scv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, kv := range env {
+			name, value, ok := strings.Cut(kv, "=")
+			if !ok || name == "" || seen[name] {
+				t.Fatalf("entry %q in %q", kv, env)
+			}
+			seen[name] = true
+			own := name == a.StateVar || slices.Contains(privateVars, name) || slices.ContainsFunc(a.ExtraEnv, func(e string) bool { return strings.HasPrefix(e, name+"=") })
+			if Scrubbed(name) && !own {
+				t.Fatalf("scrubbed %s inherited", name)
+			}
+			if name == "HOME" && value != "/srv/scv/agents/"+a.Name {
+				t.Fatalf("HOME = %q", value)
+			}
+		}
+		if !seen["HOME"] || !seen["SCV_HOME"] {
+			t.Fatalf("private variables missing: %q", env)
+		}
+	})
+}

@@ -385,3 +385,31 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+func FuzzTail(f *testing.F) {
+	f.Add([]byte("hello world, a tail"), 7, 3)
+	f.Fuzz(func(t *testing.T, data []byte, max, chunk int) {
+		if max <= 0 || max > 4096 {
+			max = 16
+		}
+		if chunk <= 0 {
+			chunk = 1
+		}
+		tl := Tail{Max: max}
+		for d := data; len(d) > 0; {
+			k := min(chunk, len(d))
+			_, _ = tl.Write(d[:k])
+			d = d[k:]
+		}
+		want := data
+		if len(want) > max {
+			want = want[len(want)-max:]
+		}
+		if got := tl.Bytes(); !bytes.Equal(got, want) || tl.Total() != int64(len(data)) {
+			t.Fatalf("tail %q, want %q", got, want)
+		}
+		if s := tl.String(); !utf8.ValidString(s) || len(s) > 3*max {
+			t.Fatalf("string %q", s)
+		}
+	})
+}
