@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/scv-cli/scv/shared v0.0.0
 	github.com/spf13/cobra v1.10.2
+	go.uber.org/goleak v1.3.0
 	golang.org/x/term v0.48.0
 )
 

@@ -147,6 +147,9 @@ func readKey(f *cmdutil.Factory, prompt string) (string, error) {
 	} else {
 		key, err = f.ReadLine(bufio.NewReader(f.IO.In))
 	}
+	if err != nil && !f.StdinIsTerminal() {
+		return "", fmt.Errorf("no key was given (%v); paste it at the prompt, or pipe it on stdin", err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("cannot read the key: %w", err)
 	}
