@@ -97,8 +97,8 @@ type Options struct {
 	MaxConversations int
 	// ConversationIdle is agent.conversation_idle_seconds (default 1 day).
 	ConversationIdle time.Duration
-	// OutputLimit is tools.output_limit_bytes, which bounds report turns
-	// and job listings; a call's tools.Env.OutputLimit is used when set.
+	// OutputLimit is tools.output_limit_bytes, which bounds the replies in
+	// report turns and job listings (a backend bounds its own reply).
 	OutputLimit int
 	// OnForget, when set, is called with the agent and CLI session id of
 	// each conversation the session forgets (evicted, expired, or at
@@ -252,6 +252,28 @@ func (s *Set) Outstanding() int {
 		}
 	}
 	return n
+}
+
+// ScheduleReports asks the host for a report turn again when finished
+// jobs the model has not seen are waiting, for a session that dropped its
+// pending server-started turns (such as at session.clear). It reports
+// whether it asked.
+func (s *Set) ScheduleReports() bool {
+	s.mu.Lock()
+	waiting := false
+	for _, j := range s.unreported {
+		waiting = waiting || !j.seen
+	}
+	ask := waiting && !s.closed && s.opts.Host != nil
+	s.unlock()
+	if !ask {
+		return false
+	}
+	if err := s.opts.Host.ScheduleServerTurn(s.buildReport); err != nil {
+		s.log.Warn("Could not schedule the report of background agent jobs", "session", s.opts.SessionID, "err", err)
+		return false
+	}
+	return true
 }
 
 // Close ends the session's jobs and conversations: it refuses new calls,

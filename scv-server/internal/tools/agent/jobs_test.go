@@ -377,3 +377,24 @@ func TestWaitCancelledTurn(t *testing.T) {
 		t.Fatalf("job %+v", v)
 	}
 }
+
+func TestScheduleReportsAgain(t *testing.T) {
+	fx := newFixture(t, []string{"dsh"}, func(o *Options) { o.Prefer = []string{"dsh"} })
+	if fx.set.ScheduleReports() {
+		t.Fatal("asked with nothing to report")
+	}
+	fx.call(NameAgent, map[string]any{"prompt": "x", "background": true})
+	fx.host.waitScheduled(t, 1)
+	<-fx.set.jobs["job-1"].done
+	// The session dropped that turn (session.clear); asking again brings
+	// the report back.
+	if !fx.set.ScheduleReports() {
+		t.Fatal("did not ask again")
+	}
+	if origin, _, ok := fx.host.build(t, 1); !ok || !slices.Equal(origin.Jobs, []string{"job-1"}) {
+		t.Fatalf("report %v %+v", ok, origin)
+	}
+	if fx.set.ScheduleReports() {
+		t.Fatal("asked again after the report")
+	}
+}
