@@ -60,6 +60,7 @@ var (
 		"nav": true, "navbar": true, "navigation": true, "menu": true, "breadcrumb": true, "breadcrumbs": true,
 		"sidebar": true, "cookie": true, "cookies": true, "consent": true, "advert": true, "advertisement": true,
 		"ads": true, "social": true, "share": true, "sharing": true, "newsletter": true, "promo": true, "masthead": true,
+		"related": true, "recommended": true, "outbrain": true, "taboola": true, "sponsored": true,
 	}
 	chromeNames = map[string]bool{
 		"skiplink": true, "siteheader": true, "sitefooter": true, "globalheader": true, "globalfooter": true,

@@ -227,12 +227,12 @@ y := 2</code></pre><p>inline <code>f()</code></p>`,
 			name: "chrome dropped",
 			html: `<html><head><title>T</title><style>.a{}</style><script>var secret=1</script></head><body>
 <header><a href="/">Home</a> site banner</header><nav><a href="/a">Menu item</a></nav>
-<div class="sidebar">side stuff</div><aside>aside text</aside>
+<div class="sidebar">side stuff</div><aside>aside text</aside><div class="story-related">more stories</div><div id="cookie_banner">accept</div>
 <p>Body text.</p><form><input name=q><button>Search</button></form>
 <div hidden>hidden one</div><div style="display: none">hidden two</div><span aria-hidden="true">hidden three</span>
 <footer>copyright footer</footer><noscript>enable js</noscript></body></html>`,
 			want: []string{"Body text."},
-			not:  []string{"secret", "banner", "Menu item", "side stuff", "aside text", "Search", "hidden", "copyright", "enable js", ".a{}"},
+			not:  []string{"secret", "banner", "more stories", "accept", "Menu item", "side stuff", "aside text", "Search", "hidden", "copyright", "enable js", ".a{}"},
 		},
 		{
 			name: "article header kept",
