@@ -233,7 +233,7 @@ func TestPsAndKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := w.run("", "ps")
-	want(t, out, 0, "HANDLE", "codex-3f9a2c", "sess-1", "codex-2 turn 3", "running", "2m05s", "/work/proj", "scv-1a", "background", "1 orphans await cleanup")
+	want(t, out, 0, "HANDLE", "codex-3f9a2c", "sess-1", "codex-2 turn 3", "running", "2m0", "/work/proj", "scv-1a", "background", "1 orphans await cleanup")
 	if strings.Contains(out.stdout, "pi-0rphan") {
 		t.Fatalf("ps lists an orphan without --all:\n%s", out.stdout)
 	}
