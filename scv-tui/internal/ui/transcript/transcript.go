@@ -621,12 +621,18 @@ func (t *Transcript) visible() []string {
 			chunks = append(chunks, l)
 			n += len(l)
 		}
-		out := make([]string, 0, n)
+		// Copy only the last h lines: the oldest chunk may be a long
+		// reply of which a few lines show.
+		out := make([]string, 0, min(n, h))
+		skip := max(n-h, 0)
 		for i := len(chunks) - 1; i >= 0; i-- {
-			out = append(out, chunks[i]...)
-		}
-		if len(out) > h {
-			out = out[len(out)-h:]
+			c := chunks[i]
+			if skip >= len(c) {
+				skip -= len(c)
+				continue
+			}
+			out = append(out, c[skip:]...)
+			skip = 0
 		}
 		return out
 	}

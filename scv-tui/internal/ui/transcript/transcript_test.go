@@ -3,6 +3,7 @@ package transcript
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -324,5 +325,36 @@ func TestCacheBounded(t *testing.T) {
 	tr.Home()
 	if v := golden.Plain(tr.View()); !strings.HasPrefix(v, "• notice 0 ") {
 		t.Errorf("after eviction Home shows %q", v)
+	}
+}
+
+// TestDeltaCostIndependentOfReplyLength checks that one delta and a view
+// allocate about the same bytes early and late in a long reply, and
+// whatever the transcript's length.
+func TestDeltaCostIndependentOfReplyLength(t *testing.T) {
+	measure := func(items, lines int) float64 {
+		tr := newT(80, 20)
+		for i := range items {
+			tr.AddUser(fmt.Sprintf("prompt %d", i))
+		}
+		for range lines {
+			tr.Delta("a full line of streamed text\n")
+		}
+		tr.View()
+		const runs = 200
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			tr.Delta("x ")
+			tr.View()
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.TotalAlloc-before.TotalAlloc) / runs
+	}
+	base := measure(10, 10)
+	for _, c := range []struct{ items, lines int }{{10, 10_000}, {9_000, 10}, {9_000, 10_000}} {
+		if got := measure(c.items, c.lines); got > 2*base+1024 {
+			t.Errorf("%d items, %d reply lines: %.0f bytes allocated per delta, %.0f for a short reply", c.items, c.lines, got, base)
+		}
 	}
 }
