@@ -78,6 +78,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 	root.CompletionOptions.DisableDefaultCmd = true
 
 	root.AddCommand(
+		newCmdAgents(f, nil),
 		config.NewCmdConfig(f, nil, nil),
 		exec.NewCmdExec(f, nil),
 		server.NewCmdServer(f, nil),
