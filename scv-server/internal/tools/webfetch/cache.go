@@ -6,7 +6,9 @@ import (
 )
 
 // Cache bounds: a session keeps the last few pages it fetched, so that
-// reading a long page part by part downloads it once.
+// reading a long page part by part downloads it once. The byte bound grows
+// to twice MaxBytes when that is larger, so one page of the largest
+// allowed download always fits.
 const (
 	cacheEntries = 8
 	cacheBytes   = 8 << 20

@@ -108,7 +108,7 @@ func New(o Options) *Tool {
 	if o.UserAgent == "" {
 		o.UserAgent = version.UserAgent()
 	}
-	t := &Tool{opts: o, policy: o.Policy, cache: newCache(cacheEntries, cacheBytes), exact: map[string]bool{}}
+	t := &Tool{opts: o, policy: o.Policy, cache: newCache(cacheEntries, max(cacheBytes, int(min(2*o.MaxBytes, 1<<30)))), exact: map[string]bool{}}
 	if t.policy == nil {
 		t.policy = &netguard.Policy{AllowPrivate: o.AllowPrivate}
 	}
