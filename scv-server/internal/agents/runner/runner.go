@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/agents"
@@ -90,6 +91,9 @@ type Options struct {
 type Runner struct {
 	opts     Options
 	adapters []agentadapters.Adapter
+	// backends are made once, one per adapter, so Plan and Run of a call
+	// meet on the same backend whichever way it was obtained.
+	backends []*backend
 	log      *slog.Logger
 }
 
@@ -108,15 +112,18 @@ func New(opts Options) *Runner {
 	if r.log == nil {
 		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	for _, a := range r.adapters {
+		r.backends = append(r.backends, &backend{r: r, a: a})
+	}
 	return r
 }
 
 // Backend returns the backend of the agent name, whether or not it is
 // installed (Plan reports a missing executable).
 func (r *Runner) Backend(name string) (agents.Backend, bool) {
-	for _, a := range r.adapters {
-		if a.Name == name {
-			return &backend{r: r, a: a}, true
+	for _, b := range r.backends {
+		if b.a.Name == name {
+			return b, true
 		}
 	}
 	return nil, false
@@ -131,14 +138,14 @@ func (r *Runner) Offered(env paths.Env) []agents.Backend {
 		env = r.opts.Env
 	}
 	var out []agents.Backend
-	for _, a := range r.adapters {
-		if _, err := a.Lookup(env); err != nil {
+	for _, b := range r.backends {
+		if _, err := b.a.Lookup(env); err != nil {
 			continue
 		}
-		if st := agentauth.Check(r.opts.Home, a.Name, env); st.Checked && !st.SignedIn {
+		if st := agentauth.Check(r.opts.Home, b.a.Name, env); st.Checked && !st.SignedIn {
 			continue
 		}
-		out = append(out, &backend{r: r, a: a})
+		out = append(out, b)
 	}
 	return out
 }
@@ -150,10 +157,49 @@ func InstanceID(home string) string {
 	return "scv-" + hex.EncodeToString(sum[:6])
 }
 
+// maxPlanned bounds the launches remembered between Plan and Run (calls
+// that were planned but never run, such as denied ones, are forgotten
+// oldest first).
+const maxPlanned = 32
+
 // backend runs one agent.
 type backend struct {
 	r *Runner
 	a agentadapters.Adapter
+
+	mu sync.Mutex
+	// planned holds the executable Plan resolved for a handle, so Run
+	// starts the program the approval showed even if PATH or the install
+	// directories changed in between.
+	planned map[string]string
+	order   []string
+}
+
+func (b *backend) remember(handle, exe string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.planned == nil {
+		b.planned = map[string]string{}
+	}
+	if _, ok := b.planned[handle]; !ok {
+		b.order = append(b.order, handle)
+	}
+	b.planned[handle] = exe
+	for len(b.order) > maxPlanned {
+		delete(b.planned, b.order[0])
+		b.order = b.order[1:]
+	}
+}
+
+func (b *backend) take(handle string) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	exe, ok := b.planned[handle]
+	if ok {
+		delete(b.planned, handle)
+		b.order = slices.DeleteFunc(b.order, func(h string) bool { return h == handle })
+	}
+	return exe, ok
 }
 
 // Descriptor implements agents.Backend.
@@ -193,13 +239,28 @@ func (b *backend) outputFile(call agents.Call) (string, error) {
 // vector and the directory Run would start. A missing executable wraps
 // ErrUnavailable; a selection the agent does not take wraps
 // agentadapters.ErrUnsupportedOption.
+//
+// Run starts the executable Plan resolved for the same handle, so what
+// runs is what the approval showed.
 func (b *backend) Plan(call agents.Call) (agents.Launch, error) {
+	l, err := b.plan(call, "")
+	if err == nil && call.Handle != "" {
+		b.remember(call.Handle, l.Executable)
+	}
+	return l, err
+}
+
+// plan builds the launch of call; exe, when set, is the executable Plan
+// resolved before the approval, which is not looked up again.
+func (b *backend) plan(call agents.Call, exe string) (agents.Launch, error) {
 	if call.Agent != "" && call.Agent != b.a.Name {
 		return agents.Launch{}, fmt.Errorf("call for %s handed to the %s backend", call.Agent, b.a.Name)
 	}
-	exe, err := b.a.Lookup(b.r.opts.Env)
-	if err != nil {
-		return agents.Launch{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	if exe == "" {
+		var err error
+		if exe, err = b.a.Lookup(b.r.opts.Env); err != nil {
+			return agents.Launch{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 	}
 	if !filepath.IsAbs(call.Dir) {
 		return agents.Launch{}, fmt.Errorf("the directory to run %s in, %q, is not an absolute path", b.a.Name, call.Dir)
@@ -262,7 +323,9 @@ func (b *backend) Run(ctx context.Context, call agents.Call, progress func(strin
 		b.hint(&res)
 		return res
 	}
-	launch, err := b.Plan(call)
+	// Start what the approval showed; if it is gone, the start fails.
+	approved, _ := b.take(call.Handle)
+	launch, err := b.plan(call, approved)
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			return fail(agents.ErrorUnavailable, "%s", strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": "))

@@ -478,7 +478,7 @@ func TestRecords(t *testing.T) {
 	// pi reads --mode json: make the fake's Bash line a pi tool event.
 	a, _ := agentadapters.Get("pi")
 	a.Path, a.PreArgs, a.Format = "/bin/bash", []string{script(t)}, agentadapters.FormatStreamJSON
-	f.r.adapters = []agentadapters.Adapter{a}
+	f.r = New(Options{Home: f.home, BaseEnv: f.r.opts.BaseEnv, Adapters: []agentadapters.Adapter{a}})
 	res := f.run(t, ctx, call, progress)
 	if res.Status != agents.StatusCancelled {
 		t.Errorf("result %+v", res)
@@ -621,5 +621,42 @@ func TestTimedOutTurnKeepsItsSession(t *testing.T) {
 	}
 	if res.Status != agents.StatusTimeout || res.CLISession != "11111111-2222-4333-8444-555555555555" || res.Session != "claude-1" || res.Turn != 1 {
 		t.Errorf("result %+v", res)
+	}
+}
+
+func TestRunStartsThePlannedExecutable(t *testing.T) {
+	// Plan resolves the executable shown for approval; Run starts that
+	// one even if the lookup would now find another.
+	bin1, bin2 := t.TempDir(), t.TempDir()
+	for _, d := range []string{bin1, bin2} {
+		// Copies of /bin/true; the test removes the first after Plan and
+		// expects Run to fail starting it rather than find the second.
+		data, err := os.ReadFile("/bin/true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "dsh"), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := agentadapters.Get("dsh")
+	env := paths.MapEnv(map[string]string{"HOME": t.TempDir(), "PATH": bin1 + ":" + bin2})
+	f := newFake(t, Options{Adapters: []agentadapters.Adapter{a}, Env: env})
+	b, _ := f.r.Backend("dsh")
+	call := f.call("dsh", "x")
+	launch, err := b.Plan(call)
+	if err != nil || launch.Executable != filepath.Join(bin1, "dsh") {
+		t.Fatalf("Plan = %+v, %v", launch, err)
+	}
+	if err := os.Remove(filepath.Join(bin1, "dsh")); err != nil {
+		t.Fatal(err)
+	}
+	res := f.run(t, context.Background(), call, nil)
+	if res.Status != agents.StatusFailed || res.Kind != agents.ErrorUnavailable || !strings.Contains(res.Error, filepath.Join(bin1, "dsh")) {
+		t.Errorf("result %+v; want the approved executable's start failure", res)
+	}
+	// A call that was not planned looks the executable up at run time.
+	if res := f.run(t, context.Background(), f.call("dsh", "x"), nil); res.Status != agents.StatusCompleted {
+		t.Errorf("unplanned run %+v", res)
 	}
 }
