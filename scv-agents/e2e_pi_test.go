@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/scv-cli/scv/shared/fakeopenai"
+)
+
+// piPackage is the npm package of the pi coding agent.
+const piPackage = "@mariozechner/pi-coding-agent"
+
+// installPi installs pi into the repository's .cache/npm (never committed)
+// unless it is there already, and returns its executable. The test is
+// skipped when Node.js or npm is missing.
+func installPi(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("Node.js is not installed (no node on PATH), so the end-to-end test with the real pi CLI cannot run; install Node.js 20 or later to run it")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm is not installed, so pi cannot be installed for the end-to-end test; install npm to run it")
+	}
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := filepath.Join(repo, ".cache", "npm")
+	pi := filepath.Join(prefix, "node_modules", ".bin", "pi")
+	if _, err := os.Stat(pi); err == nil {
+		return pi
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--prefix", prefix, piPackage).CombinedOutput()
+	if err != nil {
+		t.Fatalf("npm install %s failed (the test needs the npm registry once; later runs use %s): %v\n%s", piPackage, prefix, err, out)
+	}
+	if _, err := os.Stat(pi); err != nil {
+		t.Fatalf("npm installed %s but %s is missing", piPackage, pi)
+	}
+	return pi
+}
+
+// TestE2EPiOnSCVProvider imports SCV's provider (the fake OpenAI server,
+// Responses API, key from api_key_env) into pi's private home with the real
+// scv-agents binary, then runs the real pi CLI the way the adapter launches
+// it (argument vector, private environment) and checks the reply, the key
+// and the headers the fake received.
+func TestE2EPiOnSCVProvider(t *testing.T) {
+	piPath := installPi(t)
+	srv := fakeopenai.NewServer()
+	defer srv.Close()
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("pong ", "from the fake"), fakeopenai.Usage(21, 4)))
+
+	w := newWorld(t)
+	w.write("config.toml", `[provider]
+active = "fake"
+[providers.fake]
+base_url = "`+srv.URL()+`"
+wire_api = "responses"
+model = "fake-model-1"
+api_key_env = "FAKE_PROVIDER_TOKEN"
+`)
+	w.extra = []string{"FAKE_PROVIDER_TOKEN=" + secret}
+	want(t, w.run("", "import", "pi", "--from-scv-provider"), 0, "pi now uses SCV's provider fake", `model "fake-model-1"`)
+	want(t, w.run("", "status"), 0, `default provider scv, openai-responses API at 127.0.0.1`, "up to date")
+
+	a, ok := agentadapters.Get(agentadapters.Pi)
+	if !ok {
+		t.Fatal("no pi adapter")
+	}
+	a.Path = piPath
+	exe, err := a.Lookup(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := a.Args(agentadapters.Invocation{Prompt: "Reply with pong."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.EnsureDirs(w.scv); err != nil {
+		t.Fatal(err)
+	}
+	// The parent's environment carries a key pi must not see.
+	base := append(os.Environ(), "OPENAI_API_KEY=sk-parent-must-not-leak", "PI_CODING_AGENT_DIR=/nonexistent")
+	env, err := a.PrivateEnv(base, w.scv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, exe, args...)
+	c.Env, c.Dir = env, work
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Run(); err != nil {
+		t.Fatalf("pi %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
+	}
+
+	reply := lastAssistantText(t, stdout.Bytes())
+	if reply != "pong from the fake" {
+		t.Fatalf("pi's reply = %q, want the fake's text\nstdout:\n%s\nstderr:\n%s", reply, stdout.String(), stderr.String())
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("the fake got %d requests, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Wire != "responses" || r.Model != "fake-model-1" {
+		t.Fatalf("request wire %q model %q", r.Wire, r.Model)
+	}
+	if got := r.Header.Get("Authorization"); got != "Bearer "+secret {
+		t.Fatalf("Authorization = %q, want the imported key", got)
+	}
+	for name := range r.Header {
+		if strings.Contains(name, "_") {
+			t.Errorf("pi sent header %q with an underscore (the nosession compat should stop it)", name)
+		}
+	}
+}
+
+// lastAssistantText returns the text of the last assistant message_end
+// event in pi's --mode json output.
+func lastAssistantText(t *testing.T, out []byte) string {
+	t.Helper()
+	var text string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		var ev struct {
+			Type    string `json:"type"`
+			Message struct {
+				Role    string `json:"role"`
+				Content []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Type != "message_end" || ev.Message.Role != "assistant" {
+			continue
+		}
+		var b strings.Builder
+		for _, c := range ev.Message.Content {
+			if c.Type == "text" {
+				b.WriteString(c.Text)
+			}
+		}
+		text = b.String()
+	}
+	return text
+}
