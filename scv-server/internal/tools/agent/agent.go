@@ -131,7 +131,10 @@ type Host interface {
 	// when that turn is about to start and returns its origin and prompt,
 	// or ok=false to skip it (e.g. the model already saw every result
 	// through agent_wait/agent_status). The Set never holds its own lock
-	// while calling it, and build may be called from inside it.
+	// while calling it, and build may be called from inside it. It is
+	// called from a job's goroutine, possibly while or just after the
+	// session closes the Set, so it must not wait for anything the
+	// caller of Close holds; a closed session refuses it.
 	ScheduleServerTurn(build func() (origin protocol.Origin, prompt string, ok bool)) error
 }
 
@@ -305,13 +308,43 @@ func (s *Set) Close(ctx context.Context) {
 	s.unlock()
 }
 
+// live holds the delegation handles of the runs under way in this
+// process, across sessions: a record and a process tag are named after the
+// handle, so two live runs must never share one.
+var live = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
+
+// claimHandle marks h live, or a fresh handle of agent when another run
+// holds h, and returns the one claimed.
+func claimHandle(agent, h string) string {
+	live.Lock()
+	defer live.Unlock()
+	for live.m[h] {
+		h = randomHandle(agent)
+	}
+	live.m[h] = true
+	return h
+}
+
+func releaseHandle(h string) {
+	live.Lock()
+	delete(live.m, h)
+	live.Unlock()
+}
+
+func randomHandle(agent string) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return agent + "-" + hex.EncodeToString(b[:])
+}
+
 // newHandleLocked returns a delegation handle, <agent>-<6 hex>, not yet
 // issued in this session. s.mu must be held.
 func (s *Set) newHandleLocked(agent string) string {
 	for {
-		var b [3]byte
-		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
-		h := agent + "-" + hex.EncodeToString(b[:])
+		h := randomHandle(agent)
 		if !s.handles[h] {
 			s.handles[h] = true
 			return h

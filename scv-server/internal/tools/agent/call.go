@@ -62,6 +62,8 @@ type prepared struct {
 	// conv is the handle of the conversation the call continues; new is
 	// set when the call starts one.
 	conv       string
+	resume     string // the CLI session a continued conversation resumes
+	turn       int    // the turn it would be
 	newConv    bool
 	background bool
 	summary    string
@@ -137,6 +139,9 @@ func (s *Set) prepare(env tools.Env, raw json.RawMessage) (*prepared, error) {
 		}
 		dir = c.dir
 		p.conv = c.handle
+		// What the turn would resume, so the plan shows the vector that
+		// runs; the turn fills them again when it starts.
+		p.resume, p.turn = c.cli, c.turns+1
 	} else if d.TakesSession {
 		p.newConv = true
 		if err := s.roomForConversation(); err != nil {
@@ -168,7 +173,7 @@ func (s *Set) prepare(env tools.Env, raw json.RawMessage) (*prepared, error) {
 	p.call = agents.Call{
 		Agent: name, Prompt: a.Prompt, Dir: dir, Workspace: ws, Model: a.Model, Effort: a.Effort,
 		Timeout: timeout, Handle: handle, SessionID: s.opts.SessionID, Depth: s.opts.Depth,
-		Conversation: p.conv,
+		Conversation: p.conv, Turn: p.turn, ResumeCLISession: p.resume,
 	}
 	if p.newConv {
 		// Claude and pi take the id SCV chooses; a CLI that picks its own
@@ -417,6 +422,8 @@ func (s *Set) run(ctx context.Context, env tools.Env, p *prepared) (tools.Result
 // runCall runs call on b and returns its decorated result, with the
 // conversation's bookkeeping done.
 func (s *Set) runCall(ctx context.Context, b agents.Backend, call agents.Call, progress func(string)) agents.Result {
+	call.Handle = claimHandle(call.Agent, call.Handle)
+	defer releaseHandle(call.Handle)
 	runCtx, cancel := context.WithTimeout(ctx, call.Timeout+runGrace)
 	res := b.Run(runCtx, call, progress)
 	overdue := errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil

@@ -577,3 +577,22 @@ func totals(fx *fixture) (plans, runs int) {
 	}
 	return plans, runs
 }
+
+func TestClaimHandle(t *testing.T) {
+	h := claimHandle("codex", "codex-abc123")
+	defer releaseHandle(h)
+	if h != "codex-abc123" {
+		t.Fatalf("claimed %s", h)
+	}
+	other := claimHandle("codex", "codex-abc123")
+	defer releaseHandle(other)
+	if other == h || !strings.HasPrefix(other, "codex-") || len(other) != len(h) {
+		t.Fatalf("a live handle was claimed twice: %s", other)
+	}
+	releaseHandle(h)
+	if again := claimHandle("codex", h); again != h {
+		t.Fatalf("a released handle was not free: %s", again)
+	} else {
+		releaseHandle(again)
+	}
+}

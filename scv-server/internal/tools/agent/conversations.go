@@ -27,23 +27,23 @@ type conversation struct {
 	used time.Time
 }
 
-// conversation returns the conversation a call continues, or a refusal
-// the model can act on.
-func (s *Set) conversation(handle string) (*conversation, error) {
+// conversation returns a copy of the conversation a call continues, or a
+// refusal the model can act on.
+func (s *Set) conversation(handle string) (conversation, error) {
 	s.mu.Lock()
 	defer s.unlock()
 	s.expireLocked()
 	c := s.convs[handle]
 	if c == nil {
 		if name, ok := s.handleAgent(handle); ok && s.issuedLocked(name, handle) {
-			return nil, fmt.Errorf("conversation %s has ended: it was unused for too long (agent.conversation_idle_seconds), made room for a newer one (agent.max_conversations), or its first turn failed before the agent reported its session; omit session to start a new conversation", handle)
+			return conversation{}, fmt.Errorf("conversation %s has ended: it was unused for too long (agent.conversation_idle_seconds), made room for a newer one (agent.max_conversations), or its first turn failed before the agent reported its session; omit session to start a new conversation", handle)
 		}
-		return nil, fmt.Errorf("session %q is not a conversation of this session; pass a handle an earlier agent result returned (such as %s), or omit session to start a new conversation", handle, s.exampleHandle())
+		return conversation{}, fmt.Errorf("session %q is not a conversation of this session; pass a handle an earlier agent result returned (such as %s), or omit session to start a new conversation", handle, s.exampleHandle())
 	}
 	if c.busy {
-		return nil, s.busyError(c)
+		return conversation{}, s.busyError(c)
 	}
-	return c, nil
+	return *c, nil
 }
 
 func (s *Set) busyError(c *conversation) error {

@@ -36,6 +36,16 @@ func TestConversationResume(t *testing.T) {
 			if !tt.chosen {
 				want = "thread-1"
 			}
+			// The plan shown for approval already resumes.
+			if _, err := fx.prepare(NameAgent, map[string]any{"session": tt.agent + "-1", "prompt": "planned"}); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			pl := f.plans[len(f.plans)-1]
+			f.mu.Unlock()
+			if pl.ResumeCLISession != want || pl.Turn != 2 || pl.Conversation != tt.agent+"-1" || pl.NewCLISession != "" {
+				t.Fatalf("plan of a continued turn %+v", pl)
+			}
 			// Later turns name only the handle, and run in its cwd.
 			for turn := 2; turn <= 3; turn++ {
 				r := result(t, fx.call(NameAgent, map[string]any{"session": tt.agent + "-1", "prompt": "go on"}))

@@ -70,22 +70,35 @@ func (s *Set) startJobLocked(p *prepared, call agents.Call) *job {
 	}
 	s.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
-		defer cancel()
-		res := s.runCall(ctx, p.backend, call, func(line string) {
-			s.mu.Lock()
-			j.progress = line
-			s.unlock()
-		})
-		s.finishJob(j, res)
+		// Close waits for the run, not for the report request: a host
+		// that is closing may hold what ScheduleServerTurn waits for.
+		report := func() bool {
+			defer s.wg.Done()
+			defer cancel()
+			res := s.runCall(ctx, p.backend, call, func(line string) {
+				s.mu.Lock()
+				j.progress = line
+				s.unlock()
+			})
+			return s.finishJob(j, res)
+		}()
+		if !report {
+			return
+		}
+		// One request per finished job: a request the session drops (such
+		// as at session.clear) cannot strand a later job, and a report
+		// that finds nothing left to tell is skipped.
+		if err := s.opts.Host.ScheduleServerTurn(s.buildReport); err != nil {
+			s.log.Warn("Could not schedule the report of a background agent job", "session", s.opts.SessionID, "job", j.id, "err", err)
+		}
 	}()
 	return j
 }
 
-// finishJob records a job's result and, unless the model asked for the
-// stop, the session is closing, or the model already saw it, asks the
-// host for a report turn.
-func (s *Set) finishJob(j *job, res agents.Result) {
+// finishJob records a job's result and reports whether to ask the host
+// for a report turn: not when the model asked for the stop, the session is
+// closing, or the model already saw the result.
+func (s *Set) finishJob(j *job, res agents.Result) bool {
 	s.mu.Lock()
 	j.result, j.finished, j.ended = res, true, s.opts.Now()
 	s.running--
@@ -101,15 +114,7 @@ func (s *Set) finishJob(j *job, res agents.Result) {
 	}
 	close(j.done)
 	s.unlock()
-	if !report {
-		return
-	}
-	// One request per finished job: a request the session drops (such as
-	// a session.clear) cannot strand a later job, and a report that finds
-	// nothing left to tell is skipped.
-	if err := s.opts.Host.ScheduleServerTurn(s.buildReport); err != nil {
-		s.log.Warn("Could not schedule the report of a background agent job", "session", s.opts.SessionID, "job", j.id, "err", err)
-	}
+	return report
 }
 
 // buildReport collects up to four finished jobs the model has not seen

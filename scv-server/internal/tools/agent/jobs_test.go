@@ -398,3 +398,34 @@ func TestScheduleReportsAgain(t *testing.T) {
 		t.Fatal("asked again after the report")
 	}
 }
+
+// blockingHost's ScheduleServerTurn waits until released, as a session
+// whose emit lock is held by the caller of Close would.
+type blockingHost struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *blockingHost) ScheduleServerTurn(func() (protocol.Origin, string, bool)) error {
+	h.entered <- struct{}{}
+	<-h.release
+	return errors.New("the session is closed")
+}
+
+func TestCloseDoesNotWaitForTheHost(t *testing.T) {
+	bh := &blockingHost{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	fx := newFixture(t, []string{"dsh"}, func(o *Options) { o.Prefer = []string{"dsh"}; o.Host = bh })
+	fx.call(NameAgent, map[string]any{"prompt": "x", "background": true})
+	select {
+	case <-bh.entered:
+	case <-time.After(hang):
+		t.Fatal("no report was asked for")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	fx.set.Close(ctx)
+	if ctx.Err() != nil {
+		t.Fatal("Close waited for the host")
+	}
+	close(bh.release)
+}
