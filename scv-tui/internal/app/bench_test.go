@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
@@ -88,6 +89,35 @@ func BenchmarkStreamDelta(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(deltas), "ns/delta")
+		})
+	}
+}
+
+// BenchmarkKeystrokeLargePaste measures a keystroke's Update plus View
+// with a 256 KiB prompt pasted in the editor: 4,000 lines, or one line.
+func BenchmarkKeystrokeLargePaste(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		text string
+	}{
+		{"lines", strings.Repeat("a pasted line of sixty-four bytes, give or take a few more.\n", 4096)},
+		{"one_line", strings.Repeat("x", 256<<10)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			h := loaded(b, 100)
+			h.m.Update(tea.PasteMsg{Content: c.text})
+			key := tea.KeyPressMsg{Code: 'x', Text: "x"}
+			bs := tea.KeyPressMsg{Code: tea.KeyBackspace}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				k := key
+				if i%2 == 1 {
+					k = bs
+				}
+				h.m.Update(k)
+				_ = h.m.View()
+			}
 		})
 	}
 }

@@ -7,6 +7,7 @@
 package editor
 
 import (
+	"slices"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -28,6 +29,13 @@ type Editor struct {
 
 	maxRows int // rows shown at most
 	prompt  string
+
+	// ver counts changes; the rows of the last render are reused while it
+	// and the width stay the same (Height and View render the same rows).
+	ver    uint64
+	cacheV uint64
+	cacheW int
+	cache  []row
 }
 
 // New returns an empty editor showing at most maxRows rows.
@@ -36,10 +44,15 @@ func New(maxRows int) *Editor {
 }
 
 // SetMaxRows sets how many rows the editor may take.
-func (e *Editor) SetMaxRows(n int) { e.maxRows = max(n, 1) }
+func (e *Editor) SetMaxRows(n int) {
+	if n = max(n, 1); n != e.maxRows {
+		e.maxRows = n
+		e.ver++
+	}
+}
 
 // SetPrompt sets the text before the first row (for example "edit> ").
-func (e *Editor) SetPrompt(p string) { e.prompt = p }
+func (e *Editor) SetPrompt(p string) { e.prompt = p; e.ver++ }
 
 // SetHistory sets the prompts Up/Down recall, oldest first, and ends any
 // recall in progress.
@@ -68,6 +81,7 @@ func (e *Editor) Lines() int { return len(e.lines) }
 
 // SetValue replaces the text; the cursor goes to its end.
 func (e *Editor) SetValue(s string) {
+	e.ver++
 	e.lines = [][]rune{nil}
 	e.row, e.col = 0, 0
 	e.Insert(s)
@@ -75,6 +89,7 @@ func (e *Editor) SetValue(s string) {
 
 // Reset empties the editor and ends any history recall.
 func (e *Editor) Reset() {
+	e.ver++
 	e.lines = [][]rune{nil}
 	e.row, e.col = 0, 0
 	e.histIdx = len(e.history)
@@ -84,19 +99,22 @@ func (e *Editor) Reset() {
 // Insert inserts text at the cursor (typed or pasted). Text is sanitized:
 // CRLF becomes LF, tabs become spaces, control characters are dropped.
 func (e *Editor) Insert(s string) {
+	e.ver++
 	s = wrap.Sanitize(s)
 	if s == "" {
 		return
 	}
 	parts := strings.Split(s, "\n")
 	line := e.lines[e.row]
-	tail := append([]rune(nil), line[e.col:]...)
-	head := append(line[:e.col:e.col], []rune(parts[0])...)
 	if len(parts) == 1 {
-		e.lines[e.row] = append(head, tail...)
-		e.col = len(head)
+		// In place: typing into a long line must not copy it.
+		ins := []rune(parts[0])
+		e.lines[e.row] = slices.Insert(line, e.col, ins...)
+		e.col += len(ins)
 		return
 	}
+	tail := append([]rune(nil), line[e.col:]...)
+	head := append(line[:e.col:e.col], []rune(parts[0])...)
 	newLines := make([][]rune, 0, len(parts))
 	newLines = append(newLines, head)
 	for _, p := range parts[1 : len(parts)-1] {
@@ -116,6 +134,7 @@ func (e *Editor) Newline() { e.Insert("\n") }
 // Backspace deletes the character before the cursor, joining lines at a
 // line start.
 func (e *Editor) Backspace() {
+	e.ver++
 	if e.col > 0 {
 		l := e.lines[e.row]
 		e.lines[e.row] = append(l[:e.col-1], l[e.col:]...)
@@ -134,6 +153,7 @@ func (e *Editor) Backspace() {
 
 // Delete deletes the character under the cursor.
 func (e *Editor) Delete() {
+	e.ver++
 	l := e.lines[e.row]
 	if e.col < len(l) {
 		e.lines[e.row] = append(l[:e.col], l[e.col+1:]...)
@@ -157,6 +177,7 @@ const (
 // HandleKey applies an editing key. Enter is never handled here: sending
 // is the caller's decision.
 func (e *Editor) HandleKey(k tea.KeyPressMsg) KeyResult {
+	e.ver++
 	switch k.Keystroke() {
 	case "alt+enter", "shift+enter", "ctrl+j":
 		e.Newline()
@@ -265,6 +286,14 @@ type row struct {
 // rows returns the visible rows: the wrapped logical lines around the
 // cursor, at most maxRows of them.
 func (e *Editor) rows(width int) []row {
+	if e.cache != nil && e.cacheV == e.ver && e.cacheW == width {
+		return e.cache
+	}
+	e.cache, e.cacheV, e.cacheW = e.buildRows(width), e.ver, width
+	return e.cache
+}
+
+func (e *Editor) buildRows(width int) []row {
 	inner := max(width-runewidth.StringWidth(e.prompt), 1)
 	cur := wrapLine(e.lines[e.row], inner, e.col)
 	// Rows above and below the cursor's line fill the rest, the ones above
@@ -302,7 +331,7 @@ func (e *Editor) rows(width int) []row {
 // cursor's rune index in the line, or -1; a cursor at the end of a full
 // row goes to the next row.
 func wrapLine(l []rune, width, cursor int) []row {
-	var out []row
+	out := make([]row, 0, len(l)/width+1)
 	start, w := 0, 0
 	for i, r := range l {
 		rw := runewidth.RuneWidth(r)
