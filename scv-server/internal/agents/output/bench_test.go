@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -53,5 +54,35 @@ func BenchmarkClaudeStream(b *testing.B) {
 		if r := p.Close(); r.Reply != "All tests pass." || lines == 0 {
 			b.Fatalf("result %+v, %d progress lines", r, lines)
 		}
+	}
+}
+
+// TestConstantMemory feeds a 50 MB stream-json log (the same events over
+// and over, never held whole) and checks the heap the parser holds stays
+// bounded by one line buffer, not the log.
+func TestConstantMemory(t *testing.T) {
+	unit := claudeLog(64 << 10)
+	unit = unit[bytes.IndexByte(unit, '\n')+1:] // without the init event
+	unit = unit[:bytes.LastIndex(unit[:len(unit)-1], []byte("\n"))+1]
+	p := New(agentadapters.FormatStreamJSON, Options{Progress: func(string) {}})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for fed := 0; fed < 50<<20; fed += len(unit) {
+		for d := unit; len(d) > 0; {
+			k := min(64<<10, len(d))
+			_, _ = p.Write(d[:k])
+			d = d[k:]
+		}
+	}
+	_, _ = p.Write([]byte(`{"type":"result","subtype":"success","result":"ok"}` + "\n"))
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	r := p.Close()
+	if r.Reply != "ok" {
+		t.Fatalf("result %+v", r)
+	}
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 8<<20 {
+		t.Errorf("heap grew by %d bytes over a 50 MB log", grew)
 	}
 }
