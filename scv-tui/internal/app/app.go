@@ -164,6 +164,10 @@ type Model struct {
 	quitArmed bool
 	flash     string // a one-line message that the next key clears
 
+	// overflow records that the last frame's parts were taller than the
+	// screen and its top was cut (only a tiny terminal should do that).
+	overflow bool
+
 	tickGen uint64
 	ticking bool
 	frame   int

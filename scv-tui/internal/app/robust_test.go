@@ -160,6 +160,9 @@ func drive(t *testing.T, c *chooser, steps int) {
 			t.Fatalf("step %d (%T): %d lines on a %d-line screen", i, msg, n, hh)
 		}
 		golden.RequireWidth(t, out, w)
+		if h.m.overflow && hh >= 24 && h.m.dialog == nil && h.m.picker == nil {
+			t.Errorf("the %dx%d frame was taller than the screen: the layout gave the transcript too much", w, hh)
+		}
 		if t.Failed() {
 			t.Fatalf("step %d (%T %+v)", i, msg, msg)
 		}

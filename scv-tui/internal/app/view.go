@@ -70,6 +70,9 @@ func (m *Model) View() tea.View {
 // the queue panel, messages, the editor or the approval dialog, and the
 // status bar.
 func (m *Model) render() string {
+	// Heights can change with any message (a hint, a problem, the queue);
+	// sizing here keeps every frame exactly the terminal's height.
+	m.layout()
 	parts := make([]string, 0, 6)
 	top := m.transcript.View()
 	if m.help || m.picker != nil {
@@ -95,7 +98,9 @@ func (m *Model) render() string {
 		parts = append(parts, m.editor.View(m.st, m.width, m.placeholder()))
 	}
 	parts = append(parts, m.statusBar().View(m.st, m.width))
-	return fit(strings.Join(parts, "\n"), m.width, m.height)
+	screen := strings.Join(parts, "\n")
+	m.overflow = lineCount(screen) > m.height
+	return fit(screen, m.width, m.height)
 }
 
 // trustedWidth is the width from which every component keeps its lines
