@@ -70,6 +70,9 @@ func ParseHost(host string) (Host, error) {
 		}
 		return Host{Addr: a}, nil
 	}
+	if a, err := netip.ParseAddr(host); err == nil && a.Is4() {
+		return Host{Addr: a}, nil // the common canonical form, without the IDNA pass
+	}
 	if !utf8.ValidString(host) {
 		return Host{}, fmt.Errorf("host %q is not valid UTF-8", host)
 	}
