@@ -186,7 +186,8 @@ func (tm *term) typeText(s string) {
 
 // screen returns what the pane shows.
 func (tm *term) screen() string {
-	out, err := exec.Command("tmux", "-L", tm.socket, "capture-pane", "-p", "-t", "e2e").CombinedOutput()
+	// -J joins the lines the terminal wrapped.
+	out, err := exec.Command("tmux", "-L", tm.socket, "capture-pane", "-p", "-J", "-t", "e2e").CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("(capture-pane failed: %v: %s)", err, out)
 	}
@@ -217,7 +218,7 @@ func (tm *term) waitText(texts ...string) string {
 	tm.t.Helper()
 	return tm.waitFor(fmt.Sprintf("%q", texts), func(s string) bool {
 		for _, x := range texts {
-			if !strings.Contains(s, x) {
+			if !onScreen(s, x) {
 				return false
 			}
 		}
@@ -225,10 +226,16 @@ func (tm *term) waitText(texts ...string) string {
 	})
 }
 
+// onScreen reports whether text is on the screen s, where the UI may have
+// wrapped it: runs of white space, line ends included, match each other.
+func onScreen(s, text string) bool {
+	return strings.Contains(strings.Join(strings.Fields(s), " "), strings.Join(strings.Fields(text), " "))
+}
+
 // waitGone waits until text is no longer on the screen.
 func (tm *term) waitGone(text string) string {
 	tm.t.Helper()
-	return tm.waitFor(fmt.Sprintf("%q to go away", text), func(s string) bool { return !strings.Contains(s, text) })
+	return tm.waitFor(fmt.Sprintf("%q to go away", text), func(s string) bool { return !onScreen(s, text) })
 }
 
 // exitCode waits for the program to end and returns its exit status,
@@ -436,4 +443,81 @@ func TestE2ETUI(t *testing.T) {
 		t.Errorf("scv exited %d, want 0", code)
 	}
 	assertServerGone(t, home)
+}
+
+// TestE2EConfigError: a server that refuses its configuration (exit 78)
+// has its message shown in the UI, and again on the terminal after /quit.
+func TestE2EConfigError(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[provider]\nactve = \"fake\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTerm(t, t.TempDir(), home, nil, filepath.Join(bin, "scv"))
+	s := tm.waitText("configuration error", "actve", "Ctrl+R")
+	if strings.Contains(s, "goroutine") || strings.Contains(s, "panic") {
+		t.Errorf("the screen shows a stack trace:\n%s", s)
+	}
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	tm.waitText("scv-tui: scv-server could not start because of a configuration error:", `unknown key "provider.actve"`)
+}
+
+// TestE2EBadServer: a server that writes a line that is not JSON and an
+// unknown event, then dies. The UI says so, keeps what the user typed,
+// restarts the server on Ctrl+R, and quits on Ctrl+C twice.
+func TestE2EBadServer(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	dir := t.TempDir()
+	if err := copyFile(filepath.Join(bin, "scv-tui"), filepath.Join(dir, "scv-tui")); err != nil {
+		t.Fatal(err)
+	}
+	// The TUI runs the scv-server next to it: this script, which answers
+	// initialize with garbage and dies.
+	script := `#!/bin/sh
+read line
+echo 'this is not json'
+echo '{"type":"no.such.event","request_id":"x"}'
+echo 'bad-server: giving up' >&2
+exit 4
+`
+	if err := os.WriteFile(filepath.Join(dir, "scv-server"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	tm := startTerm(t, t.TempDir(), home, nil, filepath.Join(dir, "scv-tui"))
+	s := tm.waitText("cannot read", "this is not json", `unknown event type "no.such.event"`,
+		"The server stopped", "exited with status 4", "bad-server: giving up", "Ctrl+R")
+	if strings.Contains(s, "goroutine") || strings.Contains(s, "panic:") {
+		t.Errorf("the screen shows a stack trace:\n%s", s)
+	}
+
+	// What the user types survives the restart.
+	tm.typeText("words I typed")
+	tm.waitText("words I typed")
+	tm.keys("C-r")
+	tm.waitFor("a second server process", func(string) bool {
+		started, exited := serverPIDs(t, home)
+		return len(started) == 2 && len(exited) == 2
+	})
+	tm.waitText("exited with status 4", "words I typed")
+
+	// Ctrl+C twice quits; the terminal is restored and no server is left.
+	tm.keys("C-c")
+	tm.waitText("Ctrl+C again")
+	tm.keys("C-c")
+	code := tm.exitCode()
+	if code != 0 && code != 1 {
+		t.Errorf("exit code %d, want 0 or 1", code)
+	}
+	started, exited := serverPIDs(t, home)
+	for _, pid := range started {
+		if _, ok := exited[pid]; !ok {
+			t.Errorf("server pid %d has no recorded exit", pid)
+		}
+	}
 }
