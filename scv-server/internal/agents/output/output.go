@@ -205,16 +205,13 @@ func (p *Parser) structured() {
 }
 
 func (p *Parser) addText(b []byte) {
-	room := p.limit - len(p.text)
-	if room <= 0 {
-		if len(b) > 0 {
+	room := max(p.limit-len(p.text), 0)
+	if len(b) > room {
+		// Only dropping more than trailing white space cuts the reply.
+		if len(bytes.TrimSpace(b[room:])) > 0 {
 			p.textTruncated = true
 		}
-		return
-	}
-	if len(b) > room {
 		b = b[:room]
-		p.textTruncated = true
 	}
 	p.text = append(p.text, b...)
 }

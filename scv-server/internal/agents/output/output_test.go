@@ -209,7 +209,7 @@ func TestReplyBound(t *testing.T) {
 	for _, limit := range []int{1, 3, 51, 200, 300} {
 		g := parse(agentadapters.FormatText, []byte(reply+"\n"), 1, limit)
 		r := g.Result
-		if len(r.Reply) > limit || !utf8.ValidString(r.Reply) || r.Truncated != (limit < 201) || !strings.HasPrefix(reply, r.Reply) {
+		if len(r.Reply) > limit || !utf8.ValidString(r.Reply) || r.Truncated != (limit < 200) || !strings.HasPrefix(reply, r.Reply) {
 			t.Errorf("text limit %d: reply %d bytes %q, truncated %v", limit, len(r.Reply), r.Reply, r.Truncated)
 		}
 	}
