@@ -11,6 +11,7 @@ package agents
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -159,6 +160,11 @@ type Call struct {
 	NewCLISession    string
 	ResumeCLISession string
 }
+
+// ErrUnavailable is wrapped by a Backend's Plan error when the agent
+// cannot run at all (its executable is missing): the `agent` tool then
+// adds the fallback sentence, as for an unavailable result.
+var ErrUnavailable = errors.New("agent unavailable")
 
 // Launch describes what a call would start, for the approval summary.
 type Launch struct {

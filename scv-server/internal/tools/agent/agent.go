@@ -341,11 +341,15 @@ func randomHandle(agent string) string {
 }
 
 // newHandleLocked returns a delegation handle, <agent>-<6 hex>, not yet
-// issued in this session. s.mu must be held.
+// issued in this session nor held by a live run of this process. s.mu
+// must be held.
 func (s *Set) newHandleLocked(agent string) string {
 	for {
 		h := randomHandle(agent)
-		if !s.handles[h] {
+		live.Lock()
+		taken := live.m[h]
+		live.Unlock()
+		if !s.handles[h] && !taken {
 			s.handles[h] = true
 			return h
 		}

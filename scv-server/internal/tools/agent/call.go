@@ -182,8 +182,13 @@ func (s *Set) prepare(env tools.Env, raw json.RawMessage) (*prepared, error) {
 	}
 	launch, err := b.Plan(p.call)
 	if err != nil {
-		msg := fmt.Sprintf("%s cannot run: %v.", name, strings.TrimSuffix(err.Error(), "."))
-		if fb := s.fallback(name); fb != "" {
+		unavailable := errors.Is(err, agents.ErrUnavailable)
+		text := strings.TrimSuffix(err.Error(), ".")
+		if unavailable {
+			text = strings.TrimPrefix(text, agents.ErrUnavailable.Error()+": ")
+		}
+		msg := fmt.Sprintf("%s cannot run: %s.", name, text)
+		if fb := s.fallback(name); fb != "" && unavailable {
 			msg += " " + fb
 		}
 		return nil, errors.New(msg)

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,10 +159,14 @@ func TestRefusals(t *testing.T) {
 			want: "background jobs are off in this session (agent.max_background = 0)", prefix: true},
 		{name: "plan fails", offer: []string{"claude", "codex"}, prefer: []string{"claude"},
 			mod: func(o *Options) {
-				o.Backends[0].(*fake).planErr = errors.New("claude is not installed (looked in ~/.local/bin and PATH)")
+				o.Backends[0].(*fake).planErr = fmt.Errorf("%w: claude is not installed (looked in ~/.local/bin and PATH)", agents.ErrUnavailable)
 			},
 			args: map[string]any{"prompt": "x"},
 			want: "claude cannot run: claude is not installed (looked in ~/.local/bin and PATH). This agent could not run: it is missing, signed out, or its provider returned an error. Other agents are available: codex. Call agent again with one of them."},
+		{name: "plan fails otherwise", offer: []string{"claude", "codex"}, prefer: []string{"claude"},
+			mod:  func(o *Options) { o.Backends[0].(*fake).planErr = errors.New("the directory is not absolute") },
+			args: map[string]any{"prompt": "x"},
+			want: "claude cannot run: the directory is not absolute."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,7 +193,7 @@ func TestRefusals(t *testing.T) {
 			}
 			for n, f := range fx.fakes {
 				p, r := f.counts()
-				if tt.name != "plan fails" && p != before[n][0] || r != before[n][1] {
+				if !strings.HasPrefix(tt.name, "plan fails") && p != before[n][0] || r != before[n][1] {
 					t.Errorf("%s saw %d plans and %d runs during the refused call", n, p-before[n][0], r-before[n][1])
 				}
 			}
