@@ -452,3 +452,16 @@ func TestNoRebinding(t *testing.T) {
 		t.Fatal("second connection to the rebound name allowed")
 	}
 }
+
+func TestDialNetworkFamilies(t *testing.T) {
+	d := &Dialer{Resolver: mapResolver{"v4.test": {"8.8.8.8"}}}
+	_, err := d.DialContext(context.Background(), "tcp6", "v4.test:443")
+	if err == nil || !strings.Contains(err.Error(), "no tcp6 address") {
+		t.Fatalf("tcp6 to a v4-only name: %v", err)
+	}
+	for _, addr := range []string{"v4.test", "v4.test:http", "v4.test:70000", "[::1]:x"} {
+		if _, err := d.DialContext(context.Background(), "tcp", addr); err == nil {
+			t.Errorf("DialContext(%q) allowed", addr)
+		}
+	}
+}
