@@ -96,7 +96,7 @@ func (t *Tool) checkRedirect(req *http.Request, via []*http.Request) error {
 	req.Header.Del("Authorization")
 	target, h, err := t.checkURL(req.URL.String())
 	if err != nil {
-		return failf("%s redirected to %s, which web_fetch refuses: %v", via[len(via)-1].URL, req.URL, err)
+		return failf("%s redirected to %s, which web_fetch refuses: %v", via[len(via)-1].URL, redactUser(req.URL), err)
 	}
 	if h.Addr.IsValid() {
 		if err := t.policy.Check(addrPort(h, target)); err != nil {
@@ -111,7 +111,7 @@ func (t *Tool) checkRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// fetch downloads rawURL. A *failure error is meant for the model.
+// fetch downloads u. A *failure error is meant for the model.
 func (t *Tool) fetch(ctx context.Context, u *url.URL, auto bool) (*response, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
 	defer cancel()

@@ -273,7 +273,11 @@ func (t *Tool) checkURL(raw string) (*url.URL, netguard.Host, error) {
 	return u, h, nil
 }
 
+// redactUser returns u with any user information replaced by "…".
 func redactUser(u *url.URL) string {
+	if u.User == nil {
+		return u.String()
+	}
 	c := *u
 	c.User = url.User("…")
 	return c.String()

@@ -570,6 +570,9 @@ func TestRedirectToRefused(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			res := call(t, tool, env(0), map[string]any{"url": srv.URL + path})
 			wantFailed(t, res)
+			if strings.Contains(res.Output, "pw@") {
+				t.Errorf("the redirect's credentials are in the output: %s", res.Output)
+			}
 			if !strings.Contains(res.Output, "refuse") && !strings.Contains(res.Output, "public address") {
 				t.Fatalf("redirect to %s: %s", target, res.Output)
 			}
