@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
 	"github.com/scv-cli/scv/shared/agentadapters"
@@ -106,5 +109,51 @@ func TestAgentToolBackgroundReport(t *testing.T) {
 	report := msgs[len(msgs)-1].Content
 	if !strings.HasPrefix(report, "[SCV background report]") || !strings.Contains(report, "job-1") || !strings.Contains(report, "delegated: land the fix") {
 		t.Fatalf("report prompt = %q", report)
+	}
+}
+
+// TestSessionEndCancelsBackgroundJobs: closing the connection ends the
+// session, which stops its running jobs' processes and removes their
+// delegation records.
+func TestSessionEndCancelsBackgroundJobs(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	script := filepath.Join(dir, "slow.sh")
+	if err := os.WriteFile(script, []byte("echo $$ > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"\nexec sleep 600\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := agentadapters.Get("claude")
+	a.Path, a.PreArgs = "/bin/bash", []string{script}
+	f, s := fake(t, "", st.Options{Adapters: []agentadapters.Adapter{a}, AgentEnv: []string{"PATH=/usr/bin:/bin"}, ApprovalPolicy: "auto"})
+	sid, _ := session(t, s, 3)
+	c := s.Client
+	f.Enqueue(fo.Script(fo.ToolCall("call_1", "agent", `{"agent":"claude","prompt":"work forever","background":true}`)), fo.Script(fo.Text("Started.")))
+	c.Turn(sid, "go")
+	st.Until[*protocol.TurnCompleted](c)
+	var pid int
+	deadline := time.Now().Add(st.Wait)
+	for {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	records := filepath.Join(s.Home, "state", "delegations")
+	if ents, _ := os.ReadDir(records); len(ents) != 1 {
+		t.Fatalf("%d delegation records while the job runs, want 1", len(ents))
+	}
+	s.CloseInput()
+	if err := s.Done(); err != nil {
+		t.Fatalf("Serve = %v", err)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Fatalf("the job's process %d survived the session", pid)
+	}
+	if ents, _ := os.ReadDir(records); len(ents) != 0 {
+		t.Fatalf("%d delegation records left after the session ended", len(ents))
 	}
 }
