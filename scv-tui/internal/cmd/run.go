@@ -45,6 +45,8 @@ type session struct {
 	log     *slog.Logger
 	hist    app.History
 	client  *client.Client
+	// newModel builds the program's model; tests replace it.
+	newModel func(app.Options) tea.Model
 }
 
 // setup finds the server and prepares the log and the history; nothing is
@@ -54,7 +56,7 @@ func setup(f Flags, env paths.Env) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{flags: f, logPath: f.LogFile}
+	s := &session{flags: f, logPath: f.LogFile, newModel: func(o app.Options) tea.Model { return app.New(o) }}
 	if s.logPath == "" {
 		if s.logPath, err = client.DefaultLogPath(env); err != nil {
 			return nil, err
@@ -122,7 +124,7 @@ func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err err
 				}
 			}
 		}()
-		model := app.New(app.Options{
+		model := s.newModel(app.Options{
 			Send:      s.client.Send,
 			Restart:   s.client.Restart,
 			Workspace: s.flags.Dir,
