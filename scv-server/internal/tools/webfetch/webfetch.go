@@ -279,8 +279,8 @@ func redactUser(u *url.URL) string {
 		return u.String()
 	}
 	c := *u
-	c.User = url.User("…")
-	return c.String()
+	c.User = nil
+	return strings.Replace(c.String(), "://", "://…@", 1)
 }
 
 // addrPort is the address and port an IP-literal URL connects to.
