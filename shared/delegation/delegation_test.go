@@ -425,3 +425,53 @@ func TestReconcileHonoursContext(t *testing.T) {
 		t.Fatalf("record gone after a cancelled Reconcile: %v", err)
 	}
 }
+
+func TestStopRunUntaggedGroup(t *testing.T) {
+	linuxOnly(t)
+	for _, tc := range []struct {
+		name   string
+		script string
+	}{
+		{"exits on TERM", "exec sleep 300"},
+		{"ignores TERM", `trap "" TERM; sleep 300 & wait`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// No tag: only the group signal can reach it.
+			c := exec.Command("sh", "-c", tc.script)
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			go func() { _ = c.Wait(); close(exited) }()
+			t.Cleanup(func() { _ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL); <-exited })
+			p, err := ProcessOf(c.Process.Pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Wait until the shell has installed its trap (it has forked
+			// the sleep then).
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.PID, p.PID))
+				cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
+				if len(strings.TrimSpace(string(data))) > 0 || strings.HasPrefix(string(cmd), "sleep") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the agent never started its sleep")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			res := StopRun(Record{Handle: "untagged-" + strconv.Itoa(p.PID), AgentProcess: p}, 300*time.Millisecond)
+			if !res.Group {
+				t.Fatalf("StopRun = %+v, want the group signalled", res)
+			}
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the untagged agent survived StopRun")
+			}
+		})
+	}
+}

@@ -41,15 +41,27 @@ func StopRun(r Record, grace time.Duration) StopResult {
 	if pgid > 0 && syscall.Kill(-pgid, syscall.SIGTERM) == nil {
 		res.Group = true
 	}
+	start := time.Now()
 	res.Killed, res.Survivors = proctag.Stop(r.Handle, grace)
 	// Members of the group that carry no tag (an agent that cleared its
-	// environment) go with the group; re-check the leader so a group
-	// whose leader has exited and whose pid was reused is not signalled.
-	if pgid > 0 && r.AgentProcess.Alive() {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	// environment) go with the group: the leader gets what is left of the
+	// grace, then the group is KILLed. The leader is re-checked each time,
+	// so a group whose leader has exited, and whose pid may have been
+	// reused, is never signalled.
+	if pgid > 0 {
+		for r.AgentProcess.Alive() && time.Since(start) < grace {
+			time.Sleep(leaderPoll)
+		}
+		if r.AgentProcess.Alive() {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
 	}
 	return res
 }
+
+// leaderPoll is how often StopRun checks whether a TERMed group leader
+// that carries no tag has exited.
+const leaderPoll = 20 * time.Millisecond
 
 // Reconcile cleans up after SCV processes that are gone. A record whose
 // owner no longer runs is an orphan: its run is stopped (StopRun) and the
