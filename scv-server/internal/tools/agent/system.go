@@ -36,7 +36,7 @@ func (s *Set) SystemSection() string {
 		}
 		paras = append(paras, fmt.Sprintf("The user %s. A call that names no agent goes to %s, so name the agent whenever the work calls for another one.", order, s.def))
 	} else {
-		paras = append(paras, "None of the agents the user prefers ([agent] prefer) is offered in this session, so every call names its agent: choose by what the user asks for and the notes below.")
+		paras = append(paras, "The user prefers none of the agents this session offers ([agent] prefer), so every call names its agent: choose by what the user asks for and the notes below.")
 	}
 
 	var notes []string
