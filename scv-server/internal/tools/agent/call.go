@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -430,7 +431,7 @@ func (s *Set) runCall(ctx context.Context, b agents.Backend, call agents.Call, p
 	call.Handle = claimHandle(call.Agent, call.Handle)
 	defer releaseHandle(call.Handle)
 	runCtx, cancel := context.WithTimeout(ctx, call.Timeout+runGrace)
-	res := b.Run(runCtx, call, progress)
+	res := s.safeRun(runCtx, b, call, progress)
 	overdue := errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	if overdue && res.Status == agents.StatusCancelled {
@@ -445,6 +446,19 @@ func (s *Set) runCall(ctx context.Context, b agents.Backend, call agents.Call, p
 	s.endTurn(call, &res)
 	s.decorate(&res)
 	return res
+}
+
+// safeRun runs the backend, turning a panic into a failed result: a bug
+// in one backend must not take the server and every session down.
+func (s *Set) safeRun(ctx context.Context, b agents.Backend, call agents.Call, progress func(string)) (res agents.Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("A delegated-agent backend panicked", "agent", call.Agent, "handle", call.Handle, "panic", v, "stack", string(debug.Stack()))
+			res = agents.Result{Agent: call.Agent, Status: agents.StatusFailed,
+				Error: fmt.Sprintf("SCV's %s backend failed with an internal error (%v); the server log has the details", call.Agent, v)}
+		}
+	}()
+	return b.Run(ctx, call, progress)
 }
 
 // decorate adds the fields the tool decides: fallback, hint and note.

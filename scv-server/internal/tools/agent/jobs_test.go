@@ -429,3 +429,21 @@ func TestCloseDoesNotWaitForTheHost(t *testing.T) {
 	}
 	close(bh.release)
 }
+
+func TestBackendPanic(t *testing.T) {
+	fx := newFixture(t, []string{"claude", "dsh"}, func(o *Options) { o.Prefer = []string{"claude"} })
+	fx.fakes["claude"].respond = func(agents.Call) agents.Result { panic("boom") }
+	for _, bg := range []bool{false, true} {
+		res := fx.call(NameAgent, map[string]any{"prompt": "x", "background": bg})
+		var r agents.Result
+		if bg {
+			id := res.Jobs[0]
+			r = *view(t, fx.call(NameWait, map[string]any{"job": id})).Result
+		} else {
+			r = result(t, res)
+		}
+		if r.Status != agents.StatusFailed || !strings.Contains(r.Error, "internal error (boom)") || r.Fallback != "" || r.Session != "" {
+			t.Fatalf("background %v: %+v", bg, r)
+		}
+	}
+}
