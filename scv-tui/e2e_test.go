@@ -335,6 +335,15 @@ func (tm *term) submit(line string) {
 	tm.keys("Enter")
 }
 
+// idleLine is the status bar of a connected session with no turn running.
+var idleLine = regexp.MustCompile(`(?m)^\s*idle · `)
+
+// waitIdle waits until no turn runs and nothing is queued.
+func (tm *term) waitIdle() {
+	tm.t.Helper()
+	tm.waitFor("the session to be idle", func(s string) bool { return idleLine.MatchString(s) && !strings.Contains(s, "Queued (") })
+}
+
 // TestE2ETUI is one session through `scv`: a streamed reply, an approved
 // and a denied bash call, two prompts queued behind a slow turn and
 // reordered, the slow turn cancelled with Esc, /clear, and /quit.
@@ -368,13 +377,14 @@ func TestE2ETUI(t *testing.T) {
 
 	tm.submit("say hello")
 	tm.waitText("Hello from the fake.")
-	tm.waitFor("the turn to end", func(s string) bool { return strings.Contains(s, "idle") })
+	tm.waitIdle()
 
 	// Approve a bash call: its output shows.
 	tm.submit("run the approved command")
 	tm.waitText("Allow bash?", "echo $((40+2))-approved")
 	tm.keys("y")
 	tm.waitText("42-approved", "Approved and ran it.")
+	tm.waitIdle()
 
 	// Deny one: it never runs, and the model hears so.
 	tm.submit("run the denied command")
@@ -384,6 +394,7 @@ func TestE2ETUI(t *testing.T) {
 	if strings.Contains(s, "42-denied") {
 		t.Errorf("the denied command ran:\n%s", s)
 	}
+	tm.waitIdle()
 	if reqs := srv.Requests(); len(reqs) >= 5 {
 		var tool string
 		for _, m := range reqs[4].Messages {
@@ -424,12 +435,13 @@ func TestE2ETUI(t *testing.T) {
 	}
 
 	// /clear empties the view and the model's history.
-	tm.waitFor("the queue to drain", func(s string) bool { return !strings.Contains(s, "Queued (") && strings.Contains(s, "idle") })
+	tm.waitIdle()
 	tm.submit("/clear")
 	tm.waitText("The conversation was cleared")
 	tm.waitGone("Hello from the fake.")
 	tm.submit("after the clear")
 	tm.waitText("A fresh start.")
+	tm.waitIdle()
 	waitRequests(t, srv, 9)
 	for _, m := range srv.Requests()[8].Messages {
 		if m.Role == "user" && m.Content != "after the clear" {
