@@ -47,8 +47,15 @@ type proc struct {
 
 func start(t *testing.T, home string, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, home, nil, args...)
+}
+
+// startEnv is start with extra environment variables (KEY=value), which
+// win over the defaults.
+func startEnv(t *testing.T, home string, env []string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--stdio"}, args...)...)
-	cmd.Env = []string{"SCV_HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"SCV_HOME=" + home, "PATH=" + os.Getenv("PATH")}, env...)
 	p := &proc{t: t, cmd: cmd}
 	cmd.Stderr = &p.stderr
 	var err error

@@ -10,6 +10,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	agenttool "github.com/scv-cli/scv/scv-server/internal/tools/agent"
 	"github.com/scv-cli/scv/shared/config"
+	"github.com/scv-cli/scv/shared/delegation"
 )
 
 // extensions builds the session-bound tools of delegated agents: the
@@ -80,7 +81,12 @@ func (e *extensions) extendFunc(cfg *config.Config, policy approval.Policy) sess
 			ConversationIdle: cfg.Agent.ConversationIdle(),
 			OutputLimit:      int(cfg.Tools.OutputLimitBytes),
 			Host:             host,
-			Logger:           e.log.With("session", info.ID),
+			OnForget: func(_, cliSession string) {
+				if err := delegation.UnmarkConversation(e.home, cliSession); err != nil {
+					e.log.Warn("Could not remove a conversation marker", "err", err)
+				}
+			},
+			Logger: e.log.With("session", info.ID),
 		})
 		var system string
 		if body := set.SystemSection(); body != "" {

@@ -13,9 +13,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/scv-cli/scv/scv-server/internal/agents/reconcile"
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
+	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	"github.com/scv-cli/scv/scv-server/internal/provider/demo"
 	"github.com/scv-cli/scv/scv-server/internal/provider/openai"
@@ -68,6 +70,7 @@ type Runtime struct {
 	Manager  *session.Manager
 	log      *slog.Logger
 	opts     Options
+	home     string
 }
 
 // New loads the configuration and builds the runtime. Configuration
@@ -134,7 +137,7 @@ func New(opts Options) (*Runtime, error) {
 		ToolOutputLimit: base.ToolOutputLimit,
 		Logger:          log,
 	})
-	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, log: log, opts: opts}, nil
+	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, log: log, opts: opts, home: home}, nil
 }
 
 // projectConfig returns the configuration of a session in workspace ws:
@@ -254,12 +257,27 @@ func (r *Runtime) Serve(ctx context.Context, t ndjson.Transport) error {
 }
 
 // RunStdio serves the protocol on in and out until the client's input ends.
+// It first makes the process a child subreaper (descendants that delegated
+// agents leave behind reparent here and are reaped) and reconciles the
+// instance's delegation records once, alongside the connection, so that
+// the orphans of a server that was killed are stopped without delaying
+// this one's start.
 func RunStdio(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
 	rt, err := New(opts)
 	if err != nil {
 		return err
 	}
+	if err := procgroup.EnableSubreaper(); err != nil && !errors.Is(err, procgroup.ErrUnsupported) {
+		rt.log.Warn("Cannot become a child subreaper; orphans of delegated agents reparent to init", "err", err)
+	}
+	reconciled := make(chan struct{})
+	go func() {
+		defer close(reconciled)
+		reconcile.Run(ctx, rt.home, rt.log)
+	}()
 	t := stdio.New(in, out)
 	defer t.Close()
-	return rt.Serve(ctx, t)
+	err = rt.Serve(ctx, t)
+	<-reconciled
+	return err
 }
