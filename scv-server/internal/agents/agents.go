@@ -159,6 +159,9 @@ type Call struct {
 	// empty for a fresh run.
 	NewCLISession    string
 	ResumeCLISession string
+	// Background is set for a background job's run (recorded for
+	// `scv agents ps`).
+	Background bool
 }
 
 // ErrUnavailable is wrapped by a Backend's Plan error when the agent

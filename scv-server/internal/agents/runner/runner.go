@@ -371,7 +371,7 @@ func (b *backend) Run(ctx context.Context, call agents.Call, progress func(strin
 		rec := delegation.Record{
 			Handle: call.Handle, Agent: b.a.Name, Session: call.SessionID, Cwd: call.Dir,
 			Depth: call.Depth + 1, AgentProcess: proc, Owner: owner, StartedUnix: time.Now().Unix(),
-			Conversation: call.Conversation, Turn: call.Turn,
+			Conversation: call.Conversation, Turn: call.Turn, Background: call.Background,
 		}
 		if err := delegation.Write(home, rec); err != nil {
 			b.r.log.Warn("cannot write the delegation record", "handle", call.Handle, "err", err)
