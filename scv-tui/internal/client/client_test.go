@@ -1,12 +1,14 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -75,6 +77,7 @@ func buildServer(out string) error {
 //	config    writes a configuration error and exits 78 at once
 //	stubborn  ignores the end of its input, with a child holding stdout
 //	echo      answers every line with an initialized event naming it
+//	flood     writes $SCV_TUI_CLIENT_FLOOD assistant.delta events
 func runFake(mode string) int {
 	good := func(id string) {
 		fmt.Printf(`{"type":"initialized","request_id":%q,"protocol_version":3,"server":{"name":"fake","version":"0"}}`+"\n", id)
@@ -125,6 +128,18 @@ func runFake(mode string) int {
 	case "echo":
 		for i := 0; readLine(); i++ {
 			good(fmt.Sprint(i))
+		}
+		return 0
+	case "flood":
+		// $SCV_TUI_CLIENT_FLOOD assistant.delta events, as fast as the
+		// pipe takes them, then end of input.
+		n, _ := strconv.Atoi(os.Getenv("SCV_TUI_CLIENT_FLOOD"))
+		w := bufio.NewWriterSize(os.Stdout, 64<<10)
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(w, `{"type":"assistant.delta","request_id":"r1","session_id":"s1","turn_id":"t1","seq":%d,"content":"some streamed words "}`+"\n", i)
+		}
+		_ = w.Flush()
+		for readLine() {
 		}
 		return 0
 	}
@@ -571,5 +586,38 @@ func TestFinder(t *testing.T) {
 				t.Errorf("error %v", err)
 			}
 		})
+	}
+}
+
+// BenchmarkEvents measures reading, decoding and delivering streamed
+// assistant.delta events from a server process (one process per run of
+// b.N events, so its start is amortized).
+func BenchmarkEvents(b *testing.B) {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	c := New(Config{
+		Path: self,
+		Args: []string{"-test.run=^$"},
+		Env:  append(os.Environ(), fakeModeEnv+"=flood", fmt.Sprintf("SCV_TUI_CLIENT_FLOOD=%d", b.N), "GORACE=atexit_sleep_ms=0"),
+	})
+	b.ResetTimer()
+	if err := c.Start(); err != nil {
+		b.Fatal(err)
+	}
+	for got := 0; got < b.N; {
+		m := <-c.Messages()
+		switch {
+		case m.Event != nil:
+			got++
+		case m.Err != nil:
+			b.Fatal(m.Err)
+		}
+	}
+	b.StopTimer()
+	if err := c.Close(context.Background()); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -251,4 +252,42 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// BenchmarkAdd measures adding a prompt at the default bounds: appends,
+// with a rewrite to the bounds once the file is a quarter past them.
+func BenchmarkAdd(b *testing.B) {
+	s, err := OpenFile(filepath.Join(b.TempDir(), "h.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := strings.Repeat("a prompt of some length ", 8)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.Add(prompt + strconv.Itoa(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkOpen measures reading a full history file (200 prompts).
+func BenchmarkOpen(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "h.jsonl")
+	s, err := OpenFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < DefaultMaxItems; i++ {
+		if err := s.Add(strings.Repeat("a prompt of some length ", 8) + strconv.Itoa(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := OpenFile(path); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
