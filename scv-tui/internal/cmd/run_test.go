@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/term"
 	"github.com/scv-cli/scv/scv-tui/internal/app"
 	"github.com/scv-cli/scv/scv-tui/internal/client"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -161,5 +162,15 @@ func TestRunServerMissing(t *testing.T) {
 	s := &session{client: client.New(client.Config{Path: filepath.Join(t.TempDir(), "nope")})}
 	if err := s.run(context.Background(), nil, io.Discard); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("run = %v", err)
+	}
+}
+
+func TestRunTUINeedsATerminal(t *testing.T) {
+	if term.IsTerminal(os.Stdout.Fd()) && term.IsTerminal(os.Stdin.Fd()) {
+		t.Skip("the test runs on a terminal, so RunTUI would take it over")
+	}
+	err := RunTUI(context.Background(), Flags{Dir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "needs a terminal") || !strings.Contains(err.Error(), "scv exec") {
+		t.Errorf("RunTUI without a terminal = %v", err)
 	}
 }
