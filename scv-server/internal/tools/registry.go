@@ -35,8 +35,14 @@ func (r *Registry) Register(t Tool) error {
 	if _, dup := r.tools[spec.Name]; dup {
 		return fmt.Errorf("registering tool %q: a tool with that name is already registered", spec.Name)
 	}
+	// A tool may validate against a looser schema than the one the model
+	// sees, to give its own, clearer refusals (the agent tool's enum).
+	raw := spec.Schema
+	if v, ok := t.(interface{ ValidationSchema() json.RawMessage }); ok {
+		raw = v.ValidationSchema()
+	}
 	var s jsonschema.Schema
-	if err := json.Unmarshal(spec.Schema, &s); err != nil {
+	if err := json.Unmarshal(raw, &s); err != nil {
 		return fmt.Errorf("registering tool %q: schema is not a JSON Schema object: %w", spec.Name, err)
 	}
 	res, err := s.Resolve(nil)

@@ -59,7 +59,7 @@ const maxError = 2 << 10
 // ErrUnavailable is wrapped by Plan's error when the agent cannot run at
 // all (its executable is missing): the `agent` tool then adds the
 // fallback sentence, as for an unavailable result.
-var ErrUnavailable = errors.New("agent unavailable")
+var ErrUnavailable = agents.ErrUnavailable
 
 // Options configure a Runner.
 type Options struct {

@@ -174,7 +174,7 @@ func (s *Set) prepare(env tools.Env, raw json.RawMessage) (*prepared, error) {
 	p.call = agents.Call{
 		Agent: name, Prompt: a.Prompt, Dir: dir, Workspace: ws, Model: a.Model, Effort: a.Effort,
 		Timeout: timeout, Handle: handle, SessionID: s.opts.SessionID, Depth: s.opts.Depth,
-		Conversation: p.conv, Turn: p.turn, ResumeCLISession: p.resume,
+		Conversation: p.conv, Turn: p.turn, ResumeCLISession: p.resume, Background: a.Background,
 	}
 	if p.newConv {
 		// Claude and pi take the id SCV chooses; a CLI that picks its own
