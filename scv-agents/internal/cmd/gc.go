@@ -94,7 +94,7 @@ D is a number with a unit: 90m, 12h, 7d.`,
 func parseAge(s string) (time.Duration, error) {
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		days, err := strconv.ParseFloat(n, 64)
-		if err != nil || days < 0 || days > 100*365 {
+		if err != nil || !(days >= 0 && days <= 100*365) { // also refuses NaN
 			return 0, errors.New("not a number of days such as 7d")
 		}
 		return time.Duration(days * float64(24*time.Hour)), nil
