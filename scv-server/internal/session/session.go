@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -513,8 +514,11 @@ func (s *Session) lockIdle(ctx context.Context, request string) error {
 	return nil
 }
 
-// Clear drops the idle session's history, usage totals, queue and approval
-// rules, keeping the sequence, and emits session.cleared.
+// Clear drops the idle session's history, usage totals, queue, approval
+// rules and fixed server turns, keeping the sequence, and emits
+// session.cleared. Reports of background jobs (ScheduleServerTurn) stay:
+// a job that finishes is news whatever the conversation was, and their
+// prompt is decided when they start.
 func (s *Session) Clear(ctx context.Context, requestID string) error {
 	if err := s.lockIdle(ctx, "session.clear"); err != nil {
 		return err
@@ -525,7 +529,7 @@ func (s *Session) Clear(ctx context.Context, requestID string) error {
 	s.historyTokens = 0
 	s.usage = protocol.Usage{}
 	s.queue = nil
-	s.serverTurns = nil
+	s.serverTurns = slices.DeleteFunc(s.serverTurns, func(st serverTurn) bool { return st.build == nil })
 	s.rules = nil
 	s.mu.Unlock()
 	s.recordClear()
