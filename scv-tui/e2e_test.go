@@ -449,6 +449,12 @@ func TestE2ETUI(t *testing.T) {
 		}
 	}
 
+	// /help names the server's log file.
+	tm.submit("/help")
+	tm.waitText("Server log: " + filepath.Join(home, "logs", "tui-server.log"))
+	tm.keys("Escape")
+	tm.waitGone("Server log:")
+
 	// /quit ends the UI, restores the terminal and shuts the server down.
 	tm.submit("/quit")
 	if code := tm.exitCode(); code != 0 {
