@@ -32,6 +32,12 @@ const secret = "sk-test-SECRET-5f3a9c"
 // Fake agent CLIs: each logs its arguments and the variables that matter
 // to $HOME/calls, so the tests see the private environment it got.
 var fakeScripts = map[string]string{
+	// dsh works for five minutes and leaves a setsid descendant.
+	"dsh": `#!/bin/sh
+echo "dsh $*" >> "$HOME/calls"
+setsid sleep 300 </dev/null >/dev/null 2>&1 &
+exec sleep 300
+`,
 	"claude": `#!/bin/sh
 echo "claude $* HOME=$HOME ANTHROPIC_API_KEY=${ANTHROPIC_API_KEY-unset} OPENAI_API_KEY=${OPENAI_API_KEY-unset}" >> "$HOME/calls"
 case "$1 $2" in
