@@ -2,9 +2,9 @@ package webfetch
 
 import (
 	"bytes"
-	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/JohannesKaufmann/dom"
@@ -89,8 +89,11 @@ func chromeAttr(v string) bool {
 var hiddenStyle = regexp.MustCompile(`(?i)display\s*:\s*none|visibility\s*:\s*hidden`)
 
 // htmlConverter is safe for concurrent use: its per-conversion state lives
-// in the conversion's context.
+// in the conversion's context. Escaping is off: the text is read by a
+// model, not rendered, so "\[1\]" and "SIDE\_MODULE" would only be noise,
+// and the escaper costs a lock per byte of text.
 var htmlConverter = converter.NewConverter(
+	converter.WithEscapeMode(converter.EscapeModeDisabled),
 	converter.WithPlugins(
 		base.NewBasePlugin(),
 		commonmark.NewCommonmarkPlugin(
@@ -131,6 +134,7 @@ func convertHTML(src []byte, baseURL string) page {
 		}
 	}
 	content := stripChrome(doc)
+	unwrapInline(content)
 	out, err := htmlConverter.ConvertNode(content, converter.WithDomain(baseURL))
 	if err != nil {
 		return page{Title: title, Text: tidy(textOf(content))}
@@ -238,6 +242,38 @@ func isChrome(n *html.Node, inSection bool) bool {
 		return true
 	}
 	return false
+}
+
+// transparentTags are inline elements the converter renders as their
+// children alone; unwrapping them before conversion saves the converter's
+// per-node cost (a Wikipedia page is one fifth spans).
+var transparentTags = map[atom.Atom]bool{
+	atom.Span: true, atom.Font: true, atom.Abbr: true, atom.Acronym: true, atom.Cite: true, atom.Small: true,
+	atom.Big: true, atom.Sup: true, atom.Sub: true, atom.Time: true, atom.Mark: true, atom.U: true, atom.Ins: true,
+	atom.Label: true, atom.Dfn: true, atom.Bdi: true, atom.Bdo: true, atom.Data: true, atom.Q: true, atom.Wbr: true,
+}
+
+// unwrapInline replaces the transparent elements under n by their
+// children and reports whether n holds a block element. A span holding a
+// block stays: the converter renders such a span as a block. It recurses,
+// at most maxDepth deep (flattenDeep ran first).
+func unwrapInline(n *html.Node) (hasBlock bool) {
+	for c := n.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.Type == html.ElementNode {
+			inner := unwrapInline(c)
+			hasBlock = hasBlock || inner || dom.NameIsBlockNode(c.Data)
+			if transparentTags[c.DataAtom] && !(inner && c.DataAtom == atom.Span) {
+				for k := c.FirstChild; k != nil; k = c.FirstChild {
+					c.RemoveChild(k)
+					n.InsertBefore(k, c)
+				}
+				n.RemoveChild(c)
+			}
+		}
+		c = next
+	}
+	return hasBlock
 }
 
 // hasText reports whether n holds any non-space text.
@@ -452,26 +488,53 @@ func textOf(n *html.Node) string {
 
 // linkRefs renders links as numbered references and images as their alt
 // text: inline URLs would double the length of a link-heavy page, and an
-// image's source (often a data: URL) is no use to a reader of text.
+// image's source (often a data: URL) is no use to a reader of text. It
+// also renders headings, because the commonmark plugin's heading renderer
+// assumes escaping is on (it overwrites the byte before a closing "#").
 type linkRefs struct{}
 
 const refsKey = "webfetch_refs"
 
+// refList numbers the link targets of one conversion. abs caches the
+// resolved URL of each raw href: pages repeat links, and resolving one
+// parses two URLs.
 type refList struct {
 	urls  []string
 	index map[string]int
+	abs   map[string]string
 }
 
 func (linkRefs) Name() string { return "webfetch-link-references" }
 
 func (l linkRefs) Init(conv *converter.Converter) error {
 	conv.Register.PreRenderer(func(ctx converter.Context, _ *html.Node) {
-		converter.SetState(ctx, refsKey, &refList{index: map[string]int{}})
+		converter.SetState(ctx, refsKey, &refList{index: map[string]int{}, abs: map[string]string{}})
 	}, converter.PriorityEarly)
-	conv.Register.RendererFor("a", converter.TagTypeInline, l.renderLink, converter.PriorityEarly)
-	conv.Register.RendererFor("img", converter.TagTypeInline, l.renderImage, converter.PriorityEarly)
+	conv.Register.TagType("a", converter.TagTypeInline, converter.PriorityEarly)
+	conv.Register.TagType("img", converter.TagTypeInline, converter.PriorityEarly)
+	// One renderer for all our tags: the converter sorts its list of
+	// renderers for every node it renders, so each one registered costs
+	// time on every node.
+	conv.Register.Renderer(l.render, converter.PriorityEarly)
 	conv.Register.PostRenderer(l.appendRefs, converter.PriorityLate+50)
 	return nil
+}
+
+func (l linkRefs) render(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+	if n.Type != html.ElementNode {
+		return converter.RenderTryNext
+	}
+	// By name, not atom: the commonmark pre-renderer renames elements
+	// (a heading inside a link becomes "strong") without their atoms.
+	switch n.Data {
+	case "a":
+		return l.renderLink(ctx, w, n)
+	case "img":
+		return l.renderImage(ctx, w, n)
+	case "h1", "h2", "h3", "h4", "h5", "h6":
+		return l.renderHeading(ctx, w, n)
+	}
+	return converter.RenderTryNext
 }
 
 func (linkRefs) renderLink(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
@@ -479,17 +542,21 @@ func (linkRefs) renderLink(ctx converter.Context, w converter.Writer, n *html.No
 	var buf bytes.Buffer
 	ctx = ctx.WithValue("is_inside_link", true)
 	ctx.RenderChildNodes(ctx, &buf, n)
-	content := strings.TrimSpace(strings.Join(strings.Fields(buf.String()), " "))
+	content := collapseSpace(buf.String())
 	lower := strings.ToLower(href)
 	if href == "" || strings.HasPrefix(href, "#") || strings.HasPrefix(lower, "javascript:") || strings.HasPrefix(lower, "data:") {
 		w.WriteString(content)
 		return converter.RenderSuccess
 	}
-	abs := ctx.AssembleAbsoluteURL(ctx, "a", href)
 	if content == "" {
 		return converter.RenderSuccess
 	}
 	refs := converter.GetState[*refList](ctx, refsKey)
+	abs, ok := refs.abs[href]
+	if !ok {
+		abs = ctx.AssembleAbsoluteURL(ctx, "a", href)
+		refs.abs[href] = abs
+	}
 	num, ok := refs.index[abs]
 	if !ok {
 		refs.urls = append(refs.urls, abs)
@@ -498,18 +565,60 @@ func (linkRefs) renderLink(ctx converter.Context, w converter.Writer, n *html.No
 	}
 	before, after := surroundingSpace(buf.String())
 	w.WriteString(before)
-	fmt.Fprintf(w, "[%s][%d]", content, num)
+	w.WriteByte('[')
+	w.WriteString(content)
+	w.WriteString("][")
+	w.WriteString(strconv.Itoa(num))
+	w.WriteByte(']')
 	w.WriteString(after)
 	return converter.RenderSuccess
 }
 
+var altEscapes = strings.NewReplacer("[", `\[`, "]", `\]`)
+
 func (linkRefs) renderImage(_ converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
-	alt := strings.Join(strings.Fields(dom.GetAttributeOr(n, "alt", "")), " ")
+	alt := collapseSpace(dom.GetAttributeOr(n, "alt", ""))
 	if alt != "" {
-		alt = strings.NewReplacer("[", `\[`, "]", `\]`).Replace(alt)
-		w.WriteString("[image: " + alt + "]")
+		w.WriteString("[image: " + altEscapes.Replace(alt) + "]")
 	}
 	return converter.RenderSuccess
+}
+
+// renderHeading writes an ATX heading on one line, as the commonmark
+// plugin does.
+func (linkRefs) renderHeading(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+	var buf bytes.Buffer
+	ctx.RenderChildNodes(ctx, &buf, n)
+	content := headingLine(buf.String())
+	if content == "" {
+		return converter.RenderSuccess
+	}
+	w.WriteString("\n\n")
+	w.WriteString("######"[:n.Data[1]-'0'])
+	w.WriteByte(' ')
+	w.WriteString(content)
+	w.WriteString("\n\n")
+	return converter.RenderSuccess
+}
+
+// headingLine puts s on one line: line breaks become spaces, runs of
+// spaces one space.
+func headingLine(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\n' || c == '\r' {
+			c = ' '
+		}
+		if c == ' ' && space {
+			continue
+		}
+		space = c == ' '
+		b.WriteByte(c)
+	}
+	return strings.TrimSpace(b.String())
 }
 
 func (linkRefs) appendRefs(ctx converter.Context, content []byte) []byte {
@@ -521,7 +630,11 @@ func (linkRefs) appendRefs(ctx converter.Context, content []byte) []byte {
 	b.Write(bytes.TrimRight(content, " \n"))
 	b.WriteString("\n\n")
 	for i, u := range refs.urls {
-		fmt.Fprintf(&b, "[%d]: %s\n", i+1, u)
+		b.WriteByte('[')
+		b.WriteString(strconv.Itoa(i + 1))
+		b.WriteString("]: ")
+		b.WriteString(u)
+		b.WriteByte('\n')
 	}
 	return b.Bytes()
 }
