@@ -98,13 +98,17 @@ func killRun(ctx context.Context, opts *KillOptions) error {
 }
 
 func stoppedWhat(res delegation.StopResult) string {
-	switch {
-	case res.Killed == 0 && !res.Group:
-		return ": its processes had already exited"
-	case res.Killed == 1:
-		return ": 1 process"
+	tagged := fmt.Sprintf("%d tagged processes", res.Killed)
+	if res.Killed == 1 {
+		tagged = "1 tagged process"
 	}
-	return fmt.Sprintf(": %d processes", res.Killed)
+	switch {
+	case res.Group:
+		return ": its process group and " + tagged
+	case res.Killed == 0:
+		return ": its processes had already exited"
+	}
+	return ": " + tagged
 }
 
 func survivorsErr(handle string, res delegation.StopResult) error {
