@@ -541,3 +541,43 @@ exit 4
 		}
 	}
 }
+
+// TestE2ESignal: SIGTERM quits the UI like /quit (exit 130), restoring the
+// terminal and shutting the server down cleanly.
+func TestE2ESignal(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.NewServer()
+	defer srv.Close()
+	home := fakeHome(t, srv)
+	tm := startTerm(t, t.TempDir(), home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	tm.typeText("unsent words")
+	tm.waitText("unsent words")
+
+	// The server's parent is scv-tui (which scv exec'd into).
+	started, _ := serverPIDs(t, home)
+	if len(started) != 1 {
+		t.Fatalf("%d servers in the log, want 1", len(started))
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", started[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pid (comm) state ppid ...
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	tui, err := strconv.Atoi(fields[1])
+	if err != nil {
+		t.Fatalf("stat %q: %v", stat, err)
+	}
+	if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", tui)); strings.TrimSpace(string(comm)) != "scv-tui" {
+		t.Fatalf("the server's parent %d is %q, want scv-tui", tui, comm)
+	}
+	if err := syscall.Kill(tui, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := tm.exitCode(); code != 130 {
+		t.Errorf("exit code %d, want 130", code)
+	}
+	assertServerGone(t, home)
+}

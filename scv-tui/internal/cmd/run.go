@@ -7,9 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -34,6 +37,7 @@ func RunTUI(ctx context.Context, f Flags) error {
 		return err
 	}
 	defer s.closeLog()
+	s.signals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 	return s.run(ctx, os.Stdin, os.Stdout)
 }
 
@@ -47,6 +51,10 @@ type session struct {
 	client  *client.Client
 	// newModel builds the program's model; tests replace it.
 	newModel func(app.Options) tea.Model
+	// signals quit the program as /quit does (the exit code is then
+	// ExitInterrupted). In raw mode Ctrl+C is a key, not a SIGINT.
+	signals   []os.Signal
+	signalled atomic.Bool
 }
 
 // setup finds the server and prepares the log and the history; nothing is
@@ -133,10 +141,12 @@ func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err err
 			Resume:    s.flags.Resume,
 			Model:     s.flags.Model,
 		})
-		p = tea.NewProgram(model, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
+		p = tea.NewProgram(model, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithoutSignalHandler())
 		pumping = true
 		go pu.run(p.Send, p.Kill)
+		stopSignals := s.quitOnSignal(p)
 		_, err = p.Run()
+		stopSignals()
 	}()
 
 	// The UI is gone; shut the server down (stdin closed, then killed
@@ -163,6 +173,8 @@ func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err err
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf(
 			"internal error (a bug): the terminal UI crashed (the trace is above). The terminal was restored and the server was shut down; the server's log is %s.",
 			s.logPath)}
+	case err == nil && s.signalled.Load():
+		return &exitError{code: ExitInterrupted}
 	case errors.Is(err, tea.ErrInterrupted):
 		return &exitError{code: ExitInterrupted}
 	case errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil:
@@ -176,6 +188,33 @@ func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err err
 		return &exitError{code: ExitFailure, msg: ee.Error()}
 	}
 	return nil
+}
+
+// quitOnSignal quits p gracefully (so the terminal is restored and the
+// server shut down) when one of s.signals arrives. The returned function
+// stops listening and waits for the listener to end.
+func (s *session) quitOnSignal(p *tea.Program) (stop func()) {
+	if len(s.signals) == 0 {
+		return func() {}
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, s.signals...)
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		select {
+		case sig := <-ch:
+			s.log.Info("quitting on a signal", "signal", sig.String())
+			s.signalled.Store(true)
+			p.Quit()
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
+		<-ended
+	}
 }
 
 // pump carries the client's messages into the program.

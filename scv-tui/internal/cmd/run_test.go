@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
@@ -35,7 +36,7 @@ func runSession(t *testing.T, script string, update func(m *scriptModel, msg tea
 }
 
 // runSessionInput is runSession, without any input unless withInput.
-func runSessionInput(t *testing.T, script string, withInput bool, update func(m *scriptModel, msg tea.Msg) tea.Cmd) (log string, err error) {
+func runSessionInput(t *testing.T, script string, withInput bool, update func(m *scriptModel, msg tea.Msg) tea.Cmd, signals ...os.Signal) (log string, err error) {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "tui-server.log")
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -52,6 +53,7 @@ func runSessionInput(t *testing.T, script string, withInput bool, update func(m 
 		newModel: func(o app.Options) tea.Model {
 			return &scriptModel{opts: o, update: update}
 		},
+		signals: signals,
 	}
 	in, inW, err := os.Pipe()
 	if err != nil {
@@ -172,5 +174,24 @@ func TestRunTUINeedsATerminal(t *testing.T) {
 	err := RunTUI(context.Background(), Flags{Dir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "needs a terminal") || !strings.Contains(err.Error(), "scv exec") {
 		t.Errorf("RunTUI without a terminal = %v", err)
+	}
+}
+
+func TestRunQuitsOnASignal(t *testing.T) {
+	log, err := runSessionInput(t, echoServer, true, func(m *scriptModel, msg tea.Msg) tea.Cmd {
+		if _, ok := msg.(app.ServerStarted); ok {
+			return func() tea.Msg {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGUSR1)
+				return nil
+			}
+		}
+		return nil
+	}, syscall.SIGUSR1)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != ExitInterrupted || ee.msg != "" {
+		t.Errorf("run = %#v, want a quiet exit with code %d", err, ExitInterrupted)
+	}
+	if !strings.Contains(log, "quitting on a signal") || !strings.Contains(log, "exited with status 0") {
+		t.Errorf("the log does not show the signal and a clean server exit:\n%s", log)
 	}
 }
