@@ -103,3 +103,68 @@ api_key_env = ""
 	}
 	want(t, w.run("", "ps", "--all"), 0, "no delegated runs")
 }
+
+// TestE2EKillLiveRun stops a run whose scv-server still runs with
+// `scv agents kill`: the agent and its setsid descendant die, the turn
+// goes on (the model gets the tool result and answers), and the server
+// removes the record. Reporting the run as "cancelled" is the runner's
+// part (it reads kill_requested_unix); this test checks the tracking side.
+func TestE2EKillLiveRun(t *testing.T) {
+	scvBin := buildSibling(t, "scv")
+	serverBin := buildSibling(t, "scv-server")
+	srv := fakeopenai.NewServer()
+	defer srv.Close()
+	srv.Enqueue(
+		fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"dsh","prompt":"work for a while"}`)),
+		fakeopenai.Script(fakeopenai.Text("the run was stopped")),
+	)
+	w := newWorld(t)
+	w.write("config.toml", "[provider]\nactive = \"fake\"\n[providers.fake]\nbase_url = \""+srv.URL()+"\"\nmodel = \"m\"\napi_key_env = \"\"\n")
+	want(t, w.run(secret+"\n", "login", "dsh"), 0, "dsh: key stored")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, scvBin, "exec", "--approval-policy", "auto", "--cd", t.TempDir(), "delegate it")
+	c.Env = []string{"HOME=" + w.home, "SCV_HOME=" + w.scv, "SCV_SERVER_BIN=" + serverBin, "PATH=" + w.path}
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	defer func() { _ = c.Process.Kill() }()
+
+	var rec delegation.Record
+	deadline := time.Now().Add(time.Minute)
+	for {
+		recs, _ := delegation.List(w.scv)
+		if len(recs) == 1 && len(proctag.Find(recs[0].Handle)) == 2 {
+			rec = recs[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no record with two tagged processes appeared\nstderr:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() { proctag.Kill(rec.Handle) })
+	want(t, w.run("", "ps"), 0, rec.Handle, "running")
+	want(t, w.run("", "kill", rec.Handle), 0, "stopped "+rec.Handle+" (dsh): its process group and")
+	if got := proctag.Find(rec.Handle); len(got) != 0 {
+		t.Fatalf("tagged processes left after kill: %v", got)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("scv exec: %v\nstderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the turn did not end after the kill\nstderr:\n%s", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "the run was stopped") {
+		t.Fatalf("stdout %q, want the model's answer after the tool result", stdout.String())
+	}
+	if recs, _ := delegation.List(w.scv); len(recs) != 0 {
+		t.Fatalf("records left after the run ended: %+v", recs)
+	}
+}
