@@ -37,6 +37,7 @@ const (
 var (
 	ErrNotRunning = errors.New("the server is not running; restart it to go on")
 	ErrQueueFull  = errors.New("the server is not reading its input (the send queue is full); wait for it or restart it")
+	ErrNotReading = errors.New("the server closed its input and reads no more; restart it to go on")
 	ErrClosed     = errors.New("the connection to the server is closed")
 )
 

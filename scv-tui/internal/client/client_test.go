@@ -77,6 +77,7 @@ func buildServer(out string) error {
 //	config    writes a configuration error and exits 78 at once
 //	stubborn  ignores the end of its input, with a child holding stdout
 //	echo      answers every line with an initialized event naming it
+//	deaf      closes its stdin and never exits by itself
 //	flood     writes $SCV_TUI_CLIENT_FLOOD assistant.delta events
 func runFake(mode string) int {
 	good := func(id string) {
@@ -130,6 +131,11 @@ func runFake(mode string) int {
 			good(fmt.Sprint(i))
 		}
 		return 0
+	case "deaf":
+		// Closes its input at once, then waits to be killed.
+		_ = os.Stdin.Close()
+		good("ready")
+		select {}
 	case "flood":
 		// $SCV_TUI_CLIENT_FLOOD assistant.delta events, as fast as the
 		// pipe takes them, then end of input.
@@ -460,6 +466,38 @@ func TestQueueFull(t *testing.T) {
 		t.Errorf("Send of an oversized frame = %v", err)
 	}
 	_ = closeClient(t, c)
+}
+
+func TestServerStopsReading(t *testing.T) {
+	cfg := fake(t, "deaf")
+	cfg.Grace = 100 * time.Millisecond
+	c := New(cfg)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, c) // started
+	if m := next(t, c); m.Event == nil {
+		t.Fatalf("got %+v, want the ready event", m)
+	}
+	// Its stdin is closed, so a write fails and the writer ends; from
+	// then on Send says so instead of queueing into the void.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := c.Send(&protocol.Initialize{RequestID: "1", ProtocolVersion: 3})
+		if errors.Is(err, ErrNotReading) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Send = %v, want nil or ErrNotReading", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Send never reported that the server stopped reading")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := closeClient(t, c); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("Close = %v, want the kill reported", err)
+	}
 }
 
 func TestStartErrors(t *testing.T) {

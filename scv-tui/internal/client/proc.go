@@ -38,6 +38,7 @@ type proc struct {
 	waitErr  error         // cmd.Wait's result, read after exited
 	readDone chan struct{}
 	errDone  chan struct{}
+	wrDone   chan struct{} // closed when the writer has ended
 	done     chan struct{} // closed when every goroutine has ended
 	tail     tailBuffer    // the end of stderr, for the exit message
 
@@ -55,6 +56,7 @@ func startProc(cfg Config, out chan<- Message) (p *proc, err error) {
 		exited:   make(chan struct{}),
 		readDone: make(chan struct{}),
 		errDone:  make(chan struct{}),
+		wrDone:   make(chan struct{}),
 		done:     make(chan struct{}),
 	}
 	var closers []*os.File
@@ -111,17 +113,16 @@ func startProc(cfg Config, out chan<- Message) (p *proc, err error) {
 	p.cmd, p.stdinW, p.stdoutR, p.stderrR = cmd, stdinW, stdoutR, stderrR
 	p.logf("started %s %s in %s (pid %d)", cfg.Path, strings.Join(cfg.Args, " "), cfg.Dir, cmd.Process.Pid)
 
-	// The first message of the process; the reader, the only other
-	// sender of this process, starts after it.
-	var writerDone = make(chan struct{})
 	go p.wait()
 	go p.copyStderr()
-	go p.write(writerDone)
+	go p.write()
 	go func() {
+		// The first message of the process; the reader and then the
+		// monitor are its only other senders.
 		p.deliver(Message{Started: true})
 		p.read(cfg.MaxFrame)
 	}()
-	go p.monitor(writerDone)
+	go p.monitor()
 	return p, nil
 }
 
@@ -214,8 +215,8 @@ func (p *proc) copyStderr() {
 // write copies queued frames into stdin. It closes stdin when the queue
 // is closed (after the frames queued before), when a write fails (the
 // server is gone) or when the process has exited.
-func (p *proc) write(done chan<- struct{}) {
-	defer close(done)
+func (p *proc) write() {
+	defer close(p.wrDone)
 	defer p.stdinW.Close()
 	for {
 		select {
@@ -245,6 +246,18 @@ func (p *proc) send(frame []byte) error {
 	default:
 	}
 	select {
+	case <-p.wrDone:
+		// The writer ends on a failed write, or when the process exits
+		// (checked again: it may have exited since).
+		select {
+		case <-p.exited:
+			return ErrNotRunning
+		default:
+		}
+		return ErrNotReading
+	default:
+	}
+	select {
 	case p.queue <- frame:
 		return nil
 	default:
@@ -254,7 +267,7 @@ func (p *proc) send(frame []byte) error {
 
 // monitor waits for the exit and the end of the output, then reports the
 // exit unless the process was stopped on purpose.
-func (p *proc) monitor(writerDone <-chan struct{}) {
+func (p *proc) monitor() {
 	defer close(p.done)
 	<-p.exited
 	timer := time.NewTimer(drainGrace)
@@ -273,7 +286,7 @@ func (p *proc) monitor(writerDone <-chan struct{}) {
 			<-p.errDone
 		}
 	}
-	<-writerDone
+	<-p.wrDone
 	_ = p.stdoutR.Close()
 	_ = p.stderrR.Close()
 	ee := p.exitError()
