@@ -67,22 +67,87 @@ var (
 	}
 )
 
-var separators = strings.NewReplacer("-", "", "_", "")
-
-// chromeAttr reports whether a class or id value names page chrome.
+// chromeAttr reports whether a class or id value names page chrome. It
+// runs for every element with a class, so it lowercases into a stack
+// buffer instead of allocating (map lookups with string(bytes) do not
+// allocate).
 func chromeAttr(v string) bool {
-	for _, name := range strings.Fields(v) {
-		name = strings.ToLower(name)
-		if chromeWords[name] || chromeNames[separators.Replace(name)] {
+	var lower, joined [64]byte
+	for len(v) > 0 {
+		// Next whitespace-separated name.
+		i := 0
+		for i < len(v) && isSpaceByte(v[i]) {
+			i++
+		}
+		v = v[i:]
+		j := 0
+		for j < len(v) && !isSpaceByte(v[j]) {
+			j++
+		}
+		name := v[:j]
+		v = v[j:]
+		if name == "" {
+			continue
+		}
+		if len(name) > len(lower) {
+			if chromeName(name) {
+				return true
+			}
+			continue
+		}
+		l := lower[:len(name)]
+		jn := joined[:0]
+		for k := 0; k < len(name); k++ {
+			c := name[k]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			l[k] = c
+			if c != '-' && c != '_' {
+				jn = append(jn, c)
+			}
+		}
+		if chromeWords[string(l)] || chromeNames[string(jn)] {
 			return true
 		}
-		for _, w := range strings.FieldsFunc(name, func(r rune) bool { return r == '-' || r == '_' }) {
-			if chromeWords[w] {
-				return true
+		// The parts between - and _.
+		start := 0
+		for k := 0; k <= len(l); k++ {
+			if k == len(l) || l[k] == '-' || l[k] == '_' {
+				if k > start && chromeWords[string(l[start:k])] {
+					return true
+				}
+				start = k + 1
 			}
 		}
 	}
 	return false
+}
+
+var separators = strings.NewReplacer("-", "", "_", "")
+
+// chromeName is chromeAttr for one name, allocating: for names longer
+// than its buffer. Case folds in ASCII only, as HTML class matching does.
+func chromeName(name string) bool {
+	name = strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, name)
+	if chromeWords[name] || chromeNames[separators.Replace(name)] {
+		return true
+	}
+	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return r == '-' || r == '_' }) {
+		if chromeWords[w] {
+			return true
+		}
+	}
+	return false
+}
+
+func isSpaceByte(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
 
 // hiddenStyle matches inline styles that hide an element.
@@ -123,8 +188,12 @@ func convertHTML(src []byte, baseURL string) page {
 	}
 	doc := goquery.NewDocumentFromNode(root)
 	guardTables(doc)
-	title := collapseSpace(doc.Find("title").First().Text())
-	if href, ok := doc.Find("base[href]").First().Attr("href"); ok {
+	var title string
+	if t := firstElement(root, atom.Title, ""); t != nil {
+		title = collapseSpace(goquery.NewDocumentFromNode(t).Text())
+	}
+	if b := firstElement(root, atom.Base, "href"); b != nil {
+		href, _ := dom.GetAttribute(b, "href")
 		// Relative links resolve against <base href>, itself relative to
 		// the page's URL.
 		if b, err := url.Parse(baseURL); err == nil {
@@ -254,13 +323,16 @@ var transparentTags = map[atom.Atom]bool{
 }
 
 // unwrapInline replaces the transparent elements under n by their
-// children and reports whether n holds a block element. A span holding a
-// block stays: the converter renders such a span as a block. It recurses,
-// at most maxDepth deep (flattenDeep ran first).
+// children, drops comments, and reports whether n holds a block element.
+// A span holding a block stays: the converter renders such a span as a
+// block. It recurses, at most maxDepth deep (flattenDeep ran first).
 func unwrapInline(n *html.Node) (hasBlock bool) {
 	for c := n.FirstChild; c != nil; {
 		next := c.NextSibling
-		if c.Type == html.ElementNode {
+		switch c.Type {
+		case html.CommentNode:
+			n.RemoveChild(c)
+		case html.ElementNode:
 			inner := unwrapInline(c)
 			hasBlock = hasBlock || inner || dom.NameIsBlockNode(c.Data)
 			if transparentTags[c.DataAtom] && !(inner && c.DataAtom == atom.Span) {
@@ -274,6 +346,24 @@ func unwrapInline(n *html.Node) (hasBlock bool) {
 		c = next
 	}
 	return hasBlock
+}
+
+// firstElement returns the first element (in document order) of type a
+// having the attribute key (when key is not empty), or nil. It stops at
+// the first match: the title and base sit early in the head.
+func firstElement(root *html.Node, a atom.Atom, key string) *html.Node {
+	stack := []*html.Node{root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.Type == html.ElementNode && n.DataAtom == a && (key == "" || hasAttr(n, key)) {
+			return n
+		}
+		for c := n.LastChild; c != nil; c = c.PrevSibling {
+			stack = append(stack, c)
+		}
+	}
+	return nil
 }
 
 // hasText reports whether n holds any non-space text.
@@ -312,6 +402,11 @@ func contains(n *html.Node, tags ...atom.Atom) bool {
 		}
 	}
 	return false
+}
+
+func hasAttr(n *html.Node, key string) bool {
+	_, ok := dom.GetAttribute(n, key)
+	return ok
 }
 
 func attr(n *html.Node, key string) string {
@@ -540,7 +635,8 @@ func (l linkRefs) render(ctx converter.Context, w converter.Writer, n *html.Node
 func (linkRefs) renderLink(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
 	href := strings.TrimSpace(dom.GetAttributeOr(n, "href", ""))
 	var buf bytes.Buffer
-	ctx = ctx.WithValue("is_inside_link", true)
+	// No "is_inside_link" value as the commonmark renderer sets: it only
+	// tells its text transformer to escape "]", and escaping is off.
 	ctx.RenderChildNodes(ctx, &buf, n)
 	content := collapseSpace(buf.String())
 	lower := strings.ToLower(href)
