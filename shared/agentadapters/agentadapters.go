@@ -62,6 +62,10 @@ const (
 	// OutputFilePlaceholder stands for the file of the final message
 	// (Codex's -o).
 	OutputFilePlaceholder = "{output_file}"
+	// StateDirPlaceholder stands for the absolute state directory of the
+	// agent inside its private home (pi's .pi/agent), in conversation
+	// arguments.
+	StateDirPlaceholder = "{state_dir}"
 )
 
 // Efforts are the values an effort selection may take.
@@ -251,8 +255,11 @@ var table = []Adapter{
 		InstallDirs:    []string{".local/bin"},
 		FixedArgs:      []string{"-p"},
 		OutputArgs:     []string{"--mode", "json"},
-		NewSessionArgs: []string{"--session-id", SessionPlaceholder},
-		ResumeArgs:     []string{"--session-id", SessionPlaceholder},
+		// pi 0.73 has no --session-id: --session takes a session file,
+		// which it creates when missing, so SCV names the file after the
+		// id it chose, in pi's own sessions directory.
+		NewSessionArgs: []string{"--session", StateDirPlaceholder + "/sessions/" + SessionPlaceholder + ".jsonl"},
+		ResumeArgs:     []string{"--session", StateDirPlaceholder + "/sessions/" + SessionPlaceholder + ".jsonl"},
 		ModelArgs:      []string{"--model", ModelPlaceholder},
 		EffortArgs:     []string{"--thinking", EffortPlaceholder},
 		Format:         FormatPiJSON,
@@ -357,6 +364,9 @@ type Invocation struct {
 	// OutputFile is the file of the final message, for formats whose
 	// OutputArgs name one (Codex); required then.
 	OutputFile string
+	// StateDir is the agent's absolute state directory (StatePath), for
+	// conversation arguments that name a file in it (pi); required then.
+	StateDir string
 }
 
 // ErrUnsupportedOption is wrapped by Args when the invocation selects an
@@ -404,7 +414,11 @@ func (a Adapter) Args(inv Invocation) ([]string, error) {
 		if err := validateSession(inv.NewSession); err != nil {
 			return nil, err
 		}
-		args = append(args, substitute(a.NewSessionArgs, SessionPlaceholder, inv.NewSession)...)
+		sa, err := a.sessionArgs(a.NewSessionArgs, inv.NewSession, inv.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, sa...)
 	case inv.ResumeSession != "":
 		if a.ResumeArgs == nil {
 			return nil, fmt.Errorf("%s does not take session: %w", a.Name, ErrUnsupportedOption)
@@ -412,7 +426,10 @@ func (a Adapter) Args(inv Invocation) ([]string, error) {
 		if err := validateSession(inv.ResumeSession); err != nil {
 			return nil, err
 		}
-		resume := substitute(a.ResumeArgs, SessionPlaceholder, inv.ResumeSession)
+		resume, err := a.sessionArgs(a.ResumeArgs, inv.ResumeSession, inv.StateDir)
+		if err != nil {
+			return nil, err
+		}
 		if a.ResumeFixedArgs != nil {
 			resumeTail = resume
 		} else {
@@ -454,6 +471,15 @@ func validateSession(id string) error {
 		}
 	}
 	return nil
+}
+
+// sessionArgs substitutes the session id and the state directory into
+// conversation arguments.
+func (a Adapter) sessionArgs(tmpl []string, session, stateDir string) ([]string, error) {
+	if slices.ContainsFunc(tmpl, func(s string) bool { return strings.Contains(s, StateDirPlaceholder) }) && !filepath.IsAbs(stateDir) {
+		return nil, fmt.Errorf("%s needs its absolute state directory for its session file", a.Name)
+	}
+	return substitute(substitute(tmpl, SessionPlaceholder, session), StateDirPlaceholder, stateDir), nil
 }
 
 func substitute(tmpl []string, placeholder, value string) []string {

@@ -51,8 +51,8 @@ func TestArgs(t *testing.T) {
 		// pi
 		{Pi, Invocation{}, []string{"-p", "--mode", "json", prompt}},
 		{Pi, Invocation{Model: "scv/gpt-x", Effort: "medium"}, []string{"-p", "--mode", "json", "--model", "scv/gpt-x", "--thinking", "medium", prompt}},
-		{Pi, Invocation{NewSession: uuid1}, []string{"-p", "--mode", "json", "--session-id", uuid1, prompt}},
-		{Pi, Invocation{ResumeSession: uuid1, FullPermissions: true}, []string{"-p", "--mode", "json", "--session-id", uuid1, prompt}},
+		{Pi, Invocation{NewSession: uuid1, StateDir: "/h/agents/pi/.pi/agent"}, []string{"-p", "--mode", "json", "--session", "/h/agents/pi/.pi/agent/sessions/" + uuid1 + ".jsonl", prompt}},
+		{Pi, Invocation{ResumeSession: uuid1, FullPermissions: true, StateDir: "/h/agents/pi/.pi/agent"}, []string{"-p", "--mode", "json", "--session", "/h/agents/pi/.pi/agent/sessions/" + uuid1 + ".jsonl", prompt}},
 	}
 	for _, tc := range tests {
 		a, ok := Get(tc.agent)

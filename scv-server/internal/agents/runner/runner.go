@@ -269,6 +269,10 @@ func (b *backend) plan(call agents.Call, exe string) (agents.Launch, error) {
 	if err != nil {
 		return agents.Launch{}, err
 	}
+	state, err := b.a.StatePath(b.r.opts.Home)
+	if err != nil {
+		return agents.Launch{}, err
+	}
 	args, err := b.a.Args(agentadapters.Invocation{
 		Prompt:          call.Prompt,
 		Model:           call.Model,
@@ -277,6 +281,7 @@ func (b *backend) plan(call agents.Call, exe string) (agents.Launch, error) {
 		ResumeSession:   call.ResumeCLISession,
 		FullPermissions: b.fullPermissions(),
 		OutputFile:      ofile,
+		StateDir:        state,
 	})
 	if err != nil {
 		return agents.Launch{}, err

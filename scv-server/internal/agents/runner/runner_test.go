@@ -145,7 +145,7 @@ func TestArgumentsAndDirectory(t *testing.T) {
 		{"grok", "grok-5", "low", "", "", true, []string{"--always-approve", "-m", "grok-5", "--reasoning-effort", "low", "-p", prompt}},
 		{"dsh", "", "", "", "", false, []string{"--profile", "headless", prompt}},
 		{"pi", "scv/m", "medium", "", "7f2c9a10-1111-4222-8333-444455556666", false,
-			[]string{"-p", "--mode", "json", "--session-id", "7f2c9a10-1111-4222-8333-444455556666", "--model", "scv/m", "--thinking", "medium", prompt}},
+			[]string{"-p", "--mode", "json", "--session", "{pisession}", "--model", "scv/m", "--thinking", "medium", prompt}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.agent, func(t *testing.T) {
@@ -173,8 +173,11 @@ func TestArgumentsAndDirectory(t *testing.T) {
 			got := f.args(t)
 			want := slices.Clone(tc.want)
 			for i, w := range want {
-				if w == "{ofile}" {
+				switch w {
+				case "{ofile}":
 					want[i] = filepath.Join(f.home, "agents", "codex", "tmp", call.Handle+".last-message.txt")
+				case "{pisession}":
+					want[i] = filepath.Join(f.home, "agents", "pi", ".pi", "agent", "sessions", "7f2c9a10-1111-4222-8333-444455556666.jsonl")
 				}
 			}
 			if !slices.Equal(got, want) || !slices.Equal(launch.Args[1:], want) {
