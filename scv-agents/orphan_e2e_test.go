@@ -107,8 +107,8 @@ api_key_env = ""
 // TestE2EKillLiveRun stops a run whose scv-server still runs with
 // `scv agents kill`: the agent and its setsid descendant die, the turn
 // goes on (the model gets the tool result and answers), and the server
-// removes the record. Reporting the run as "cancelled" is the runner's
-// part (it reads kill_requested_unix); this test checks the tracking side.
+// removes the record. The runner reads kill_requested_unix, so the model
+// gets a "cancelled" result, not a failure.
 func TestE2EKillLiveRun(t *testing.T) {
 	scvBin := buildSibling(t, "scv")
 	serverBin := buildSibling(t, "scv-server")
@@ -166,5 +166,15 @@ func TestE2EKillLiveRun(t *testing.T) {
 	}
 	if recs, _ := delegation.List(w.scv); len(recs) != 0 {
 		t.Fatalf("records left after the run ended: %+v", recs)
+	}
+	reqs := srv.Requests()
+	var tool string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Role == "tool" {
+			tool = m.Content
+		}
+	}
+	if !strings.Contains(tool, `"status":"cancelled"`) || !strings.Contains(tool, "scv agents kill") {
+		t.Fatalf("tool result %q, want a cancelled run stopped by scv agents kill", tool)
 	}
 }

@@ -401,7 +401,13 @@ func (b *backend) Run(ctx context.Context, call agents.Call, progress func(strin
 		TermGrace: StopGrace,
 		OnStart:   onStart,
 	})
+	killed := false
 	if recorded {
+		// `scv agents kill` marks the record before it stops the run, so
+		// a run it stopped reads as cancelled, not as a failure.
+		if rec, err := delegation.Read(home, call.Handle); err == nil && rec.KillRequestedUnix != 0 {
+			killed = true
+		}
 		if err := delegation.Remove(home, call.Handle); err != nil {
 			b.r.log.Warn("cannot remove the delegation record", "handle", call.Handle, "err", err)
 		}
@@ -447,6 +453,10 @@ func (b *backend) Run(ctx context.Context, call agents.Call, progress func(strin
 	case st.Cancelled:
 		res.Status = agents.StatusCancelled
 		res.Error = fmt.Sprintf("the %s run was cancelled and its processes were stopped", b.a.Product)
+		return res
+	case killed:
+		res.Status = agents.StatusCancelled
+		res.Error = fmt.Sprintf("the %s run was stopped with `scv agents kill %s`", b.a.Product, call.Handle)
 		return res
 	case st.TimedOut:
 		res.Status = agents.StatusTimeout
