@@ -581,3 +581,39 @@ func TestE2ESignal(t *testing.T) {
 	}
 	assertServerGone(t, home)
 }
+
+// TestE2EConfigFixedThenRestart: after a configuration error the user
+// fixes the file and presses Ctrl+R; the new server reads it and the
+// session starts.
+func TestE2EConfigFixedThenRestart(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.NewServer()
+	defer srv.Close()
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("Configured at last.")))
+	home := fakeHome(t, srv)
+	cfgPath := filepath.Join(home, "config.toml")
+	good, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, []byte("[provider]\nactve = \"fake\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTerm(t, t.TempDir(), home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("configuration error", "actve")
+	if err := os.WriteFile(cfgPath, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm.keys("C-r")
+	// (The transcript keeps the earlier error as a notice.)
+	tm.waitText("fake-model", "Ask anything")
+	tm.submit("hello again")
+	tm.waitText("Configured at last.")
+	tm.waitIdle()
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	assertServerGone(t, home)
+}
