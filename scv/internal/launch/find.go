@@ -17,6 +17,7 @@ import (
 const (
 	Server = "scv-server"
 	TUI    = "scv-tui"
+	Agents = "scv-agents"
 )
 
 // overrideEnv names, per binary, the environment variable that points at it
@@ -24,6 +25,7 @@ const (
 var overrideEnv = map[string]string{
 	Server: "SCV_SERVER_BIN",
 	TUI:    "SCV_TUI_BIN",
+	Agents: "SCV_AGENTS_BIN",
 }
 
 // OverrideEnv returns the environment variable that overrides the path of
