@@ -585,8 +585,13 @@ func textOf(n *html.Node) string {
 // text: inline URLs would double the length of a link-heavy page, and an
 // image's source (often a data: URL) is no use to a reader of text. It
 // also renders headings, because the commonmark plugin's heading renderer
-// assumes escaping is on (it overwrites the byte before a closing "#").
-type linkRefs struct{}
+// assumes escaping is on (it overwrites the byte before a closing "#"),
+// and lists, faster than that plugin (see renderList).
+type linkRefs struct {
+	// commonmarkLists leaves lists to the commonmark plugin: for the
+	// test that compares the two.
+	commonmarkLists bool
+}
 
 const refsKey = "webfetch_refs"
 
@@ -628,17 +633,20 @@ func (l linkRefs) render(ctx converter.Context, w converter.Writer, n *html.Node
 		return l.renderImage(ctx, w, n)
 	case "h1", "h2", "h3", "h4", "h5", "h6":
 		return l.renderHeading(ctx, w, n)
+	case "ul", "ol":
+		if !l.commonmarkLists {
+			return renderList(ctx, w, n)
+		}
 	}
 	return converter.RenderTryNext
 }
 
 func (linkRefs) renderLink(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
 	href := strings.TrimSpace(dom.GetAttributeOr(n, "href", ""))
-	var buf bytes.Buffer
 	// No "is_inside_link" value as the commonmark renderer sets: it only
 	// tells its text transformer to escape "]", and escaping is off.
-	ctx.RenderChildNodes(ctx, &buf, n)
-	content := collapseSpace(buf.String())
+	inner := linkText(ctx, n)
+	content := collapseSpace(inner)
 	lower := strings.ToLower(href)
 	if href == "" || strings.HasPrefix(href, "#") || strings.HasPrefix(lower, "javascript:") || strings.HasPrefix(lower, "data:") {
 		w.WriteString(content)
@@ -659,7 +667,7 @@ func (linkRefs) renderLink(ctx converter.Context, w converter.Writer, n *html.No
 		num = len(refs.urls)
 		refs.index[abs] = num
 	}
-	before, after := surroundingSpace(buf.String())
+	before, after := surroundingSpace(inner)
 	w.WriteString(before)
 	w.WriteByte('[')
 	w.WriteString(content)
@@ -668,6 +676,18 @@ func (linkRefs) renderLink(ctx converter.Context, w converter.Writer, n *html.No
 	w.WriteByte(']')
 	w.WriteString(after)
 	return converter.RenderSuccess
+}
+
+// linkText renders the content of the link n. Most links hold one text
+// node, written as it is: the converter's text transformers would only
+// turn < and > into entities, which tidy turns back.
+func linkText(ctx converter.Context, n *html.Node) string {
+	if c := n.FirstChild; c != nil && c.NextSibling == nil && c.Type == html.TextNode {
+		return c.Data
+	}
+	var buf bytes.Buffer
+	ctx.RenderChildNodes(ctx, &buf, n)
+	return buf.String()
 }
 
 var altEscapes = strings.NewReplacer("[", `\[`, "]", `\]`)

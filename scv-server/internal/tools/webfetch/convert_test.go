@@ -3,6 +3,14 @@ package webfetch
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/strikethrough"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/table"
+	"golang.org/x/net/html"
 )
 
 // chromeAttrSimple is the plain statement of chromeAttr's rule, to check
@@ -56,4 +64,95 @@ func FuzzChromeAttr(f *testing.F) {
 			t.Fatalf("chromeAttr(%q) = %v, the plain rule says %v", v, got, want)
 		}
 	})
+}
+
+// trimNewlinesReference is textutils.TrimConsecutiveNewlines of
+// html-to-markdown v2.5.2 (MIT), which trimNewlines must match.
+func trimNewlinesReference(input []byte) []byte {
+	var result []byte
+	newlineCount := 0
+	spaceBuffer := []byte{}
+	for i := 0; i < len(input); {
+		r, size := utf8.DecodeRune(input[i:])
+		if r == '\n' {
+			newlineCount++
+			if newlineCount <= 2 {
+				result = append(result, spaceBuffer...)
+				result = append(result, '\n')
+			}
+			spaceBuffer = spaceBuffer[:0]
+		} else if r == ' ' {
+			spaceBuffer = append(spaceBuffer, input[i:i+size]...)
+		} else {
+			newlineCount = 0
+			result = append(result, spaceBuffer...)
+			result = append(result, input[i:i+size]...)
+			spaceBuffer = spaceBuffer[:0]
+		}
+		i += size
+	}
+	return append(result, spaceBuffer...)
+}
+
+func TestTrimNewlines(t *testing.T) {
+	for _, s := range []string{"", "a", "a\nb", "a\n\nb", "a\n\n\nb", "a \n \n \n b", "a  \n\n\n\n  b  ", "\n\n\n", "x\xff\n\n\n\xfe", "a\n \n\tb\n\n\n"} {
+		if got, want := string(trimNewlines([]byte(s))), string(trimNewlinesReference([]byte(s))); got != want {
+			t.Errorf("trimNewlines(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+func FuzzTrimNewlines(f *testing.F) {
+	for _, s := range []string{"a \n \n \n b", "a  \n\n\n\n  b  ", "\n\n\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := string(trimNewlines([]byte(s))), string(trimNewlinesReference([]byte(s))); got != want {
+			t.Fatalf("trimNewlines(%q) = %q, the converter's version gives %q", s, got, want)
+		}
+	})
+}
+
+// TestListsMatchCommonmark: renderList writes what the commonmark
+// plugin's list renderer writes.
+func TestListsMatchCommonmark(t *testing.T) {
+	reference := converter.NewConverter(
+		converter.WithEscapeMode(converter.EscapeModeDisabled),
+		converter.WithPlugins(
+			base.NewBasePlugin(),
+			commonmark.NewCommonmarkPlugin(commonmark.WithHeadingStyle(commonmark.HeadingStyleATX)),
+			table.NewTablePlugin(table.WithSpanCellBehavior(table.SpanBehaviorEmpty)),
+			strikethrough.NewStrikethroughPlugin(),
+			linkRefs{commonmarkLists: true},
+		),
+	)
+	pages := []string{
+		`<ul><li>one</li><li>two</li></ul>`,
+		`<ol start="9"><li>nine</li><li>ten</li><li>eleven</li></ol>`,
+		`<ol start="-2"><li>a</li><li>b</li><li>c</li><li>d</li></ol>`,
+		`<ol start="x"><li>a</li></ol>`,
+		`<ul><li>outer<ul><li>inner<ol><li>deep</li></ol></li></ul></li><li>  </li><li><p>para one</p><p>para two</p></li></ul>`,
+		`<ul><li><pre><code>line 1
+line 2</code></pre></li><li>a<br><br><br>b</li></ul><ul><li>second list</li></ul>`,
+		`<ol>` + strings.Repeat(`<li><a href="/x">link</a> text</li>`, 120) + `</ol>`,
+		`<ul><li><blockquote>quoted<br>twice</blockquote></li><li><h3>heading</h3>after</li></ul>`,
+	}
+	for _, src := range pages {
+		root, err := html.Parse(strings.NewReader(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := reference.ConvertNode(root, converter.WithDomain("https://x.test/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, _ = html.Parse(strings.NewReader(src))
+		got, err := htmlConverter.ConvertNode(root, converter.WithDomain("https://x.test/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s:\ngot:\n%s\nwant:\n%s", src, got, want)
+		}
+	}
 }
