@@ -418,9 +418,7 @@ func TestE2ETUI(t *testing.T) {
 	tm.waitText("▸ 1. first queued")
 	tm.keys("j")
 	tm.waitText("▸ 2. second queued")
-	// Shift+Up moves the entry up. (The panel's hint also names K, but
-	// Bubble Tea v2 reports a typed K as "shift+k".)
-	tm.keys("S-Up")
+	tm.keys("K") // the panel's hint: K/J move up/down
 	tm.waitText("1. second queued", "2. first queued")
 	tm.keys("Escape") // leave the queue panel
 
