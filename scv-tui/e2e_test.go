@@ -409,7 +409,7 @@ func TestE2ETUI(t *testing.T) {
 
 	// A slow turn; two prompts queue behind it and are reordered.
 	tm.submit("take your time")
-	tm.waitText("Working slowly")
+	tm.waitText("Working slowly▍") // streaming: the reply's cursor is still there
 	tm.submit("first queued")
 	tm.waitText("1. first queued")
 	tm.submit("second queued")
@@ -459,6 +459,26 @@ func TestE2ETUI(t *testing.T) {
 		t.Errorf("scv exited %d, want 0", code)
 	}
 	assertServerGone(t, home)
+
+	// The next scv in this workspace recalls the prompts with Up.
+	tm2 := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm2.waitText("fake-model", "Ask anything")
+	tm2.keys("Up")
+	tm2.waitText("> after the clear")
+	tm2.keys("Up")
+	tm2.waitText("> second queued")
+	files, _ := filepath.Glob(filepath.Join(home, "state", "prompt-history", "*.jsonl"))
+	if len(files) != 1 {
+		t.Errorf("prompt history files %q, want one", files)
+	} else if st, err := os.Stat(files[0]); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("prompt history file: %v, %v", st, err)
+	}
+	tm2.keys("C-c")
+	tm2.waitText("Ctrl+C again")
+	tm2.keys("C-c")
+	if code := tm2.exitCode(); code != 0 {
+		t.Errorf("the second scv exited %d, want 0", code)
+	}
 }
 
 // TestE2EConfigError: a server that refuses its configuration (exit 78)
