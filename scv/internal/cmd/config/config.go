@@ -19,6 +19,7 @@ import (
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
 	"github.com/scv-cli/scv/scv/internal/exitcode"
+	"github.com/scv-cli/scv/shared/agentauth"
 	sconfig "github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/spf13/cobra"
@@ -198,6 +199,8 @@ type jsonShow struct {
 	ProjectFile string      `json:"project_file"`
 	Keys        []jsonEntry `json:"keys"`
 	Warnings    []string    `json:"warnings"`
+	// Imports are the imported agent setups; omitted when there are none.
+	Imports []jsonImport `json:"imports,omitempty"`
 }
 
 var sourceKinds = map[sconfig.SourceKind]string{
@@ -219,8 +222,9 @@ func Show(opts *Options) error {
 		return err
 	}
 	entries := cfg.Entries(opts.Env)
+	imports := importStates(loc.home, opts.Env)
 	if opts.JSON {
-		out := jsonShow{Workspace: loc.workspace, UserFile: loc.user, ProjectFile: loc.project, Keys: []jsonEntry{}, Warnings: []string{}}
+		out := jsonShow{Workspace: loc.workspace, UserFile: loc.user, ProjectFile: loc.project, Keys: []jsonEntry{}, Warnings: []string{}, Imports: imports}
 		for _, e := range entries {
 			out.Keys = append(out.Keys, jsonEntry{Key: e.Key, Value: e.Value, Redacted: e.Redacted, EnvSet: e.EnvSet,
 				Source: jsonSource{Kind: sourceKinds[e.Source.Kind], File: e.Source.File, Line: e.Source.Line, Env: e.Source.Env}})
@@ -241,7 +245,37 @@ func Show(opts *Options) error {
 	for _, e := range entries {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, display(e), e.Source)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(imports) > 0 {
+		fmt.Fprintln(w, "\nImported agent setups")
+		for _, im := range imports {
+			fmt.Fprintf(w, "  %s: %s\n", im.Agent, im.State)
+		}
+	}
+	return nil
+}
+
+// jsonImport is one imported agent setup (scv agents import) and whether
+// its source changed since.
+type jsonImport struct {
+	Agent    string `json:"agent"`
+	UpToDate bool   `json:"up_to_date"`
+	State    string `json:"state"`
+}
+
+// importStates lists the agents whose setup was imported, in the order
+// SCV knows them.
+func importStates(home string, env paths.Env) []jsonImport {
+	var out []jsonImport
+	for _, name := range sconfig.AgentNames() {
+		st := agentauth.CheckImport(home, name, env)
+		if st.Imported {
+			out = append(out, jsonImport{Agent: name, UpToDate: st.UpToDate, State: st.Summary})
+		}
+	}
+	return out
 }
 
 // maxShown bounds a string value in the text output (system_prompt).

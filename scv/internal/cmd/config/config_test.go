@@ -14,6 +14,7 @@ import (
 	"github.com/scv-cli/scv/scv/internal/cmd/config"
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
 	"github.com/scv-cli/scv/scv/internal/exitcode"
+	"github.com/scv-cli/scv/shared/agentauth"
 	"github.com/scv-cli/scv/shared/paths"
 )
 
@@ -254,5 +255,35 @@ func TestConfigErrorExitsOne(t *testing.T) {
 				t.Fatalf("code %d, stdout %q, stderr:\n%s\nwant:\n%s", code, out.String(), got, want)
 			}
 		})
+	}
+}
+
+// TestShowImportedSetups: after `scv agents import scv`, config show says
+// whether the imported provider is still what the user file holds.
+func TestShowImportedSetups(t *testing.T) {
+	user := "[providers.openai]\nmodel = \"gpt-4.1\"\napi_key = \"sk-import-secret\"\n"
+	in := newInstance(t, user, "")
+	env := paths.MapEnv(map[string]string{"SCV_HOME": in.home})
+	if _, err := agentauth.ImportSCV(in.home, env); err != nil {
+		t.Fatal(err)
+	}
+	show := func() string {
+		var out bytes.Buffer
+		if err := config.Show(&config.Options{IO: &cmdutil.IOStreams{Out: &out, ErrOut: &bytes.Buffer{}}, Env: env, Dir: in.ws}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), "sk-import-secret") {
+			t.Fatalf("config show printed the key:\n%s", out.String())
+		}
+		return out.String()
+	}
+	if got := show(); !strings.Contains(got, "Imported agent setups\n  scv: up to date\n") {
+		t.Fatalf("config show:\n%s", got)
+	}
+	if err := os.WriteFile(paths.ConfigFile(in.home), []byte(strings.Replace(user, "gpt-4.1", "gpt-5", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := show(); !strings.Contains(got, "  scv: ") || strings.Contains(got, "scv: up to date") || !strings.Contains(got, "scv agents import scv") {
+		t.Fatalf("config show after the source changed:\n%s", got)
 	}
 }
