@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/JohannesKaufmann/dom"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
@@ -183,11 +184,12 @@ func convertHTML(src []byte, baseURL string) page {
 		// their text still counts.
 		return page{Text: tokenText(src)}
 	}
-	if flattenDeep(root) > maxElements {
+	elements, tables := flattenDeep(root)
+	if elements > maxElements {
 		return page{Text: tokenText(src)}
 	}
 	doc := goquery.NewDocumentFromNode(root)
-	guardTables(doc)
+	guardTables(doc.FindNodes(tables...))
 	var title string
 	if t := firstElement(root, atom.Title, ""); t != nil {
 		title = collapseSpace(goquery.NewDocumentFromNode(t).Text())
@@ -462,8 +464,8 @@ const (
 
 // guardTables turns tables whose grid would exceed the bounds into plain
 // blocks (rows as paragraphs, cells separated by spaces).
-func guardTables(doc *goquery.Document) {
-	doc.Find("table").Each(func(_ int, t *goquery.Selection) {
+func guardTables(tables *goquery.Selection) {
+	tables.Each(func(_ int, t *goquery.Selection) {
 		rows := t.ChildrenFiltered("tr").AddSelection(t.ChildrenFiltered("thead, tbody, tfoot").ChildrenFiltered("tr"))
 		width, extra := 0, 0
 		rows.Each(func(_ int, r *goquery.Selection) {
@@ -527,15 +529,15 @@ func flattenTable(t *html.Node) {
 }
 
 // flattenDeep replaces every element nested deeper than maxDepth by a
-// text node holding its text, and returns the number of elements left.
-// It walks without recursion.
-func flattenDeep(root *html.Node) int {
+// text node holding its text, and returns the number of elements left and
+// the tables (found on the way, to spare guardTables a search of the
+// tree). It walks without recursion.
+func flattenDeep(root *html.Node) (elements int, tables []*html.Node) {
 	type item struct {
 		n     *html.Node
 		depth int
 	}
 	stack := []item{{root, 0}}
-	elements := 0
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -544,6 +546,9 @@ func flattenDeep(root *html.Node) int {
 				continue
 			}
 			elements++
+			if c.DataAtom == atom.Table {
+				tables = append(tables, c)
+			}
 			if it.depth+1 >= maxDepth {
 				text := textOf(c)
 				for c.FirstChild != nil {
@@ -555,7 +560,7 @@ func flattenDeep(root *html.Node) int {
 			stack = append(stack, item{c, it.depth + 1})
 		}
 	}
-	return elements
+	return elements, tables
 }
 
 // textOf returns the text under n, without recursion.
@@ -765,28 +770,42 @@ func surroundingSpace(s string) (before, after string) {
 	return before, after
 }
 
-var blankRuns = regexp.MustCompile(`\n{3,}`)
-
 // entities undoes the converter's escaping of < and >, which is for
 // Markdown renderers, not for a reader of the text.
 var entities = strings.NewReplacer("&lt;", "<", "&gt;", ">")
 
-// tidy trims trailing spaces and runs of blank lines.
+// tidy trims trailing spaces and tabs from lines, keeps at most one blank
+// line in a row, and trims the text, in one pass over its lines.
 func tidy(s string) string {
 	s = entities.Replace(validText(s))
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " \t")
+	var b strings.Builder
+	b.Grow(len(s) + 1)
+	blank, started := false, false
+	for line := range strings.SplitSeq(s, "\n") {
+		line = strings.TrimRight(line, " \t")
+		if line == "" {
+			blank = started
+			continue
+		}
+		if started {
+			b.WriteByte('\n')
+			if blank {
+				b.WriteByte('\n')
+			}
+		}
+		b.WriteString(line)
+		blank, started = false, true
 	}
-	s = strings.Join(lines, "\n")
-	s = blankRuns.ReplaceAllString(s, "\n\n")
-	return strings.TrimSpace(s) + "\n"
+	return strings.TrimSpace(b.String()) + "\n"
 }
 
 func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // validText replaces invalid UTF-8 and NUL characters.
 func validText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }

@@ -1,6 +1,7 @@
 package webfetch
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -155,4 +156,27 @@ line 2</code></pre></li><li>a<br><br><br>b</li></ul><ul><li>second list</li></ul
 			t.Errorf("%s:\ngot:\n%s\nwant:\n%s", src, got, want)
 		}
 	}
+}
+
+// tidyReference is the plain statement of tidy: trim the lines, collapse
+// runs of blank lines, trim the text.
+func tidyReference(s string) string {
+	s = entities.Replace(validText(s))
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t")
+	}
+	s = regexp.MustCompile(`\n{3,}`).ReplaceAllString(strings.Join(lines, "\n"), "\n\n")
+	return strings.TrimSpace(s) + "\n"
+}
+
+func FuzzTidy(f *testing.F) {
+	for _, s := range []string{"", "a", "\n\n\na  \n \n\t\nb\n\n", "\u00a0\n\n\nfoo\r\n\n\n", "&lt;x&gt;\x00\xff", " \n x \n\n\n\n y \n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := tidy(s), tidyReference(s); got != want {
+			t.Fatalf("tidy(%q) = %q, the plain version gives %q", s, got, want)
+		}
+	})
 }
