@@ -362,10 +362,11 @@ func TestServerIsScvServer(t *testing.T) {
 }
 
 func TestNoArgsRunsTheTUI(t *testing.T) {
-	// scv execs scv-tui, which for now says it is not built yet.
+	// scv execs scv-tui, which needs a terminal (scv-tui/e2e_test.go drives
+	// it in tmux).
 	r := runSCV(t, t.TempDir())
-	if r.code != 1 || !strings.Contains(r.stderr, "scv-tui: the terminal UI is not built yet; use `scv exec`") {
-		t.Errorf("scv: exit %d, stderr %q; want scv-tui's not-built message", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "scv-tui: the terminal UI needs a terminal on stdin and stdout") {
+		t.Errorf("scv: exit %d, stderr %q; want scv-tui's needs-a-terminal message", r.code, r.stderr)
 	}
 }
 

@@ -602,10 +602,10 @@ func TestFinder(t *testing.T) {
 		want    string
 		wantErr []string
 	}{
-		{"next to the executable wins", Finder{self(filepath.Join(dir, "bin", "scv-tui")), env(envBin), onPath}, next, nil},
-		{"then the variable", Finder{self(filepath.Join(dir, "scv-tui")), env(envBin), onPath}, envBin, nil},
+		{"the variable wins", Finder{self(filepath.Join(dir, "bin", "scv-tui")), env(envBin), onPath}, envBin, nil},
+		{"then next to the executable", Finder{self(filepath.Join(dir, "bin", "scv-tui")), env(""), onPath}, next, nil},
 		{"then PATH", Finder{self(filepath.Join(dir, "scv-tui")), env(""), onPath}, "/usr/bin/scv-server", nil},
-		{"a bad variable falls through to PATH", Finder{self(filepath.Join(dir, "scv-tui")), env(notExec), onPath}, "/usr/bin/scv-server", nil},
+		{"a bad variable is an error, not a fallback", Finder{self(filepath.Join(dir, "bin", "scv-tui")), env(notExec), onPath}, "", []string{"SCV_SERVER_BIN=" + notExec + " cannot be run: it is not executable"}},
 		{"nowhere", Finder{self(filepath.Join(dir, "scv-tui")), env(""), notOnPath}, "", []string{"next to scv-tui (in " + dir + ")", "SCV_SERVER_BIN is not set", "$PATH", "scripts/build.sh"}},
 		{"nowhere, bad variable", Finder{self(filepath.Join(dir, "scv-tui")), env(notExec), notOnPath}, "", []string{"SCV_SERVER_BIN=" + notExec + " cannot be run: it is not executable"}},
 	}

@@ -38,17 +38,18 @@ func (e *NotFoundError) Error() string {
 	if e.Dir != "" {
 		next = fmt.Sprintf("next to scv-tui (in %s)", e.Dir)
 	}
-	env := fmt.Sprintf("%s is not set", ServerBinEnv)
 	if e.EnvVal != "" {
-		env = fmt.Sprintf("%s=%s cannot be run: %v", ServerBinEnv, e.EnvVal, e.EnvErr)
+		return fmt.Sprintf("%s=%s cannot be run: %v; point it at the scv-server binary, or unset it to use the one next to scv-tui", ServerBinEnv, e.EnvVal, e.EnvErr)
 	}
-	return fmt.Sprintf("%s not found: looked %s, then %s, then on $PATH; build it with scripts/build.sh, which puts every SCV binary in bin/, or set %s to its path",
-		ServerName, next, env, ServerBinEnv)
+	env := fmt.Sprintf("%s is not set", ServerBinEnv)
+	return fmt.Sprintf("%s not found: %s, and it is neither %s nor on $PATH; build it with scripts/build.sh, which puts every SCV binary in bin/, or set %s to its path",
+		ServerName, env, next, ServerBinEnv)
 }
 
-// Find returns the path of scv-server: the one next to the running
-// executable (symlinks resolved, so a symlinked scv-tui finds its real
-// siblings), else $SCV_SERVER_BIN, else the one on $PATH.
+// Find returns the path of scv-server: $SCV_SERVER_BIN when set (an error
+// when that cannot run), else the one next to the running executable
+// (symlinks resolved, so a symlinked scv-tui finds its real siblings), else
+// the one on PATH; the same order scv uses.
 func (f Finder) Find() (string, error) {
 	executable, getenv, lookPath := f.Executable, f.Getenv, f.LookPath
 	if executable == nil {
@@ -61,6 +62,15 @@ func (f Finder) Find() (string, error) {
 		lookPath = exec.LookPath
 	}
 	nf := &NotFoundError{}
+	// The override wins, as in scv itself: an explicit path that cannot
+	// run is an error, not a reason to run another binary.
+	if v := getenv(ServerBinEnv); v != "" {
+		nf.EnvVal = v
+		if nf.EnvErr = checkExecutable(v); nf.EnvErr == nil {
+			return v, nil
+		}
+		return "", nf
+	}
 	if self, err := executable(); err == nil {
 		if real, err := filepath.EvalSymlinks(self); err == nil {
 			self = real
@@ -69,12 +79,6 @@ func (f Finder) Find() (string, error) {
 		p := filepath.Join(nf.Dir, ServerName)
 		if checkExecutable(p) == nil {
 			return p, nil
-		}
-	}
-	if v := getenv(ServerBinEnv); v != "" {
-		nf.EnvVal = v
-		if nf.EnvErr = checkExecutable(v); nf.EnvErr == nil {
-			return v, nil
 		}
 	}
 	if p, err := lookPath(ServerName); err == nil {
