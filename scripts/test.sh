@@ -4,6 +4,9 @@
 # then a short run of each fuzz target's seed corpus (part of go test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# tmux (the TUI's end-to-end test) and Node.js (the real pi agent's); quiet
+# when they are present.
+scripts/deps.sh
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 status=0
 for dir in $(scripts/modules.sh); do
