@@ -1,6 +1,6 @@
 module github.com/scv-cli/scv/scv-bridge
 
-go 1.26
+go 1.26.0
 
 require github.com/scv-cli/scv/shared v0.0.0
 
