@@ -8,7 +8,13 @@
 #     through the tool against spawning `bash -lc true` directly;
 #   - sessions: resuming a 2,000-turn session;
 #   - scv exec: wall time and peak memory answering a one-line prompt from a
-#     local scripted model, and a turn of five sequential bash calls.
+#     local scripted model, and a turn of five sequential bash calls;
+#   - the TUI: one keystroke with 10,000 transcript items, one streamed
+#     delta at 10 and 10,000 items;
+#   - the web: HTML to text at 256 KiB, 1 MiB and 4 MiB, the checking
+#     dialer against a plain client, the Responses wire's 10k deltas;
+#   - delegated agents: parsing a 50 MB Claude stream-json log, the runner's
+#     launch against procgroup and os/exec.
 # Usage: scripts/bench.sh [count]   (default 10 runs of each)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +51,12 @@ done
 run scv-server/internal/sessionstore 'Resume' sessions
 run scv-server/internal/agent 'BuildRequest' sessions
 run scv 'Exec' exec
-for f in protocol server tools sessions exec; do
+run scv-tui/internal/app '.' tui
+run scv-server/internal/tools/webfetch 'ConvertHTML|Dial|Resolve' web
+run scv-server/internal/provider/openai 'Stream10kDeltas|Responses10kDeltas' web
+run scv-server/internal/agents/output 'ClaudeStream' agents
+run scv-server/internal/agents/runner 'Launch' agents
+for f in protocol server tools sessions exec tui web agents; do
 	echo
 	"$gobin/benchstat" "$out/$f.txt"
 done
