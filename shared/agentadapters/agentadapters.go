@@ -247,14 +247,14 @@ var table = []Adapter{
 		Scrub:              []string{"DSH_*", "DEEPSEEK_*"},
 	},
 	{
-		Name:           Pi,
-		Product:        "pi",
-		Summary:        "a minimal coding agent that can run on SCV's own model endpoint; no web search",
-		ModelFamily:    "pi model pattern or provider/id, such as scv/<id>",
-		Executable:     "pi",
-		InstallDirs:    []string{".local/bin"},
-		FixedArgs:      []string{"-p"},
-		OutputArgs:     []string{"--mode", "json"},
+		Name:        Pi,
+		Product:     "pi",
+		Summary:     "a minimal coding agent that can run on SCV's own model endpoint; no web search",
+		ModelFamily: "pi model pattern or provider/id, such as scv/<id>",
+		Executable:  "pi",
+		InstallDirs: []string{".local/bin"},
+		FixedArgs:   []string{"-p"},
+		OutputArgs:  []string{"--mode", "json"},
 		// pi 0.73 has no --session-id: --session takes a session file,
 		// which it creates when missing, so SCV names the file after the
 		// id it chose, in pi's own sessions directory.
