@@ -593,9 +593,9 @@ func textOf(n *html.Node) string {
 // assumes escaping is on (it overwrites the byte before a closing "#"),
 // and lists, faster than that plugin (see renderList).
 type linkRefs struct {
-	// commonmarkLists leaves lists to the commonmark plugin: for the
-	// test that compares the two.
-	commonmarkLists bool
+	// converterOnly turns off the fast paths (lists, plain blocks), for
+	// the tests that compare them with the converter's own rendering.
+	converterOnly bool
 }
 
 const refsKey = "webfetch_refs"
@@ -639,8 +639,12 @@ func (l linkRefs) render(ctx converter.Context, w converter.Writer, n *html.Node
 	case "h1", "h2", "h3", "h4", "h5", "h6":
 		return l.renderHeading(ctx, w, n)
 	case "ul", "ol":
-		if !l.commonmarkLists {
+		if !l.converterOnly {
 			return renderList(ctx, w, n)
+		}
+	case "p", "li", "div":
+		if !l.converterOnly && onlyTextAndLinks(n) {
+			return l.renderPlainBlock(ctx, w, n)
 		}
 	}
 	return converter.RenderTryNext
@@ -683,16 +687,47 @@ func (linkRefs) renderLink(ctx converter.Context, w converter.Writer, n *html.No
 	return converter.RenderSuccess
 }
 
+// textEntities is what the converter's text transformers do to text once
+// escaping is off (tidy turns them back; the table renderer counts their
+// width).
+var textEntities = strings.NewReplacer("<", "&lt;", ">", "&gt;")
+
 // linkText renders the content of the link n. Most links hold one text
-// node, written as it is: the converter's text transformers would only
-// turn < and > into entities, which tidy turns back.
+// node, written without a trip through the converter.
 func linkText(ctx converter.Context, n *html.Node) string {
 	if c := n.FirstChild; c != nil && c.NextSibling == nil && c.Type == html.TextNode {
-		return c.Data
+		return textEntities.Replace(c.Data)
 	}
 	var buf bytes.Buffer
 	ctx.RenderChildNodes(ctx, &buf, n)
 	return buf.String()
+}
+
+// onlyTextAndLinks reports whether n's children are all text or links.
+func onlyTextAndLinks(n *html.Node) bool {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.TextNode && (c.Type != html.ElementNode || c.Data != "a") {
+			return false
+		}
+	}
+	return true
+}
+
+// renderPlainBlock renders a block holding only text and links as the
+// converter would (a blank line either side), writing the text itself:
+// the converter's cost per child (sorting its renderers and text
+// transformers) is most of the cost of such a paragraph.
+func (l linkRefs) renderPlainBlock(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+	w.WriteString("\n\n")
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.TextNode {
+			textEntities.WriteString(w, c.Data)
+		} else {
+			l.renderLink(ctx, w, c)
+		}
+	}
+	w.WriteString("\n\n")
+	return converter.RenderSuccess
 }
 
 var altEscapes = strings.NewReplacer("[", `\[`, "]", `\]`)

@@ -114,19 +114,44 @@ func FuzzTrimNewlines(f *testing.F) {
 	})
 }
 
-// TestListsMatchCommonmark: renderList writes what the commonmark
-// plugin's list renderer writes.
-func TestListsMatchCommonmark(t *testing.T) {
-	reference := converter.NewConverter(
-		converter.WithEscapeMode(converter.EscapeModeDisabled),
-		converter.WithPlugins(
-			base.NewBasePlugin(),
-			commonmark.NewCommonmarkPlugin(commonmark.WithHeadingStyle(commonmark.HeadingStyleATX)),
-			table.NewTablePlugin(table.WithSpanCellBehavior(table.SpanBehaviorEmpty)),
-			strikethrough.NewStrikethroughPlugin(),
-			linkRefs{commonmarkLists: true},
-		),
-	)
+// referenceConverter is htmlConverter without its fast paths.
+var referenceConverter = converter.NewConverter(
+	converter.WithEscapeMode(converter.EscapeModeDisabled),
+	converter.WithPlugins(
+		base.NewBasePlugin(),
+		commonmark.NewCommonmarkPlugin(commonmark.WithHeadingStyle(commonmark.HeadingStyleATX)),
+		table.NewTablePlugin(table.WithSpanCellBehavior(table.SpanBehaviorEmpty)),
+		strikethrough.NewStrikethroughPlugin(),
+		linkRefs{converterOnly: true},
+	),
+)
+
+// convertBoth converts src with htmlConverter and referenceConverter.
+func convertBoth(t *testing.T, src string) (got, want string) {
+	t.Helper()
+	var out [2]string
+	for i, conv := range []*converter.Converter{htmlConverter, referenceConverter} {
+		root, err := html.Parse(strings.NewReader(src))
+		if err != nil {
+			t.Skip("the parser refuses it")
+		}
+		if elements, _ := flattenDeep(root); elements > 5000 {
+			t.Skip("too large")
+		}
+		unwrapInline(root)
+		md, err := conv.ConvertNode(root, converter.WithDomain("https://x.test/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = string(md)
+	}
+	return out[0], out[1]
+}
+
+// TestFastPathsMatchConverter: renderList and renderPlainBlock write what
+// the converter's own rendering (the commonmark plugin's lists, its
+// per-node rendering of text and links) writes.
+func TestFastPathsMatchConverter(t *testing.T) {
 	pages := []string{
 		`<ul><li>one</li><li>two</li></ul>`,
 		`<ol start="9"><li>nine</li><li>ten</li><li>eleven</li></ol>`,
@@ -137,25 +162,32 @@ func TestListsMatchCommonmark(t *testing.T) {
 line 2</code></pre></li><li>a<br><br><br>b</li></ul><ul><li>second list</li></ul>`,
 		`<ol>` + strings.Repeat(`<li><a href="/x">link</a> text</li>`, 120) + `</ol>`,
 		`<ul><li><blockquote>quoted<br>twice</blockquote></li><li><h3>heading</h3>after</li></ul>`,
+		`<p>plain <a href="/a">one</a>, <a href="#x">in page</a> and <a href="/b"> spaced </a>.</p><div>a &lt;tag&gt; <a href="/c">x &lt; y</a></div>`,
+		`<table><tr><td><p>a &lt; b</p></td><td><a href="/t">c &gt; d</a></td></tr><tr><td>longer cell</td><td>x</td></tr></table>`,
+		`<p>  leading and trailing  </p><p></p><li>stray item <a href="/l"><b>bold</b> link</a></li><div><a href="/e"></a></div>`,
 	}
 	for _, src := range pages {
-		root, err := html.Parse(strings.NewReader(src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := reference.ConvertNode(root, converter.WithDomain("https://x.test/"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		root, _ = html.Parse(strings.NewReader(src))
-		got, err := htmlConverter.ConvertNode(root, converter.WithDomain("https://x.test/"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
+		if got, want := convertBoth(t, src); got != want {
 			t.Errorf("%s:\ngot:\n%s\nwant:\n%s", src, got, want)
 		}
 	}
+}
+
+func FuzzFastPathsMatchConverter(f *testing.F) {
+	for _, s := range []string{
+		`<ul><li>a<ol start=3><li>b</li></ol></li></ul><ul><li>c</li></ul>`,
+		`<p>x <a href="/a">y</a> z</p><div>&lt;<a href="/b">&gt;</a></div>`,
+		`<table><tr><td><p>a &lt; b</p></td></tr></table>`,
+		`<li><pre>code
+lines</pre></li><li>a<br><br><br>b</li>`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		if got, want := convertBoth(t, src); got != want {
+			t.Fatalf("%q:\ngot:\n%s\nwant:\n%s", src, got, want)
+		}
+	})
 }
 
 // tidyReference is the plain statement of tidy: trim the lines, collapse
