@@ -615,8 +615,8 @@ func (l linkRefs) Init(conv *converter.Converter) error {
 	conv.Register.PreRenderer(func(ctx converter.Context, _ *html.Node) {
 		converter.SetState(ctx, refsKey, &refList{index: map[string]int{}, abs: map[string]string{}})
 	}, converter.PriorityEarly)
-	conv.Register.TagType("a", converter.TagTypeInline, converter.PriorityEarly)
-	conv.Register.TagType("img", converter.TagTypeInline, converter.PriorityEarly)
+	// No TagType for a and img: they are inline by default, and a
+	// registered type costs a sort on every lookup.
 	// One renderer for all our tags: the converter sorts its list of
 	// renderers for every node it renders, so each one registered costs
 	// time on every node.

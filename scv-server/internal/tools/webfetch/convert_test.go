@@ -119,7 +119,11 @@ var referenceConverter = converter.NewConverter(
 	converter.WithEscapeMode(converter.EscapeModeDisabled),
 	converter.WithPlugins(
 		base.NewBasePlugin(),
-		commonmark.NewCommonmarkPlugin(commonmark.WithHeadingStyle(commonmark.HeadingStyleATX)),
+		commonmark.NewCommonmarkPlugin(
+			commonmark.WithHeadingStyle(commonmark.HeadingStyleATX),
+			commonmark.WithLinkEmptyContentBehavior(commonmark.LinkBehaviorSkip),
+			commonmark.WithLinkEmptyHrefBehavior(commonmark.LinkBehaviorSkip),
+		),
 		table.NewTablePlugin(table.WithSpanCellBehavior(table.SpanBehaviorEmpty)),
 		strikethrough.NewStrikethroughPlugin(),
 		linkRefs{converterOnly: true},
