@@ -11,6 +11,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
+	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
+
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
 )
 
@@ -115,4 +121,72 @@ func BenchmarkConvertAdversarial(b *testing.B) {
 			}
 		})
 	}
+}
+
+// passThrough renders every element as its children: with it the
+// converter does all its fixed work (the pre-render passes over the tree,
+// sorting its renderers for every node, the post-render trims) and no
+// rendering of its own.
+type passThrough struct{}
+
+func (passThrough) Name() string { return "pass-through" }
+
+func (passThrough) Init(conv *converter.Converter) error {
+	conv.Register.Renderer(func(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+		ctx.RenderChildNodes(ctx, w, n)
+		return converter.RenderSuccess
+	}, converter.PriorityEarly-50)
+	return nil
+}
+
+// BenchmarkConvertStages splits the 1 MiB conversion: parsing alone;
+// parsing and the work on the tree before conversion; that plus a
+// converter that renders nothing (the converter's fixed cost); the whole
+// conversion.
+func BenchmarkConvertStages(b *testing.B) {
+	src := benchPage(b, 1<<20)
+	floor := converter.NewConverter(
+		converter.WithEscapeMode(converter.EscapeModeDisabled),
+		converter.WithPlugins(base.NewBasePlugin(), commonmark.NewCommonmarkPlugin(), passThrough{}),
+	)
+	prepare := func() *html.Node {
+		root, err := html.Parse(bytes.NewReader(src))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, tables := flattenDeep(root)
+		doc := goquery.NewDocumentFromNode(root)
+		guardTables(doc.FindNodes(tables...))
+		content := stripChrome(doc)
+		unwrapInline(content)
+		return content
+	}
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := html.Parse(bytes.NewReader(src)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parse+prune", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			prepare()
+		}
+	})
+	b.Run("parse+prune+converter-floor", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := floor.ConvertNode(prepare()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("full", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			convertHTML(src, "https://en.wikipedia.org/wiki/Mozilla")
+		}
+	})
 }
