@@ -169,7 +169,7 @@ var htmlConverter = converter.NewConverter(
 		),
 		table.NewTablePlugin(table.WithSpanCellBehavior(table.SpanBehaviorEmpty)),
 		strikethrough.NewStrikethroughPlugin(),
-		linkRefs{},
+		pageRenderers{},
 	),
 )
 
@@ -586,13 +586,15 @@ func textOf(n *html.Node) string {
 	return b.String()
 }
 
-// linkRefs renders links as numbered references and images as their alt
-// text: inline URLs would double the length of a link-heavy page, and an
-// image's source (often a data: URL) is no use to a reader of text. It
-// also renders headings, because the commonmark plugin's heading renderer
-// assumes escaping is on (it overwrites the byte before a closing "#"),
-// and lists, faster than that plugin (see renderList).
-type linkRefs struct {
+// pageRenderers is the converter plugin of web_fetch. It renders links as
+// numbered references and images as their alt text: inline URLs would
+// double the length of a link-heavy page, and an image's source (often a
+// data: URL) is no use to a reader of text. It renders headings, because
+// the commonmark plugin's heading renderer assumes escaping is on (it
+// overwrites the byte before a closing "#"). And it renders lists and
+// blocks of only text and links faster than the converter does, with the
+// same output (see renderList, renderPlainBlock).
+type pageRenderers struct {
 	// converterOnly turns off the fast paths (lists, plain blocks), for
 	// the tests that compare them with the converter's own rendering.
 	converterOnly bool
@@ -609,9 +611,9 @@ type refList struct {
 	abs   map[string]string
 }
 
-func (linkRefs) Name() string { return "webfetch-link-references" }
+func (pageRenderers) Name() string { return "webfetch" }
 
-func (l linkRefs) Init(conv *converter.Converter) error {
+func (l pageRenderers) Init(conv *converter.Converter) error {
 	conv.Register.PreRenderer(func(ctx converter.Context, _ *html.Node) {
 		converter.SetState(ctx, refsKey, &refList{index: map[string]int{}, abs: map[string]string{}})
 	}, converter.PriorityEarly)
@@ -625,7 +627,7 @@ func (l linkRefs) Init(conv *converter.Converter) error {
 	return nil
 }
 
-func (l linkRefs) render(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+func (l pageRenderers) render(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
 	if n.Type != html.ElementNode {
 		return converter.RenderTryNext
 	}
@@ -650,7 +652,7 @@ func (l linkRefs) render(ctx converter.Context, w converter.Writer, n *html.Node
 	return converter.RenderTryNext
 }
 
-func (linkRefs) renderLink(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+func (pageRenderers) renderLink(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
 	href := strings.TrimSpace(dom.GetAttributeOr(n, "href", ""))
 	// No "is_inside_link" value as the commonmark renderer sets: it only
 	// tells its text transformer to escape "]", and escaping is off.
@@ -717,7 +719,7 @@ func onlyTextAndLinks(n *html.Node) bool {
 // converter would (a blank line either side), writing the text itself:
 // the converter's cost per child (sorting its renderers and text
 // transformers) is most of the cost of such a paragraph.
-func (l linkRefs) renderPlainBlock(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+func (l pageRenderers) renderPlainBlock(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
 	w.WriteString("\n\n")
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		if c.Type == html.TextNode {
@@ -732,7 +734,7 @@ func (l linkRefs) renderPlainBlock(ctx converter.Context, w converter.Writer, n 
 
 var altEscapes = strings.NewReplacer("[", `\[`, "]", `\]`)
 
-func (linkRefs) renderImage(_ converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+func (pageRenderers) renderImage(_ converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
 	alt := collapseSpace(dom.GetAttributeOr(n, "alt", ""))
 	if alt != "" {
 		w.WriteString("[image: " + altEscapes.Replace(alt) + "]")
@@ -742,7 +744,7 @@ func (linkRefs) renderImage(_ converter.Context, w converter.Writer, n *html.Nod
 
 // renderHeading writes an ATX heading on one line, as the commonmark
 // plugin does.
-func (linkRefs) renderHeading(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
+func (pageRenderers) renderHeading(ctx converter.Context, w converter.Writer, n *html.Node) converter.RenderStatus {
 	var buf bytes.Buffer
 	ctx.RenderChildNodes(ctx, &buf, n)
 	content := headingLine(buf.String())
@@ -777,7 +779,7 @@ func headingLine(s string) string {
 	return strings.TrimSpace(b.String())
 }
 
-func (linkRefs) appendRefs(ctx converter.Context, content []byte) []byte {
+func (pageRenderers) appendRefs(ctx converter.Context, content []byte) []byte {
 	refs := converter.GetState[*refList](ctx, refsKey)
 	if refs == nil || len(refs.urls) == 0 {
 		return content

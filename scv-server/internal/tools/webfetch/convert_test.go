@@ -126,7 +126,7 @@ var referenceConverter = converter.NewConverter(
 		),
 		table.NewTablePlugin(table.WithSpanCellBehavior(table.SpanBehaviorEmpty)),
 		strikethrough.NewStrikethroughPlugin(),
-		linkRefs{converterOnly: true},
+		pageRenderers{converterOnly: true},
 	),
 )
 
