@@ -70,9 +70,9 @@ func builtinTools(cfg *config.Config, opts Options) (*tools.Registry, error) {
 			Logger:      opts.Logger,
 		})
 		if err != nil {
-			// A setup the configuration cannot check (the key's variable
-			// unset): the session runs without web_search, and the server
-			// said why when it started (checkWeb).
+			// A setup the configuration validation let through: the
+			// session runs without web_search, and the server said why
+			// when it started (checkWeb).
 			break
 		}
 		list = append(list, ws)
@@ -88,8 +88,8 @@ func builtinTools(cfg *config.Config, opts Options) (*tools.Registry, error) {
 
 // checkWeb checks the [web] values the configuration package cannot: the
 // allowlist entries as web_fetch reads them (an error), and whether the
-// search service can be set up with this environment (a warning: the
-// sessions run without web_search).
+// search service is set up in this environment (a warning: a Brave setup
+// without its key still offers web_search, whose calls say what to set).
 func checkWeb(cfg *config.Config, opts Options) error {
 	for _, d := range cfg.Web.AutoApproveDomains {
 		if err := webfetch.CheckDomain(d); err != nil {
@@ -97,17 +97,14 @@ func checkWeb(cfg *config.Config, opts Options) error {
 		}
 	}
 	if s := cfg.Web.Search; s == config.SearchSearXNG || s == config.SearchBrave {
-		reg, err := builtinTools(cfg, opts)
-		if err != nil {
-			return err
+		env := opts.Env
+		if env == nil {
+			env = paths.OSEnv()
 		}
-		if _, ok := reg.Lookup("web_search"); !ok {
-			env := opts.Env
-			if env == nil {
-				env = paths.OSEnv()
-			}
-			_, err := websearch.New(websearch.Options{Backend: s, SearXNGURL: cfg.Web.SearXNGURL, BraveKey: strings.TrimSpace(env.Getenv(cfg.Web.BraveAPIKeyEnv)), BraveKeyEnv: cfg.Web.BraveAPIKeyEnv})
+		if _, err := websearch.New(websearch.Options{Backend: s, SearXNGURL: cfg.Web.SearXNGURL, BraveKeyEnv: cfg.Web.BraveAPIKeyEnv}); err != nil {
 			opts.Logger.Warn("Sessions will have no web_search tool", "err", err)
+		} else if s == config.SearchBrave && strings.TrimSpace(env.Getenv(cfg.Web.BraveAPIKeyEnv)) == "" {
+			opts.Logger.Warn("web_search calls will fail until the Brave Search API key is set", "variable", cfg.Web.BraveAPIKeyEnv)
 		}
 	}
 	return nil

@@ -134,9 +134,9 @@ func New(o Options) (*Tool, error) {
 		}
 		raw += "/search"
 	case BackendBrave:
-		if o.BraveKey == "" {
-			return nil, fmt.Errorf(`web.search = "brave" needs a Brave Search API key in the environment variable %s (web.brave_api_key_env)`, o.BraveKeyEnv)
-		}
+		// Without a key the tool is still offered: each call fails with
+		// the hint, which the model passes on to the user, who can set
+		// the variable and restart.
 		raw = o.BraveURL
 		if raw == "" {
 			raw = DefaultBraveURL
@@ -236,6 +236,9 @@ type result struct{ title, url, snippet string }
 func (t *Tool) run(parent context.Context, env tools.Env, q string, count int) (tools.Result, error) {
 	if err := parent.Err(); err != nil {
 		return tools.Result{}, err
+	}
+	if t.o.Backend == BackendBrave && t.o.BraveKey == "" {
+		return tools.Failed(fmt.Sprintf("Brave Search is not set up: web.search = \"brave\" needs a Brave Search API key in the environment variable %s (web.brave_api_key_env), which is not set where the SCV server runs. Hint: get a key at https://api-dashboard.search.brave.com, export %s=<key> and restart SCV.", t.o.BraveKeyEnv, t.o.BraveKeyEnv)), nil
 	}
 	ctx, cancel := context.WithTimeout(parent, t.o.Timeout)
 	defer cancel()

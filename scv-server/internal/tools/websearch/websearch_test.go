@@ -336,8 +336,6 @@ func TestNewValidates(t *testing.T) {
 		{Options{Backend: BackendSearXNG}, "needs web.searxng_url"},
 		{Options{Backend: BackendSearXNG, SearXNGURL: "localhost:8888"}, "not an http(s) URL"},
 		{Options{Backend: BackendSearXNG, SearXNGURL: "http://user:secret@/x"}, "not an http(s) URL"},
-		{Options{Backend: BackendBrave}, "environment variable BRAVE_API_KEY"},
-		{Options{Backend: BackendBrave, BraveKeyEnv: "MY_BRAVE"}, "environment variable MY_BRAVE"},
 	} {
 		_, err := New(tc.o)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -346,6 +344,26 @@ func TestNewValidates(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "secret") {
 			t.Errorf("error shows the password: %v", err)
 		}
+	}
+}
+
+// TestBraveWithoutKey: the tool is offered without a key, and each call
+// fails, before any request, with the hint naming the variable.
+func TestBraveWithoutKey(t *testing.T) {
+	tool, err := New(Options{Backend: BackendBrave, BraveKeyEnv: "MY_BRAVE", BraveURL: "http://127.0.0.1:1/never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := tool.Prepare(tools.Env{OutputLimit: 4096}, json.RawMessage(`{"query":"tokio"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := plan.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Success || !strings.Contains(res.Output, "environment variable MY_BRAVE") || !strings.Contains(res.Output, "export MY_BRAVE=") {
+		t.Fatalf("result = %+v", res)
 	}
 }
 
