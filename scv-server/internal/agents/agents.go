@@ -12,16 +12,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/scv-cli/scv/shared/agentadapters"
 	"time"
 )
 
-// Agent names known to SCV.
+// Agent names known to SCV: the adapters' (shared/agentadapters), plus the
+// nested SCV.
 const (
-	Claude = "claude"
-	Codex  = "codex"
-	Grok   = "grok"
-	DSH    = "dsh"
-	Pi     = "pi"
+	Claude = agentadapters.Claude
+	Codex  = agentadapters.Codex
+	Grok   = agentadapters.Grok
+	DSH    = agentadapters.DSH
+	Pi     = agentadapters.Pi
 	SCV    = "scv"
 )
 

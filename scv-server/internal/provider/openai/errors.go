@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/scv-cli/scv/scv-server/internal/oneline"
 
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 )
@@ -42,34 +42,9 @@ func (p *Provider) redact(s string) string {
 	return s
 }
 
-// bound collapses whitespace and control characters (a provider's HTML or
-// pretty-printed JSON must fit one log line) and truncates on a rune
-// boundary.
-func bound(s string) string {
-	var b strings.Builder
-	space := false
-	for _, r := range s {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			space = true
-			continue
-		}
-		sep := space && b.Len() > 0
-		space = false
-		n := utf8.RuneLen(r)
-		if sep {
-			n++
-		}
-		if b.Len()+n > maxMessageBytes-len("…") {
-			b.WriteString("…")
-			break
-		}
-		if sep {
-			b.WriteByte(' ')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// bound makes s one line (a provider's HTML or pretty-printed JSON must fit
+// one log line) of at most maxMessageBytes.
+func bound(s string) string { return oneline.Bound(s, maxMessageBytes) }
 
 // seconds renders d as "120 seconds" or "0.2 seconds".
 func seconds(d time.Duration) string {

@@ -3,8 +3,8 @@ package websearch
 import (
 	"html"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/scv-cli/scv/scv-server/internal/oneline"
 )
 
 // StripHTML returns the text of an HTML snippet: tags (such as the
@@ -48,31 +48,5 @@ func startsTag(c byte) bool {
 	return c == '/' || c == '!' || c == '?' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
 }
 
-// bound collapses whitespace and control characters to single spaces,
-// trims, makes the text valid UTF-8 and cuts it to max bytes on a rune
-// boundary, ending in "…" when cut.
-func bound(s string, max int) string {
-	var b strings.Builder
-	space := false
-	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			space = true
-			continue
-		}
-		sep := space && b.Len() > 0
-		space = false
-		n := utf8.RuneLen(r)
-		if sep {
-			n++
-		}
-		if b.Len()+n > max-len("…") {
-			b.WriteString("…")
-			break
-		}
-		if sep {
-			b.WriteByte(' ')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// bound makes s one line of at most max bytes (oneline.Bound).
+func bound(s string, max int) string { return oneline.Bound(s, max) }
