@@ -1,12 +1,12 @@
 package client
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/scv-cli/scv/shared/paths"
 )
 
 const (
@@ -66,7 +66,7 @@ func (f Finder) Find() (string, error) {
 	// run is an error, not a reason to run another binary.
 	if v := getenv(ServerBinEnv); v != "" {
 		nf.EnvVal = v
-		if nf.EnvErr = checkExecutable(v); nf.EnvErr == nil {
+		if nf.EnvErr = paths.CheckExecutable(v); nf.EnvErr == nil {
 			return v, nil
 		}
 		return "", nf
@@ -77,7 +77,7 @@ func (f Finder) Find() (string, error) {
 		}
 		nf.Dir = filepath.Dir(self)
 		p := filepath.Join(nf.Dir, ServerName)
-		if checkExecutable(p) == nil {
+		if paths.CheckExecutable(p) == nil {
 			return p, nil
 		}
 	}
@@ -87,20 +87,3 @@ func (f Finder) Find() (string, error) {
 	return "", nf
 }
 
-// checkExecutable reports why p cannot be run, or nil.
-func checkExecutable(p string) error {
-	st, err := os.Stat(p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return errors.New("no such file")
-		}
-		return err
-	}
-	if st.IsDir() {
-		return errors.New("it is a directory")
-	}
-	if st.Mode().Perm()&0o111 == 0 {
-		return errors.New("it is not executable")
-	}
-	return nil
-}

@@ -5,12 +5,12 @@
 package launch
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/scv-cli/scv/shared/paths"
 )
 
 // Names of the sibling binaries.
@@ -79,7 +79,7 @@ func (f *Finder) Find(name string) (string, error) {
 
 	if env := overrideEnv[name]; env != "" {
 		if p := getenv(env); p != "" {
-			if err := checkExecutable(p); err != nil {
+			if err := paths.CheckExecutable(p); err != nil {
 				return "", fmt.Errorf("%s=%s: %w", env, p, err)
 			}
 			return p, nil
@@ -93,7 +93,7 @@ func (f *Finder) Find(name string) (string, error) {
 		}
 		dir = filepath.Dir(self)
 		p := filepath.Join(dir, name)
-		if checkExecutable(p) == nil {
+		if paths.CheckExecutable(p) == nil {
 			return p, nil
 		}
 	}
@@ -104,20 +104,3 @@ func (f *Finder) Find(name string) (string, error) {
 	return "", &NotFoundError{Name: name, Dir: dir}
 }
 
-// checkExecutable reports why p cannot be run, or nil.
-func checkExecutable(p string) error {
-	st, err := os.Stat(p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return errors.New("no such file")
-		}
-		return err
-	}
-	if st.IsDir() {
-		return errors.New("is a directory")
-	}
-	if st.Mode().Perm()&0o111 == 0 {
-		return errors.New("is not executable")
-	}
-	return nil
-}
