@@ -86,4 +86,3 @@ func (f Finder) Find() (string, error) {
 	}
 	return "", nf
 }
-

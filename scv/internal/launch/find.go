@@ -103,4 +103,3 @@ func (f *Finder) Find(name string) (string, error) {
 	}
 	return "", &NotFoundError{Name: name, Dir: dir}
 }
-
