@@ -102,6 +102,11 @@
 //   - WebSearch(query) sends a hosted web_search_call item: added, the
 //     in_progress, searching and completed events, done with
 //     action.query;
+//   - Reasoning(summary, encrypted) sends a reasoning item (id
+//     "rs_fake_<n>"): output_item.added with no encrypted content, the
+//     reasoning_summary_part and reasoning_summary_text events of its one
+//     summary_text part (none when summary is empty), output_item.done
+//     with summary and encrypted_content (null when encrypted is empty);
 //   - Event(json) sends the payload verbatim under the "event:" name of its
 //     "type"; Raw, Delay, Pace, Hang, Header, Status and APIError work as on
 //     the chat wire; Finish is ignored.
@@ -115,10 +120,11 @@
 // "stream": true gets that final response object as JSON. Output items are
 // numbered by output_index in order; message items have ids
 // "msg_fake_<output_index>", web searches "ws_fake_<n>". The chat wire
-// ignores WebSearch, Citation, Incomplete and Failed.
+// ignores WebSearch, Citation, Reasoning, Incomplete and Failed.
 //
 // A Responses request is recorded with Wire "responses" and decoded into
-// Model, Stream, Instructions, Input (InputItem: messages, function_call
-// and function_call_output items; a string input is one user message) and
+// Model, Stream, Instructions, Input (InputItem: messages, function_call,
+// function_call_output and reasoning items; a string input is one user
+// message) and
 // Tools (every tool, hosted ones by Type without a Name).
 package fakeopenai

@@ -51,6 +51,7 @@ const (
 	kindCitation
 	kindIncomplete
 	kindFailed
+	kindReasoning
 )
 
 // Text streams each chunk as one event with choices[0].delta.content.
@@ -119,6 +120,17 @@ func WebSearch(query string) Step { return Step{kind: kindWebSearch, a: query} }
 // response.output_text.annotation.added event, and the annotation in the
 // message's done item and the final response. The chat wire ignores it.
 func Citation(url, title string) Step { return Step{kind: kindCitation, a: url, b: title} }
+
+// Reasoning, on the Responses wire, sends a reasoning output item (id
+// "rs_fake_<n>") whose summary is one summary_text part of summary (none
+// when it is empty) and whose encrypted_content is encrypted (null when
+// it is empty), as a reasoning model sends it when the request includes
+// "reasoning.encrypted_content": output_item.added without the encrypted
+// content, the summary part events, output_item.done with everything.
+// The chat wire ignores it.
+func Reasoning(summary, encrypted string) Step {
+	return Step{kind: kindReasoning, a: summary, b: encrypted}
+}
 
 // Incomplete, on the Responses wire, ends the reply with
 // response.incomplete and incomplete_details.reason = reason (such as

@@ -10,8 +10,8 @@ import (
 
 // InputItem is one entry of a Responses request's input.
 type InputItem struct {
-	// Type is "message", "function_call" or "function_call_output" (a
-	// message without a type reads as "message").
+	// Type is "message", "function_call", "function_call_output" or
+	// "reasoning" (a message without a type reads as "message").
 	Type string
 	// Role and Content are a message's; Content is reduced to its text as
 	// for chat messages.
@@ -23,6 +23,12 @@ type InputItem struct {
 	Name      string
 	Arguments string
 	Output    string
+	// ID is the item's id, when it has one (a reasoning item does);
+	// EncryptedContent and Summary (the text of its summary parts,
+	// joined) are a reasoning item's.
+	ID               string
+	EncryptedContent string
+	Summary          string
 }
 
 // ToolTypes returns the type of each of the request's tools, in order.
@@ -72,6 +78,9 @@ func decodeResponsesRequest(r *Request) {
 			Name      string          `json:"name"`
 			Arguments string          `json:"arguments"`
 			Output    json.RawMessage `json:"output"`
+			ID        string          `json:"id"`
+			Encrypted string          `json:"encrypted_content"`
+			Summary   json.RawMessage `json:"summary"`
 		}
 		_ = json.Unmarshal(w.Input, &items)
 		for _, it := range items {
@@ -80,7 +89,8 @@ func decodeResponsesRequest(r *Request) {
 				typ = "message"
 			}
 			r.Input = append(r.Input, InputItem{Type: typ, Role: it.Role, Content: contentText(it.Content),
-				CallID: it.CallID, Name: it.Name, Arguments: it.Arguments, Output: contentText(it.Output)})
+				CallID: it.CallID, Name: it.Name, Arguments: it.Arguments, Output: contentText(it.Output),
+				ID: it.ID, EncryptedContent: it.Encrypted, Summary: contentText(it.Summary)})
 		}
 	}
 	for _, t := range w.Tools {
@@ -121,12 +131,13 @@ type respRunner struct {
 	seq    int
 	output []map[string]any // finished output items, for the final response
 	// msg is the open message item, if any.
-	msg      map[string]any
-	msgIndex int
-	msgText  strings.Builder
-	msgNotes []respAnnotation
-	calls    int
-	searches int
+	msg        map[string]any
+	msgIndex   int
+	msgText    strings.Builder
+	msgNotes   []respAnnotation
+	calls      int
+	searches   int
+	reasonings int
 	// quiet builds the items without writing events (a non-streaming
 	// reply).
 	quiet bool
@@ -257,6 +268,8 @@ func (r *respRunner) step(st Step) bool {
 		return r.toolCall(st)
 	case kindWebSearch:
 		return r.webSearch(st.a)
+	case kindReasoning:
+		return r.reasoning(st.a, st.b)
 	case kindFinish:
 		// finish_reason is a chat field; the Responses reply ends with
 		// its terminal event.
@@ -407,6 +420,41 @@ func (r *respRunner) webSearch(query string) bool {
 		r.send("response.output_item.done", map[string]any{"output_index": idx, "item": done})
 }
 
+func (r *respRunner) reasoning(summary, encrypted string) bool {
+	if !r.closeMessage() {
+		return false
+	}
+	idx := len(r.output)
+	r.reasonings++
+	id := "rs_fake_" + strconv.Itoa(r.reasonings)
+	r.output = append(r.output, nil)
+	parts := []any{}
+	if summary != "" {
+		parts = append(parts, map[string]any{"type": "summary_text", "text": summary})
+	}
+	var enc any
+	if encrypted != "" {
+		enc = encrypted
+	}
+	done := map[string]any{"id": id, "type": "reasoning", "summary": parts, "encrypted_content": enc}
+	r.output[idx] = done
+	if !r.send("response.output_item.added", map[string]any{"output_index": idx,
+		"item": map[string]any{"id": id, "type": "reasoning", "summary": []any{}, "encrypted_content": nil}}) {
+		return false
+	}
+	if summary != "" {
+		part := map[string]any{"type": "summary_text", "text": summary}
+		if !r.send("response.reasoning_summary_part.added", map[string]any{"item_id": id, "output_index": idx, "summary_index": 0,
+			"part": map[string]any{"type": "summary_text", "text": ""}}) ||
+			!r.send("response.reasoning_summary_text.delta", map[string]any{"item_id": id, "output_index": idx, "summary_index": 0, "delta": summary}) ||
+			!r.send("response.reasoning_summary_text.done", map[string]any{"item_id": id, "output_index": idx, "summary_index": 0, "text": summary}) ||
+			!r.send("response.reasoning_summary_part.done", map[string]any{"item_id": id, "output_index": idx, "summary_index": 0, "part": part}) {
+			return false
+		}
+	}
+	return r.send("response.output_item.done", map[string]any{"output_index": idx, "item": done})
+}
+
 // serveWhole answers a non-streaming request with the final response
 // object built from the same script.
 func (r *respRunner) serveWhole() {
@@ -415,7 +463,7 @@ func (r *respRunner) serveWhole() {
 	r.quiet = true // the items are built as for a stream, without events
 	for _, st := range r.plan.steps {
 		switch st.kind {
-		case kindText, kindRepeat, kindCitation, kindToolCall, kindWebSearch:
+		case kindText, kindRepeat, kindCitation, kindToolCall, kindWebSearch, kindReasoning:
 			r.step(st)
 		case kindRaw:
 			raw, isRaw = append(raw, st.raw...), true

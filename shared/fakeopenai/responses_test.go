@@ -224,3 +224,56 @@ func TestResponsesNonStreaming(t *testing.T) {
 		t.Fatalf("input %+v", in)
 	}
 }
+
+// Reasoning sends a reasoning item whose encrypted content is only in
+// its done event and the final response; a reasoning item in a request's
+// input is decoded with its id, encrypted content and summary text.
+func TestResponsesReasoning(t *testing.T) {
+	srv := fakeopenai.NewServer()
+	defer srv.Close()
+	srv.Enqueue(
+		fakeopenai.Script(fakeopenai.Reasoning("think first", "ENC1"), fakeopenai.Reasoning("", ""), fakeopenai.ToolCall("c1", "read", `{}`)),
+		fakeopenai.Script(fakeopenai.Text("again")),
+	)
+	resp := post(t, context.Background(), srv.URL()+"/responses", respBody)
+	ev := respEvents(t, resp.Body)
+	resp.Body.Close()
+	want := "created,in_progress," +
+		"output_item.added,reasoning_summary_part.added,reasoning_summary_text.delta,reasoning_summary_text.done,reasoning_summary_part.done,output_item.done," +
+		"output_item.added,output_item.done," +
+		"output_item.added,function_call_arguments.delta,function_call_arguments.done,output_item.done,completed"
+	if got := names(ev); got != want {
+		t.Fatalf("events\n %s\nwant\n %s", got, want)
+	}
+	if it := ev[2].data["item"].(map[string]any); it["id"] != "rs_fake_1" || it["encrypted_content"] != nil {
+		t.Fatalf("added item %v", it)
+	}
+	done := ev[7].data["item"].(map[string]any)
+	sum := done["summary"].([]any)
+	if done["id"] != "rs_fake_1" || done["type"] != "reasoning" || done["encrypted_content"] != "ENC1" ||
+		len(sum) != 1 || sum[0].(map[string]any)["text"] != "think first" {
+		t.Fatalf("done item %v", done)
+	}
+	if it := ev[9].data["item"].(map[string]any); it["id"] != "rs_fake_2" || it["encrypted_content"] != nil || len(it["summary"].([]any)) != 0 {
+		t.Fatalf("empty reasoning item %v", it)
+	}
+	out := ev[len(ev)-1].data["response"].(map[string]any)["output"].([]any)
+	if len(out) != 3 || out[0].(map[string]any)["encrypted_content"] != "ENC1" {
+		t.Fatalf("final output %v", out)
+	}
+
+	body := `{"model":"m","stream":true,"include":["reasoning.encrypted_content"],"input":[
+	 {"type":"message","role":"user","content":"hi"},
+	 {"type":"reasoning","id":"rs_1","encrypted_content":"ENC1","summary":[{"type":"summary_text","text":"think first"}]},
+	 {"type":"function_call","call_id":"c1","name":"read","arguments":"{}"}]}`
+	resp = post(t, context.Background(), srv.URL()+"/responses", body)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	r := srv.Requests()[1]
+	if in := r.Input; len(in) != 3 || in[1] != (fakeopenai.InputItem{Type: "reasoning", ID: "rs_1", EncryptedContent: "ENC1", Summary: "think first"}) {
+		t.Fatalf("input %+v", in)
+	}
+	if inc, _ := r.JSON["include"].([]any); len(inc) != 1 || inc[0] != "reasoning.encrypted_content" {
+		t.Fatalf("include %v", r.JSON["include"])
+	}
+}
