@@ -171,7 +171,7 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 		if err := l.sink.Emit(ctx, &protocol.AssistantCompleted{Content: resp.Content}); err != nil {
 			return l.classify(ctx, err)
 		}
-		l.add(provider.Message{Role: provider.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
+		l.add(provider.Message{Role: provider.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Reasoning: resp.Reasoning})
 		if len(resp.ToolCalls) == 0 {
 			return nil
 		}

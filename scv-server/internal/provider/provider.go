@@ -34,6 +34,11 @@ type Message struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID links a tool message to the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Reasoning are the opaque reasoning items of an assistant message
+	// (Response.Reasoning), sent back with it so a reasoning model keeps
+	// its reasoning across tool calls. Only the wire that produced them
+	// reads them; they are stored with the session like the rest.
+	Reasoning []json.RawMessage `json:"reasoning,omitempty"`
 }
 
 // ToolCall is one tool call the model asked for. Arguments is the raw JSON
@@ -92,6 +97,11 @@ type Response struct {
 	// Usage is nil when the provider reported none.
 	Usage        *Usage
 	FinishReason string
+	// Reasoning are the model's reasoning items, opaque JSON objects to
+	// be carried on the assistant Message and sent back as they are
+	// (the OpenAI Responses wire's encrypted reasoning); nil on wires
+	// without them.
+	Reasoning []json.RawMessage
 }
 
 // Handler receives streamed text. A non-nil error from OnDelta stops the
@@ -169,6 +179,9 @@ const (
 	MaxAssistantBytes    = 1 << 20
 	MaxToolArgumentBytes = 256 << 10
 	MaxToolCalls         = 32
+	// MaxReasoningItemBytes bounds one reasoning item kept for the next
+	// request; larger ones are dropped.
+	MaxReasoningItemBytes = 1 << 20
 )
 
 // Limits bounds one streamed reply. The zero value means the defaults above.
@@ -178,6 +191,8 @@ type Limits struct {
 	AssistantBytes    int
 	ToolArgumentBytes int
 	ToolCalls         int
+	// ReasoningItemBytes bounds each kept reasoning item.
+	ReasoningItemBytes int
 }
 
 // WithDefaults fills zero fields with the protocol's limits.
@@ -196,6 +211,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.ToolCalls <= 0 {
 		l.ToolCalls = MaxToolCalls
+	}
+	if l.ReasoningItemBytes <= 0 {
+		l.ReasoningItemBytes = MaxReasoningItemBytes
 	}
 	return l
 }

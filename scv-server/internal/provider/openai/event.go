@@ -39,6 +39,9 @@ type respItem struct {
 	Action    *struct {
 		Query string `json:"query"`
 	} `json:"action"`
+	// EncryptedContent and Summary are a reasoning item's.
+	EncryptedContent string          `json:"encrypted_content"`
+	Summary          json.RawMessage `json:"summary"`
 }
 
 // respContent is a content part of a message item.

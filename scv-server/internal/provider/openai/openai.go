@@ -143,6 +143,10 @@ type Provider struct {
 	jitter func(d time.Duration) time.Duration
 	// secrets are redacted from every message.
 	secrets []string
+	// plainModels holds the models (string → true) that refused
+	// encrypted reasoning on the Responses wire: they are sent requests
+	// without it.
+	plainModels sync.Map
 	// hostedOnce limits the warning that the chat wire cannot offer
 	// hosted web search to one per provider.
 	hostedOnce sync.Once
@@ -264,24 +268,44 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, h provider.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	path, payload, err := p.wire.encode(p, req)
-	if err != nil {
-		return nil, err
-	}
 	sctx := ctx
 	if p.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		sctx, cancel = context.WithTimeoutCause(ctx, p.cfg.Timeout, errTimeout)
 		defer cancel()
 	}
-	hreq, err := p.newHTTPRequest(sctx, path, payload)
-	if err != nil {
-		return nil, err
+	send := func() (*call, *http.Response, error) {
+		path, payload, err := p.wire.encode(p, req)
+		if err != nil {
+			return nil, nil, err
+		}
+		hreq, err := p.newHTTPRequest(sctx, path, payload)
+		if err != nil {
+			return nil, nil, err
+		}
+		c := &call{}
+		resp, err := p.doer.do(c, hreq)
+		if err != nil {
+			return nil, nil, p.classify(ctx, sctx, c, err)
+		}
+		return c, resp, nil
 	}
-	c := &call{}
-	resp, err := p.doer.do(c, hreq)
+	c, resp, err := send()
 	if err != nil {
-		return nil, p.classify(ctx, sctx, c, err)
+		model := p.requestModel(req)
+		if !p.rejectsEncryptedReasoning(model, err) {
+			return nil, err
+		}
+		// Encode the request again without encrypted reasoning, and keep
+		// it so for this model only if that is accepted.
+		refusal := err
+		p.plainModels.Store(model, true)
+		if c, resp, err = send(); err != nil {
+			p.plainModels.Delete(model)
+			return nil, err
+		}
+		p.log.Warn("the model refused encrypted reasoning; it is no longer asked for or sent back to this model",
+			"model", model, "error", refusal.Error())
 	}
 	body := c.body
 	defer body.Close()

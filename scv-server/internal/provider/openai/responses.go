@@ -1,13 +1,16 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/scv-cli/scv/scv-server/internal/provider"
@@ -44,6 +47,17 @@ import (
 //     same, with finish reason "length" for max_output_tokens (else the
 //     reason given); response.failed and "error" events: a provider_error
 //     with the provider's message;
+//   - reasoning items (output_item.done): kept, when they carry
+//     encrypted_content, as Response.Reasoning ({type, id, summary,
+//     encrypted_content}, at most Limits.ReasoningItemBytes each, else
+//     dropped with a warning). The loop stores them on the assistant
+//     message, and the next request sends them back right before that
+//     message's text and calls: with store false this is how a reasoning
+//     model keeps its reasoning across tool calls. Requests therefore ask
+//     for include ["reasoning.encrypted_content"]; a model that refuses
+//     it with a 400 naming "encrypted" or "include" (OpenAI's models
+//     without reasoning do) gets the request again without it and
+//     without reasoning items, and so do its later requests;
 //   - web_search_call items are the provider's own searches, not SCV tool
 //     calls: only logged. Every other event is ignored.
 //
@@ -76,6 +90,9 @@ func (p *Provider) buildResponsesRequest(req provider.Request) (responses.Respon
 	if model == "" {
 		return params, p.errorf(provider.CodeProviderError, "no model configured")
 	}
+	// Reasoning is asked for and sent back encrypted, as store is false,
+	// unless the model has shown it cannot take it.
+	replay := p.encryptedReasoning(model)
 	items := make(responses.ResponseInputParam, 0, len(req.Messages))
 	message := func(role responses.EasyInputMessageRole, text string) responses.ResponseInputItemUnionParam {
 		return responses.ResponseInputItemUnionParam{OfMessage: &responses.EasyInputMessageParam{
@@ -93,6 +110,14 @@ func (p *Provider) buildResponsesRequest(req provider.Request) (responses.Respon
 		case provider.RoleAssistant:
 			// An assistant turn that only called tools has no message item:
 			// its calls are items of their own.
+			// Its reasoning items go first, as the model produced them:
+			// they must precede the calls they led to.
+			if replay {
+				for _, r := range m.Reasoning {
+					it := param.Override[responses.ResponseReasoningItemParam](r)
+					items = append(items, responses.ResponseInputItemUnionParam{OfReasoning: &it})
+				}
+			}
 			if m.Content != "" {
 				items = append(items, message(responses.EasyInputMessageRoleAssistant, m.Content))
 			}
@@ -151,12 +176,16 @@ func (p *Provider) buildResponsesRequest(req provider.Request) (responses.Respon
 	// SCV sends the whole history each time and never refers to a stored
 	// response, so nothing is kept on the provider's side.
 	params.Store = oai.Bool(false)
+	if replay {
+		params.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
+	}
 	params.SetExtraFields(map[string]any{"stream": true})
 	return params, nil
 }
 
 func (responsesWire) decoder(p *Provider, h provider.Handler) streamDecoder {
-	return &responsesDecoder{p: p, acc: newAccumulator(p, h), calls: map[string]*toolAcc{}, streamed: map[string]bool{}, cited: map[string]bool{}}
+	return &responsesDecoder{p: p, acc: newAccumulator(p, h), calls: map[string]*toolAcc{}, streamed: map[string]bool{}, cited: map[string]bool{},
+		reasoningAt: map[string]int{}}
 }
 
 // responsesDecoder turns Responses events into a Response.
@@ -174,6 +203,10 @@ type responsesDecoder struct {
 	cites    []citation
 	cited    map[string]bool
 	terminal bool
+	// reasoning are the kept reasoning items, in output order, and
+	// reasoningAt their index by item id.
+	reasoning   []json.RawMessage
+	reasoningAt map[string]int
 }
 
 // citation is a url_citation annotation.
@@ -239,8 +272,9 @@ func (d *responsesDecoder) event(data []byte) (bool, error) {
 		return false, d.p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", msg)
 	}
 	// Lifecycle events (response.created, content_part.added, the
-	// web_search_call progress events, reasoning summaries...) carry
-	// nothing the Response needs.
+	// web_search_call progress events, reasoning summary deltas, whose
+	// text the reasoning item's done event repeats...) carry nothing
+	// else the Response needs.
 	return false, nil
 }
 
@@ -279,6 +313,11 @@ func (d *responsesDecoder) item(ev *respEvent) error {
 			}
 		}
 		d.streamed[it.ID] = true
+	case "reasoning":
+		// Only the done item's encrypted content is whole.
+		if ev.Type == "response.output_item.done" {
+			d.reason(it)
+		}
 	case "web_search_call":
 		// The provider runs hosted searches itself: not an SCV tool call.
 		if ev.Type == "response.output_item.done" {
@@ -290,6 +329,48 @@ func (d *responsesDecoder) item(ev *respEvent) error {
 		}
 	}
 	return nil
+}
+
+// reasoningItem is what is kept of a reasoning item: what the next
+// request needs to send it back.
+type reasoningItem struct {
+	Type             string          `json:"type"`
+	ID               string          `json:"id"`
+	Summary          json.RawMessage `json:"summary"`
+	EncryptedContent string          `json:"encrypted_content"`
+}
+
+// reason keeps a reasoning item for Response.Reasoning. The item's bytes
+// came in the body, so they count toward the response limit; each kept
+// item is also bounded by Limits.ReasoningItemBytes. An item that cannot
+// be kept is dropped rather than failing the reply: the model then works
+// without its earlier reasoning, as it did before SCV sent it back.
+func (d *responsesDecoder) reason(it *respItem) {
+	if it.ID == "" || it.EncryptedContent == "" {
+		// Without its encrypted content the item refers to state the
+		// provider kept, and with store false it kept none: sending it
+		// back would fail the next request.
+		return
+	}
+	summary := it.Summary
+	if t := bytes.TrimSpace(summary); len(t) == 0 || t[0] != '[' {
+		summary = json.RawMessage("[]")
+	}
+	raw, err := json.Marshal(reasoningItem{Type: "reasoning", ID: it.ID, Summary: summary, EncryptedContent: it.EncryptedContent})
+	if err != nil {
+		d.p.log.Warn("reasoning item dropped: it cannot be encoded", "error", err)
+		return
+	}
+	if lim := d.acc.lim.ReasoningItemBytes; len(raw) > lim {
+		d.p.log.Warn("reasoning item dropped: it exceeds the reasoning item limit", "bytes", len(raw), "limit", lim)
+		return
+	}
+	if i, ok := d.reasoningAt[it.ID]; ok {
+		d.reasoning[i] = raw
+		return
+	}
+	d.reasoningAt[it.ID] = len(d.reasoning)
+	d.reasoning = append(d.reasoning, raw)
 }
 
 // call returns the function call of an item, starting it if it is new.
@@ -446,7 +527,9 @@ func (d *responsesDecoder) end(bool) (*provider.Response, error) {
 	if !d.terminal {
 		return nil, d.p.errorf(provider.CodeProviderError, "stream ended early: no response.completed event")
 	}
-	return d.acc.response(), nil
+	r := d.acc.response()
+	r.Reasoning = d.reasoning
+	return r, nil
 }
 
 // errorText is the message of an error object ({"message": ...}), a
@@ -483,4 +566,37 @@ func rawText(raw json.RawMessage) string {
 		return s
 	}
 	return string(raw)
+}
+
+// requestModel is the model req is sent to.
+func (p *Provider) requestModel(req provider.Request) string {
+	if req.Model != "" {
+		return req.Model
+	}
+	return p.cfg.Model
+}
+
+// encryptedReasoning reports whether requests to model ask for encrypted
+// reasoning and send back the reasoning items of the history.
+func (p *Provider) encryptedReasoning(model string) bool {
+	if _, ok := p.wire.(responsesWire); !ok {
+		return false
+	}
+	_, plain := p.plainModels.Load(model)
+	return !plain
+}
+
+// rejectsEncryptedReasoning reports whether err is the provider refusing
+// the encrypted reasoning of a request to model: a 400 naming it or the
+// include parameter. Models without reasoning refuse the include
+// ("Encrypted content is not supported with this model."), and a
+// reasoning item another model or account produced cannot be decrypted;
+// either way the request can be made without it.
+func (p *Provider) rejectsEncryptedReasoning(model string, err error) bool {
+	pe, ok := provider.AsError(err)
+	if !ok || pe.Status != http.StatusBadRequest || !p.encryptedReasoning(model) {
+		return false
+	}
+	msg := strings.ToLower(pe.Message)
+	return strings.Contains(msg, "encrypted") || strings.Contains(msg, "include")
 }

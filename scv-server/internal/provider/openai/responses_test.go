@@ -369,6 +369,8 @@ func TestResponsesRequestGolden(t *testing.T) {
 			{Role: provider.RoleAssistant, Content: "Reading.", ToolCalls: []provider.ToolCall{
 				{ID: "call_1", Name: "read", Arguments: `{"path":"x"}`},
 				{ID: "call_2", Name: "bash", Arguments: `{"command":"ls"}`},
+			}, Reasoning: []json.RawMessage{
+				json.RawMessage(`{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Read x first."}],"encrypted_content":"ENC1"}`),
 			}},
 			{Role: provider.RoleTool, ToolCallID: "call_1", Content: "contents of x"},
 			{Role: provider.RoleTool, ToolCallID: "call_2", Content: ""},
@@ -409,10 +411,11 @@ func TestResponsesRequestGolden(t *testing.T) {
 	for _, it := range r.Input {
 		kinds = append(kinds, it.Type+":"+it.Role+it.CallID)
 	}
-	if got := strings.Join(kinds, ","); got != "message:user,message:assistant,function_call:call_1,function_call:call_2,function_call_output:call_1,function_call_output:call_2,message:assistant,message:system,message:user" {
+	if got := strings.Join(kinds, ","); got != "message:user,reasoning:,message:assistant,function_call:call_1,function_call:call_2,function_call_output:call_1,function_call_output:call_2,message:assistant,message:system,message:user" {
 		t.Fatalf("input items %s", got)
 	}
-	if r.Instructions != "You are SCV." || r.Input[5].Output != "(no output)" || r.Input[2].Arguments != `{"path":"x"}` {
+	if r.Instructions != "You are SCV." || r.Input[6].Output != "(no output)" || r.Input[3].Arguments != `{"path":"x"}` ||
+		r.Input[1] != (f.InputItem{Type: "reasoning", ID: "rs_1", EncryptedContent: "ENC1", Summary: "Read x first."}) {
 		t.Fatalf("request %+v", r)
 	}
 }
