@@ -84,6 +84,8 @@ func TestResponsesReasoningRoundTrip(t *testing.T) {
 		{Role: provider.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Reasoning: resp.Reasoning},
 		{Role: provider.RoleTool, ToolCallID: "c1", Content: "x"},
 	}}
+	// An item that is not JSON (a damaged log) is left out.
+	req.Messages[1].Reasoning = append(req.Messages[1].Reasoning, json.RawMessage(`{"type":`))
 	fx.srv.Enqueue(f.Script(f.Text("ok")))
 	if _, err := fx.p.Stream(context.Background(), req, nil); err != nil {
 		t.Fatal(err)

@@ -114,6 +114,11 @@ func (p *Provider) buildResponsesRequest(req provider.Request) (responses.Respon
 			// they must precede the calls they led to.
 			if replay {
 				for _, r := range m.Reasoning {
+					if !json.Valid(r) {
+						// Not what a reply produced (a damaged log):
+						// the model can do without it.
+						continue
+					}
 					it := param.Override[responses.ResponseReasoningItemParam](r)
 					items = append(items, responses.ResponseInputItemUnionParam{OfReasoning: &it})
 				}
