@@ -16,6 +16,9 @@ func messageBytes(m provider.Message) int64 {
 	for _, c := range m.ToolCalls {
 		n += int64(len(c.ID) + len(c.Name) + len(c.Arguments))
 	}
+	for _, r := range m.Reasoning {
+		n += int64(len(r))
+	}
 	return n
 }
 

@@ -7,8 +7,11 @@ package session
 // failed write, keeping a valid prefix).
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -319,7 +322,8 @@ func splice(base, turn, want []provider.Message) (from, removed int, msgs []prov
 }
 
 func sameMessage(a, b provider.Message) bool {
-	if a.Role != b.Role || a.Content != b.Content || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) {
+	if a.Role != b.Role || a.Content != b.Content || a.ToolCallID != b.ToolCallID || len(a.ToolCalls) != len(b.ToolCalls) ||
+		!slices.EqualFunc(a.Reasoning, b.Reasoning, func(x, y json.RawMessage) bool { return bytes.Equal(x, y) }) {
 		return false
 	}
 	for i := range a.ToolCalls {
