@@ -12,8 +12,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/scv-cli/scv/shared/agentadapters"
 	"time"
+
+	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/scv-cli/scv/shared/protocol"
 )
 
 // Agent names known to SCV: the adapters' (shared/agentadapters), plus the
@@ -164,7 +166,16 @@ type Call struct {
 	// Background is set for a background job's run (recorded for
 	// `scv agents ps`).
 	Background bool
+	// Approve answers the approval requests the agent relays (a backend
+	// over ACP or a nested SCV; one process per turn relays none). For a
+	// background job it is the session's unattended answer
+	// (approval.Policy.Unattended); nil denies every request.
+	Approve ApprovalFunc
 }
+
+// ApprovalFunc answers one relayed approval request of the given risk and
+// summary: true approves it.
+type ApprovalFunc func(risk protocol.Risk, summary string) bool
 
 // ErrUnavailable is wrapped by a Backend's Plan error when the agent
 // cannot run at all (its executable is missing): the `agent` tool then

@@ -61,6 +61,23 @@ func (p Policy) Decide(r protocol.Risk) Decision {
 	return Ask
 }
 
+// Unattended answers a request of risk r that nobody can be asked about,
+// such as one a delegated agent relays from a background job (tools.md,
+// "Background jobs"): what the policy decides on its own (read-only runs;
+// auto runs everything; never denies the rest), else, when the client
+// approves every request unasked (autoApprove), yes, else no. It never
+// gives more than the same call would get in the foreground.
+func (p Policy) Unattended(r protocol.Risk, autoApprove bool) bool {
+	switch p.Decide(r) {
+	case Run:
+		return true
+	case Ask:
+		return autoApprove
+	default:
+		return false
+	}
+}
+
 // ErrNotFound is returned by Resolve for an id that is unknown or already
 // resolved; the caller answers approval_not_found.
 var ErrNotFound = errors.New("approval not found")

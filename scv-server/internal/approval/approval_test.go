@@ -434,3 +434,24 @@ func TestConcurrentResolve(t *testing.T) {
 		}
 	}
 }
+
+func TestUnattended(t *testing.T) {
+	for _, tc := range []struct {
+		p    Policy
+		r    protocol.Risk
+		auto bool
+		want bool
+	}{
+		{OnRisk, protocol.RiskReadOnly, false, true},
+		{OnRisk, protocol.RiskProcess, false, false},
+		{OnRisk, protocol.RiskProcess, true, true},
+		{Never, protocol.RiskReadOnly, false, true},
+		{Never, protocol.RiskFilesystem, false, false},
+		{Never, protocol.RiskFilesystem, true, false}, // never more than the foreground
+		{Auto, protocol.RiskDelegate, false, true},
+	} {
+		if got := tc.p.Unattended(tc.r, tc.auto); got != tc.want {
+			t.Errorf("%s.Unattended(%s, auto %v) = %v, want %v", tc.p, tc.r, tc.auto, got, tc.want)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"maps"
 
 	"github.com/scv-cli/scv/scv-server/internal/agents/runner"
-	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/instructions"
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	agenttool "github.com/scv-cli/scv/scv-server/internal/tools/agent"
@@ -29,11 +28,10 @@ func newExtensions(home string, opts Options, log *slog.Logger) *extensions {
 // extendFunc returns the ExtendFunc of sessions configured by cfg. Tests
 // that replace the built-in tools get no agent tools unless they give
 // fake adapters.
-func (e *extensions) extendFunc(cfg *config.Config, policy approval.Policy) session.ExtendFunc {
+func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 	if e.opts.Tools != nil && e.opts.Adapters == nil {
 		return nil
 	}
-	_ = policy // background relays of approvals come with the ACP and nested SCV backends
 	perms := map[string]string{}
 	full := map[string]bool{}
 	defaults := map[string]agenttool.AgentDefaults{}
@@ -81,6 +79,8 @@ func (e *extensions) extendFunc(cfg *config.Config, policy approval.Policy) sess
 			ConversationIdle: cfg.Agent.ConversationIdle(),
 			OutputLimit:      int(cfg.Tools.OutputLimitBytes),
 			Host:             host,
+			Policy:           info.Policy,
+			AutoApprove:      info.AutoApprove,
 			OnForget: func(_, cliSession string) {
 				if err := delegation.UnmarkConversation(e.home, cliSession); err != nil {
 					e.log.Warn("Could not remove a conversation marker", "err", err)

@@ -203,7 +203,7 @@ func workspaceConfig(cfg *config.Config, policy approval.Policy, opts Options, e
 		ToolTimeout:     tc.CommandTimeout(),
 		MaxToolTimeout:  tc.MaxTimeout(),
 		ToolOutputLimit: int(tc.OutputLimitBytes),
-		Extend:          ext.extendFunc(cfg, policy),
+		Extend:          ext.extendFunc(cfg),
 		HostedWebSearch: cfg.Web.Search == config.SearchProvider,
 	}
 }

@@ -62,6 +62,10 @@ type SessionInfo struct {
 	// Version is the client's protocol version; server-started turns need
 	// version 3.
 	Version int
+	// Policy is the session's approval policy, and AutoApprove whether its
+	// client approves every request unasked (session.start auto_approve).
+	Policy      approval.Policy
+	AutoApprove bool
 	// Session is the session itself: its ScheduleServerTurn is the host of
 	// background reports.
 	Session *Session
@@ -228,7 +232,8 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 	}
 	var ext Extension
 	if reg != nil && wc.Extend != nil {
-		if ext, err = wc.Extend(SessionInfo{ID: s.id, Workspace: cwd, Depth: s.depth, Version: s.version, Session: s}); err == nil {
+		if ext, err = wc.Extend(SessionInfo{ID: s.id, Workspace: cwd, Depth: s.depth, Version: s.version,
+			Policy: s.policy, AutoApprove: s.autoApprove, Session: s}); err == nil {
 			for _, t := range ext.Tools {
 				if err = reg.Register(t); err != nil {
 					break

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/agents"
+	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -100,6 +101,11 @@ type Options struct {
 	// OutputLimit is tools.output_limit_bytes, which bounds the replies in
 	// report turns and job listings (a backend bounds its own reply).
 	OutputLimit int
+	// Policy and AutoApprove are the session's approval policy and its
+	// client's auto_approve: a background job has no person to ask, so the
+	// requests its agent relays get Policy.Unattended's answer.
+	Policy      approval.Policy
+	AutoApprove bool
 	// OnForget, when set, is called with the agent and CLI session id of
 	// each conversation the session forgets (evicted, expired, or at
 	// Close), so the conversation marker that keeps `scv agents gc` off
@@ -136,6 +142,15 @@ type Host interface {
 	// session closes the Set, so it must not wait for anything the
 	// caller of Close holds; a closed session refuses it.
 	ScheduleServerTurn(build func() (origin protocol.Origin, prompt string, ok bool)) error
+}
+
+// unattended answers a request a background job's agent relays.
+func (s *Set) unattended(risk protocol.Risk, _ string) bool {
+	p := s.opts.Policy
+	if p == "" {
+		p = approval.OnRisk
+	}
+	return p.Unattended(risk, s.opts.AutoApprove)
 }
 
 // Set is the agent tools of one session.

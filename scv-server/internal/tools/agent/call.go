@@ -409,6 +409,7 @@ func (s *Set) run(ctx context.Context, env tools.Env, p *prepared) (tools.Result
 		return tools.Failed(err.Error()), nil
 	}
 	if p.background {
+		call.Approve = s.unattended
 		j = s.startJobLocked(p, call)
 	}
 	s.unlock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/agents"
+	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -445,5 +446,42 @@ func TestBackendPanic(t *testing.T) {
 		if r.Status != agents.StatusFailed || !strings.Contains(r.Error, "internal error (boom)") || r.Fallback != "" || r.Session != "" {
 			t.Fatalf("background %v: %+v", bg, r)
 		}
+	}
+}
+
+// TestBackgroundRelayedApprovals: a job has no person to ask, so its
+// call carries the unattended answer of the session's policy and
+// auto_approve; a foreground call carries none (its backend asks the turn).
+func TestBackgroundRelayedApprovals(t *testing.T) {
+	for _, tc := range []struct {
+		policy         approval.Policy
+		auto           bool
+		readOnly, proc bool
+	}{
+		{approval.OnRisk, false, true, false},
+		{approval.OnRisk, true, true, true},
+		{approval.Never, true, true, false},
+		{approval.Auto, false, true, true},
+	} {
+		fx := newFixture(t, []string{"codex"}, func(o *Options) { o.Policy, o.AutoApprove = tc.policy, tc.auto })
+		f := fx.fakes["codex"]
+		if res := fx.call(NameAgent, map[string]any{"agent": "codex", "prompt": "land the fix", "background": true}); !res.Success {
+			t.Fatalf("start: %+v", res)
+		}
+		c := f.waitStarted(t)
+		if c.Approve == nil {
+			t.Fatalf("%s: a background call has no answer for relayed requests", tc.policy)
+		}
+		if got := c.Approve(protocol.RiskReadOnly, "read a file"); got != tc.readOnly {
+			t.Errorf("%s auto %v: read-only request approved %v, want %v", tc.policy, tc.auto, got, tc.readOnly)
+		}
+		if got := c.Approve(protocol.RiskProcess, "run a command"); got != tc.proc {
+			t.Errorf("%s auto %v: process request approved %v, want %v", tc.policy, tc.auto, got, tc.proc)
+		}
+	}
+	fx := newFixture(t, []string{"codex"}, nil)
+	fx.call(NameAgent, map[string]any{"agent": "codex", "prompt": "quick look"})
+	if c := fx.fakes["codex"].lastRun(t); c.Approve != nil {
+		t.Fatal("a foreground call carries the unattended answer")
 	}
 }
