@@ -173,6 +173,11 @@ type ToolCompleted struct {
 	Output    string   `json:"output"`
 	Truncated bool     `json:"truncated"`
 	Jobs      []string `json:"jobs,omitempty"`
+	// SettledJobs are background jobs whose final result this call gave
+	// the model (agent_wait or agent_status of a finished job,
+	// agent_cancel): the server will not report them in a turn of its
+	// own (v3).
+	SettledJobs []string `json:"settled_jobs,omitempty"`
 }
 
 // ContextCompacted reports a compaction of the session's history.

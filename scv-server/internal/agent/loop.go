@@ -273,7 +273,7 @@ func (l *loop) runCall(ctx context.Context, call provider.ToolCall) (tools.Resul
 	}
 	res = l.bound(res)
 	ev := &protocol.ToolCompleted{CallID: call.ID, Name: call.Name, Success: res.Success,
-		Output: res.Output, Truncated: res.Truncated, Jobs: res.Jobs}
+		Output: res.Output, Truncated: res.Truncated, Jobs: res.Jobs, SettledJobs: res.Settled}
 	if err := l.sink.Emit(ctx, ev); err != nil {
 		return tools.Result{}, err
 	}

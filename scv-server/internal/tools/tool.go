@@ -54,6 +54,9 @@ type Result struct {
 	Truncated bool
 	// Jobs are background jobs the call started.
 	Jobs []string
+	// Settled are background jobs whose final result this call gave the
+	// model, so that no report turn will name them.
+	Settled []string
 }
 
 // Plan is a checked call, ready for approval and execution.

@@ -110,6 +110,7 @@ var fieldDescriptions = map[string]string{
 	"output":                           "The call's output as the model sees it, capped.",
 	"truncated":                        "Whether the output was cut to its cap.",
 	"jobs":                             "The background jobs the call started (v3).",
+	"settled_jobs":                     "The background jobs whose final result the call gave the model, which no report turn will name (v3).",
 	"before_tokens":                    "The context size before compaction, in tokens.",
 	"after_tokens":                     "The context size after compaction, in tokens.",
 	"removed_messages":                 "How many history messages were removed.",

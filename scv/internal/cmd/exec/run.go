@@ -314,6 +314,10 @@ func (r *run) handle(f frame) (done bool, err error) {
 			for _, j := range ev.Jobs {
 				r.jobs[j] = true
 			}
+			for _, j := range ev.SettledJobs {
+				// The model read its result: no report turn will name it.
+				delete(r.jobs, j)
+			}
 		}
 	case *protocol.ApprovalRequested:
 		return false, r.approval(ev)
