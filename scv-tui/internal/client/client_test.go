@@ -125,7 +125,7 @@ func runFake(mode string) int {
 		good("ready")
 		for readLine() {
 		}
-		select {} // never exits by itself
+		waitToBeKilled() // never exits by itself
 	case "echo":
 		for i := 0; readLine(); i++ {
 			good(fmt.Sprint(i))
@@ -135,7 +135,7 @@ func runFake(mode string) int {
 		// Closes its input at once, then waits to be killed.
 		_ = os.Stdin.Close()
 		good("ready")
-		select {}
+		waitToBeKilled()
 	case "flood":
 		// $SCV_TUI_CLIENT_FLOOD assistant.delta events, as fast as the
 		// pipe takes them, then end of input.
@@ -150,6 +150,16 @@ func runFake(mode string) int {
 		return 0
 	}
 	return 2
+}
+
+// waitToBeKilled blocks until a signal ends the process. It sleeps
+// rather than `select {}` because with every goroutine blocked and no
+// timer pending the runtime calls it a deadlock and exits, which is not
+// what a stubborn server does.
+func waitToBeKilled() {
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 // fake returns a Config running the test binary as a fake server.
