@@ -3,6 +3,9 @@ package server
 import (
 	"log/slog"
 	"maps"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/scv-cli/scv/scv-server/internal/agents/runner"
 	"github.com/scv-cli/scv/scv-server/internal/instructions"
@@ -10,6 +13,7 @@ import (
 	agenttool "github.com/scv-cli/scv/scv-server/internal/tools/agent"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/delegation"
+	"github.com/scv-cli/scv/shared/paths"
 )
 
 // extensions builds the session-bound tools of delegated agents: the
@@ -19,10 +23,28 @@ type extensions struct {
 	home string
 	opts Options
 	log  *slog.Logger
+	// depth is the server's own delegation depth (SCV_DELEGATION_DEPTH,
+	// set when a delegated agent runs scv), a floor for every session's.
+	depth int
 }
 
 func newExtensions(home string, opts Options, log *slog.Logger) *extensions {
-	return &extensions{home: home, opts: opts, log: log}
+	e := &extensions{home: home, opts: opts, log: log}
+	env := opts.Env
+	if env == nil {
+		env = paths.OSEnv()
+	}
+	if v := strings.TrimSpace(env.Getenv(runner.DepthVar)); v != "" {
+		d, err := strconv.Atoi(v)
+		if err != nil || d < 0 {
+			// An unreadable depth must not lift the limit: count it as
+			// the deepest, which offers no agent tool.
+			log.Warn("SCV_DELEGATION_DEPTH is not a non-negative integer; offering no agent tool", "value", v)
+			d = math.MaxInt32
+		}
+		e.depth = d
+	}
+	return e
 }
 
 // extendFunc returns the ExtendFunc of sessions configured by cfg. Tests
@@ -43,6 +65,7 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 		defaults[name] = agenttool.AgentDefaults{UseFor: a.UseFor, Model: a.Model, Effort: a.Effort}
 	}
 	return func(info session.SessionInfo) (session.Extension, error) {
+		info.Depth = max(info.Depth, e.depth)
 		if info.Depth >= cfg.Agent.MaxDelegationDepth {
 			return session.Extension{}, nil
 		}

@@ -157,3 +157,42 @@ func TestSessionEndCancelsBackgroundJobs(t *testing.T) {
 		t.Fatalf("%d delegation records left after the session ended", len(ents))
 	}
 }
+
+// TestDelegationDepthFromTheEnvironment: a server that itself runs
+// delegated (SCV_DELEGATION_DEPTH set) counts its sessions at least that
+// deep: at the limit it offers no agent tool, below it the child gets one
+// more.
+func TestDelegationDepthFromTheEnvironment(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "claude.sh")
+	body := "#!/bin/bash\nprintf '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"depth %s\",\"session_id\":\"s-1\"}\\n' \"$SCV_DELEGATION_DEPTH\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := agentadapters.Get("claude")
+	a.Path, a.PreArgs = "/bin/bash", []string{script}
+	opts := func(depth string) st.Options {
+		return st.Options{Adapters: []agentadapters.Adapter{a}, AgentEnv: []string{"PATH=/usr/bin:/bin"}, ApprovalPolicy: "auto",
+			Env: map[string]string{"SCV_DELEGATION_DEPTH": depth}}
+	}
+
+	f, s := fake(t, "", opts("2"))
+	sid, _ := session(t, s, 3)
+	f.Enqueue(fo.Script(fo.Text("no agents here")))
+	s.Client.Turn(sid, "hi")
+	st.Until[*protocol.TurnCompleted](s.Client)
+	for _, tl := range f.Requests()[0].Tools {
+		if tl.Name == "agent" {
+			t.Fatal("a session at the depth limit offers the agent tool")
+		}
+	}
+
+	f, s = fake(t, "", opts("1"))
+	sid, _ = session(t, s, 3)
+	f.Enqueue(fo.Script(fo.ToolCall("call_1", "agent", `{"agent":"claude","prompt":"how deep?"}`)), fo.Script(fo.Text("done")))
+	s.Client.Turn(sid, "delegate")
+	_, done := st.Until[*protocol.ToolCompleted](s.Client)
+	if !strings.Contains(done.Output, `"reply":"depth 2"`) {
+		t.Fatalf("tool.completed = %+v, want the child at depth 2", done)
+	}
+	st.Until[*protocol.TurnCompleted](s.Client)
+}
