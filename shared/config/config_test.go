@@ -1005,7 +1005,7 @@ agent_timeout_seconds = 7200
 [web]
 fetch_max_bytes = 1048576
 max_redirects = 2
-auto_approve_domains = ["docs.rs", ".go.dev"]
+auto_approve_domains = ["docs.rs", ".go.dev", "*.rust-lang.org"]
 search = "searxng"
 searxng_url = "http://127.0.0.1:8888"
 max_search_results = 5
@@ -1032,7 +1032,7 @@ max_search_results = 5
 	w := c.Web
 	if w.FetchMaxBytes != 1<<20 || w.MaxRedirects != 2 || w.FetchTimeout().Seconds() != 30 || w.Search != SearchSearXNG ||
 		w.SearXNGURL != "http://127.0.0.1:8888" || w.MaxSearchResults != 5 || w.BraveAPIKeyEnv != "BRAVE_API_KEY" ||
-		!reflect.DeepEqual(w.AutoApproveDomains, []string{"docs.rs", ".go.dev"}) {
+		!reflect.DeepEqual(w.AutoApproveDomains, []string{"docs.rs", ".go.dev", "*.rust-lang.org"}) {
 		t.Errorf("web = %+v", w)
 	}
 	if s := c.Sources["agents.claude.model"]; s.Kind != SourceUser || s.Line != 8 {

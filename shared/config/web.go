@@ -25,7 +25,7 @@ func (v *validator) validateWeb() {
 	v.intRange("web.max_search_results", int64(w.MaxSearchResults), 1, maxSearchResults, "a number of results")
 	for _, d := range w.AutoApproveDomains {
 		if !validDomainPattern(d) {
-			v.fail("web.auto_approve_domains", "lists %q, which is not a host name; list bare host names such as \"docs.rs\" (or \".example.com\" for every subdomain), without scheme, port or path", d)
+			v.fail("web.auto_approve_domains", "lists %q, which is not a host name; list bare host names such as \"docs.rs\" (or \".example.com\" or \"*.example.com\" for every subdomain), without scheme, port or path", d)
 		}
 	}
 	if w.Search != SearchOff {
@@ -56,10 +56,15 @@ func (v *validator) validateWeb() {
 	}
 }
 
-// validDomainPattern reports whether d is a lower-case host name, optionally
-// with a leading dot (that host's subdomains too).
+// validDomainPattern reports whether d is a lower-case host name or IPv4
+// address, optionally with a leading "." or "*." (that domain's subdomains
+// too), as web_fetch reads the allowlist.
 func validDomainPattern(d string) bool {
-	d = strings.TrimPrefix(d, ".")
+	if rest, ok := strings.CutPrefix(d, "*."); ok {
+		d = rest
+	} else {
+		d = strings.TrimPrefix(d, ".")
+	}
 	if d == "" || len(d) > 253 || strings.HasPrefix(d, ".") || strings.HasSuffix(d, ".") || strings.Contains(d, "..") {
 		return false
 	}
