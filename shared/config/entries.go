@@ -25,8 +25,9 @@ type Entry struct {
 	Value any
 	// Redacted is true when Value stands for a secret.
 	Redacted bool
-	// EnvSet, for an api_key_env naming a variable, tells whether that
-	// variable is set (to something other than spaces) in the environment.
+	// EnvSet, for an api_key_env or web.brave_api_key_env naming a
+	// variable, tells whether that variable is set (to something other than
+	// spaces) in the environment.
 	EnvSet *bool
 	// Source is where the value came from.
 	Source Source
@@ -64,6 +65,13 @@ func (c *Config) Entries(env paths.Env) []Entry {
 					set := strings.TrimSpace(val) != ""
 					e.EnvSet = &set
 				}
+			}
+		}
+		if key == "web.brave_api_key_env" {
+			if name := v.String(); name != "" {
+				val, _ := env.LookupEnv(name)
+				set := strings.TrimSpace(val) != ""
+				e.EnvSet = &set
 			}
 		}
 		out = append(out, e)
