@@ -538,6 +538,9 @@ func TestExecBadConfig(t *testing.T) {
 			if strings.Contains(r.stderr, "goroutine ") || strings.Contains(r.stderr, "panic") || r.stdout != "" {
 				t.Errorf("stdout %q, stderr:\n%s", r.stdout, r.stderr)
 			}
+			if tt.name == "user file" && strings.Contains(r.stderr, "exited before the turn ended") {
+				t.Errorf("the configuration error is followed by a second message:\n%s", r.stderr)
+			}
 		})
 	}
 }

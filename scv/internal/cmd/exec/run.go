@@ -495,6 +495,12 @@ func (r *run) send(msgs ...protocol.ClientMessage) error {
 // finish combines the loop's outcome with how the server exited.
 func (r *run) finish(loopErr, stopErr error) error {
 	if errors.Is(loopErr, ErrServerExited) {
+		var ee *exec.ExitError
+		if errors.As(stopErr, &ee) && ee.ExitCode() == configExitCode {
+			// The server said what is wrong with the configuration on
+			// the stderr we share: one message, not two.
+			return exitcode.Reported(fmt.Errorf("%w (%s)", ErrServerExited, describeExit(stopErr)))
+		}
 		return fmt.Errorf("%w (%s)", ErrServerExited, describeExit(stopErr))
 	}
 	if errors.Is(stopErr, launch.ErrKilled) && !r.killNow {
@@ -502,6 +508,10 @@ func (r *run) finish(loopErr, stopErr error) error {
 	}
 	return loopErr
 }
+
+// configExitCode is scv-server's exit status for a configuration it cannot
+// start with (EX_CONFIG); its message is on stderr already.
+const configExitCode = 78
 
 // describeExit says how the server process ended.
 func describeExit(err error) string {
