@@ -132,6 +132,7 @@ type Model struct {
 	editor     *editor.Editor
 	queue      queue.Panel
 	dialog     *approval.Dialog
+	dialogRows int // the rows layout gave the dialog
 	picker     *picker.Picker
 	help       bool
 

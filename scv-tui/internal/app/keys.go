@@ -32,6 +32,23 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	m.flash = ""
 	defer m.layout()
 
+	// The open arguments view of a dialog takes the scrolling keys.
+	if m.dialog != nil && m.dialog.ShowArgs {
+		switch ks {
+		case "up", "k":
+			m.dialog.ScrollArgs(-1)
+			return nil
+		case "down", "j":
+			m.dialog.ScrollArgs(1)
+			return nil
+		case "pgup":
+			m.dialog.PageArgs(-1)
+			return nil
+		case "pgdown":
+			m.dialog.PageArgs(1)
+			return nil
+		}
+	}
 	switch ks {
 	case "pgup":
 		m.transcript.PageUp()
@@ -61,7 +78,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		case "n", "N", "esc":
 			m.resolve(false, "")
 		case "v", "V":
-			m.dialog.ShowArgs = !m.dialog.ShowArgs
+			m.dialog.ToggleArgs()
 		default:
 			m.flash = "Answer the approval first: y approves, n denies."
 		}

@@ -17,14 +17,16 @@ const queueRows = 5
 func (m *Model) layout() {
 	m.editor.SetMaxRows(max(min(8, m.height/4), 1))
 	used := 1 // status bar
+	used += m.queue.Height(m.queueRows())
+	used += len(m.messageLines())
 	if m.dialog != nil {
-		m.dialog.SetMaxArgLines(max(m.height/3, 3))
-		used += lineCount(m.dialog.View(m.st, m.width))
+		// The dialog gets every row but one of the transcript's, so its
+		// title and keys are never cut off the top by fit.
+		m.dialogRows = max(m.height-used-1, 1)
+		used += lineCount(m.dialog.View(m.st, m.width, m.dialogRows))
 	} else {
 		used += m.editor.Height(m.width)
 	}
-	used += m.queue.Height(m.queueRows())
-	used += len(m.messageLines())
 	m.transcript.SetSize(m.width, max(m.height-used, 1))
 }
 
@@ -93,7 +95,7 @@ func (m *Model) render() string {
 		parts = append(parts, strings.Join(msgs, "\n"))
 	}
 	if m.dialog != nil {
-		parts = append(parts, m.dialog.View(m.st, m.width))
+		parts = append(parts, m.dialog.View(m.st, m.width, m.dialogRows))
 	} else {
 		parts = append(parts, m.editor.View(m.st, m.width, m.placeholder()))
 	}
