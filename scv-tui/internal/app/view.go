@@ -190,8 +190,14 @@ func (m *Model) helpText() string {
 		"  /clear    clear the conversation     /compact  compact the context now",
 		"  /resume   continue a stored session  /rules    list the session rules",
 		"  /help     this help                  /quit     quit",
-		"Server log: " + m.logPath(),
+		"Server log: " + wrap.Sanitize(m.logPath()),
 		"Any key closes this help.",
 	}
-	return strings.Join(lines, "\n")
+	// A terminal cuts lines wider than itself; wrapped, the log path stays
+	// whole (broken inside where it must) at any width.
+	out := make([]string, 0, 2*len(lines))
+	for _, l := range lines {
+		out = wrap.AppendLines(out, l, m.width)
+	}
+	return strings.Join(out, "\n")
 }
