@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/scv-cli/scv/shared/agentadapters"
@@ -92,6 +93,18 @@ const (
 	ErrorSignedOut ErrorKind = "signed_out"
 )
 
+// SignInHint is the `hint` of a signed-out result, the one text every
+// backend and the `agent` tool use: the agent's own advice (/login) cannot
+// be followed from a remote chat, so it names `scv agents login <name>`.
+// product is the agent's product name (Claude Code), name its `agent`
+// value (claude).
+func SignInHint(product, name string) string {
+	if product == "" {
+		product = name
+	}
+	return fmt.Sprintf("%s is not signed in for SCV. Ask the user to run `scv agents login %s` on the SCV host (the agent's own /login advice cannot be followed from here), then call it again.", product, name)
+}
+
 // Result is the structured result of one delegated run, the `agent` tool's
 // output (tools.md, "Results"). Fields tagged "-" stay inside SCV.
 type Result struct {
@@ -113,10 +126,11 @@ type Result struct {
 
 	// Kind classifies a failure for the fallback decision.
 	Kind ErrorKind `json:"-"`
-	// CLISession is the agent CLI's own session id (Claude's and pi's
-	// chosen by SCV, Codex's thread id from thread.started), when the run
-	// reported one; it makes the conversation resumable. Never shown to
-	// the model.
+	// CLISession is the agent CLI's own session id, set once the run's
+	// stream reported a session: for Claude and pi the id SCV chose or
+	// resumed (never an id from the stream: pi's is not its file's
+	// name), for Codex the thread id of thread.started. It makes the
+	// conversation resumable. Never shown to the model.
 	CLISession string `json:"-"`
 }
 

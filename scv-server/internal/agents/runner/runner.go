@@ -427,16 +427,17 @@ func (b *backend) Run(ctx context.Context, call agents.Call, progress func(strin
 	if stderr.Total() > int64(StderrTail) {
 		res.Truncated = true
 	}
-	res.CLISession = out.CLISession
-	if res.CLISession == "" {
-		res.CLISession = cli
-	}
-	if call.Conversation == "" && cli != "" {
-		// A one-off run has no conversation to keep.
-		_ = delegation.UnmarkConversation(home, cli)
-	} else if call.Conversation != "" && res.CLISession != "" && res.CLISession != cli {
-		// Codex reports its thread id only in the stream; a CLI that
-		// resumed under a new id has its transcript there too.
+	res.CLISession = b.cliSession(call, out.CLISession)
+	switch {
+	case cli != "" && (call.Conversation == "" || res.CLISession == ""):
+		// A one-off run has no conversation to keep, and a first turn
+		// that ended before the CLI reported its session left none to
+		// resume.
+		if err := delegation.UnmarkConversation(home, cli); err != nil {
+			b.r.log.Warn("cannot unmark the conversation", "handle", call.Handle, "err", err)
+		}
+	case call.Conversation != "" && res.CLISession != "" && res.CLISession != cli:
+		// Codex reports its thread id only in the stream.
 		if err := delegation.MarkConversation(home, res.CLISession, owner); err != nil {
 			b.r.log.Warn("cannot mark the conversation", "handle", call.Handle, "err", err)
 		}
@@ -503,10 +504,32 @@ func (b *backend) Run(ctx context.Context, call agents.Call, progress func(strin
 	return res
 }
 
+// cliSession returns the CLI session a run leaves to resume, given the
+// session id its stream reported ("" when none).
+//
+// A CLI that takes SCV's id (Claude, pi) runs in the session SCV resumed,
+// or in the one it chose once the stream reported a session at all: pi's
+// session header carries an id pi made up, not the name of the file SCV
+// passed, so a reported id only tells that the session exists. A first
+// turn whose CLI exited before reporting one (signed out, crashed,
+// stopped early) has no session. Codex's thread id comes from the stream,
+// else it is the thread resumed.
+func (b *backend) cliSession(call agents.Call, reported string) string {
+	switch {
+	case !b.a.ChoosesSession() && reported != "":
+		return reported
+	case call.ResumeCLISession != "":
+		return call.ResumeCLISession
+	case b.a.ChoosesSession() && reported != "":
+		return call.NewCLISession
+	}
+	return ""
+}
+
 // hint adds the sign-in hint to a signed-out result.
 func (b *backend) hint(res *agents.Result) {
 	if res.Kind == agents.ErrorSignedOut {
-		res.Hint = fmt.Sprintf("%s is not signed in for SCV. Ask the user to run `scv agents login %s` on the SCV host (the agent's own /login advice cannot be followed from here), then call it again.", b.a.Product, b.a.Name)
+		res.Hint = agents.SignInHint(b.a.Product, b.a.Name)
 	}
 }
 

@@ -296,6 +296,10 @@ func TestEnvironment(t *testing.T) {
 	}
 }
 
+// chosenID is a CLI session id SCV chose, unlike any the canned streams
+// report.
+const chosenID = "c4c4c4c4-0000-4000-8000-00000000c401"
+
 func TestCannedStreams(t *testing.T) {
 	tests := []struct {
 		agent, stream string
@@ -306,7 +310,7 @@ func TestCannedStreams(t *testing.T) {
 		session       string
 		hint          string
 	}{
-		{"claude", "claude/success", "stream", agents.StatusCompleted, "", "Fixed the off-by-one in x.go; `go test ./...` passes.", "", "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11", ""},
+		{"claude", "claude/success", "stream", agents.StatusCompleted, "", "Fixed the off-by-one in x.go; `go test ./...` passes.", "", chosenID, ""},
 		{"claude", "claude/signout", "stream", agents.StatusFailed, agents.ErrorSignedOut, "", "Please run /login", "", "scv agents login claude"},
 		{"claude", "claude/refusal", "stream", agents.StatusDeclined, "", "I can't help with that request.", "", "", ""},
 		{"claude", "claude/failure", "stream", agents.StatusFailed, agents.ErrorUnavailable, "", "API Error: 529", "", ""},
@@ -314,7 +318,7 @@ func TestCannedStreams(t *testing.T) {
 		{"codex", "codex/signout", "fail", agents.StatusFailed, agents.ErrorSignedOut, "", "401 Unauthorized", "", "scv agents login codex"},
 		{"codex", "codex/failure", "fail", agents.StatusFailed, agents.ErrorUnavailable, "", "429", "", ""},
 		{"codex", "codex/noreply", "codex-o", agents.StatusCompleted, "", "final from the -o file", "", "", ""},
-		{"pi", "pi/success", "stream", agents.StatusCompleted, "", "All done.", "", "7f2c9a10-1111-4222-8333-444455556666", ""},
+		{"pi", "pi/success", "stream", agents.StatusCompleted, "", "All done.", "", chosenID, ""},
 		{"pi", "pi/failure", "stream", agents.StatusFailed, agents.ErrorUnavailable, "", "503", "", ""},
 		{"pi", "pi/signout", "stream", agents.StatusFailed, agents.ErrorSignedOut, "", "No API key", "", "scv agents login pi"},
 		{"grok", "text/success", "stream", agents.StatusCompleted, "", "", "", "", ""},
@@ -326,6 +330,7 @@ func TestCannedStreams(t *testing.T) {
 			f := newFake(t, Options{OutputLimit: 1000}, "FAKE_MODE="+tc.mode, "FAKE_STREAM="+stream(tc.stream))
 			var lines []string
 			call := f.call(tc.agent, "do the work")
+			call.NewCLISession = chosenID // taken by Claude and pi, ignored by the others
 			res := f.run(t, context.Background(), call, func(l string) { lines = append(lines, l) })
 			if res.Status != tc.status || res.Kind != tc.kind || (tc.reply != "" && res.Reply != tc.reply) ||
 				!strings.Contains(res.Error, tc.errSub) || (tc.session != "" && res.CLISession != tc.session) || !strings.Contains(res.Hint, tc.hint) {
@@ -565,11 +570,11 @@ func TestConversationMarkers(t *testing.T) {
 	call := f.call("claude", "x")
 	call.Conversation, call.Turn, call.NewCLISession = "claude-1", 1, uuid
 	res := f.run(t, context.Background(), call, nil)
-	// The stream's session id wins over the chosen one.
-	if res.CLISession != "5d1c0000-0000-4000-8000-000000000003" {
-		t.Errorf("CLI session %q", res.CLISession)
+	// The chosen id is the session, whatever id the stream reported.
+	if res.CLISession != uuid {
+		t.Errorf("CLI session %q, want the chosen %q", res.CLISession, uuid)
 	}
-	if got := markers(f); !slices.Equal(got, []string{uuid, "5d1c0000-0000-4000-8000-000000000003"}) {
+	if got := markers(f); !slices.Equal(got, []string{uuid}) {
 		t.Errorf("markers after a conversation turn: %v", got)
 	}
 	// A one-off run leaves none.
@@ -603,8 +608,10 @@ func TestOversizedLineThroughProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFake(t, Options{}, "FAKE_MODE=stream", "FAKE_STREAM="+p)
-	res := f.run(t, context.Background(), f.call("claude", "x"), nil)
-	if res.Status != agents.StatusCompleted || res.Reply != "still here" || res.CLISession != "s-1" {
+	call := f.call("claude", "x")
+	call.NewCLISession = chosenID
+	res := f.run(t, context.Background(), call, nil)
+	if res.Status != agents.StatusCompleted || res.Reply != "still here" || res.CLISession != chosenID {
 		t.Errorf("result %+v", res)
 	}
 }
@@ -615,6 +622,7 @@ func TestTimedOutTurnKeepsItsSession(t *testing.T) {
 	f := newFake(t, Options{}, "FAKE_MODE=hang-session")
 	call := f.call("claude", "x")
 	call.Conversation, call.Turn, call.Timeout = "claude-1", 1, 5*time.Second
+	call.NewCLISession = chosenID
 	started := make(chan struct{})
 	res := f.run(t, context.Background(), call, waitLine(started))
 	select {
@@ -622,7 +630,7 @@ func TestTimedOutTurnKeepsItsSession(t *testing.T) {
 	default:
 		t.Fatal("the fake agent never reported progress")
 	}
-	if res.Status != agents.StatusTimeout || res.CLISession != "11111111-2222-4333-8444-555555555555" || res.Session != "claude-1" || res.Turn != 1 {
+	if res.Status != agents.StatusTimeout || res.CLISession != chosenID || res.Session != "claude-1" || res.Turn != 1 {
 		t.Errorf("result %+v", res)
 	}
 }
@@ -661,5 +669,98 @@ func TestRunStartsThePlannedExecutable(t *testing.T) {
 	// A call that was not planned looks the executable up at run time.
 	if res := f.run(t, context.Background(), f.call("dsh", "x"), nil); res.Status != agents.StatusCompleted {
 		t.Errorf("unplanned run %+v", res)
+	}
+}
+
+// markerIDs returns the CLI sessions of the conversation markers in home.
+func markerIDs(t *testing.T, home string) []string {
+	t.Helper()
+	ms, err := delegation.Markers(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range ms {
+		ids = append(ids, m.CLISession)
+	}
+	return ids
+}
+
+// TestSessionOnlyOnceReported: a turn of Claude or pi has a CLI session
+// only once the stream reported one; a first turn that ended before (the
+// CLI signed out, crashed or was stopped) has none and leaves no marker,
+// so the conversation is forgotten rather than resumed on a session that
+// never existed. A resumed turn keeps the session it resumed.
+func TestSessionOnlyOnceReported(t *testing.T) {
+	tests := []struct {
+		name, agent string
+		env         []string
+		timeout     time.Duration
+		resume      bool
+		status      agents.Status
+		want        string // the CLI session
+	}{
+		{"claude signed out before init", "claude", []string{"FAKE_MODE=fail", "FAKE_STREAM=/dev/null", "FAKE_ERR=Invalid API key · Please run /login"}, hang, false, agents.StatusFailed, ""},
+		{"pi crashed before its header", "pi", []string{"FAKE_MODE=fail", "FAKE_STREAM=/dev/null", "FAKE_CODE=139"}, hang, false, agents.StatusFailed, ""},
+		{"claude timed out before init", "claude", []string{"FAKE_MODE=hang"}, 3 * time.Second, false, agents.StatusTimeout, ""},
+		{"claude timed out after init", "claude", []string{"FAKE_MODE=hang-session"}, 3 * time.Second, false, agents.StatusTimeout, chosenID},
+		{"pi signed out after its header", "pi", []string{"FAKE_MODE=stream", "FAKE_STREAM=" + stream("pi/signout")}, hang, false, agents.StatusFailed, chosenID},
+		{"claude resumed, crashed before init", "claude", []string{"FAKE_MODE=fail", "FAKE_STREAM=/dev/null"}, hang, true, agents.StatusFailed, chosenID},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, Options{}, tc.env...)
+			call := f.call(tc.agent, "x")
+			call.Conversation, call.Turn, call.Timeout = tc.agent+"-1", 1, tc.timeout
+			if tc.resume {
+				call.Turn, call.ResumeCLISession = 2, chosenID
+			} else {
+				call.NewCLISession = chosenID
+			}
+			res := f.run(t, context.Background(), call, nil)
+			if res.Status != tc.status || res.CLISession != tc.want {
+				t.Errorf("status %s, CLI session %q; want %s, %q (%+v)", res.Status, res.CLISession, tc.status, tc.want, res)
+			}
+			var want []string
+			if tc.want != "" {
+				want = []string{tc.want}
+			}
+			if got := markerIDs(t, f.home); !slices.Equal(got, want) {
+				t.Errorf("markers %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestPiConversationResumesItsFile runs two pi turns the way pi 0.73
+// behaves: --session names the session file, and the stream's header
+// carries an id of pi's own. The second turn must name the same file, so
+// pi sees the first turn.
+func TestPiConversationResumesItsFile(t *testing.T) {
+	f := newFake(t, Options{}, "FAKE_MODE=pi-session")
+	sessions := filepath.Join(f.home, "agents", "pi", ".pi", "agent", "sessions")
+	call := f.call("pi", "first")
+	call.Conversation, call.Turn, call.NewCLISession = "pi-1", 1, chosenID
+	res := f.run(t, context.Background(), call, nil)
+	if res.Status != agents.StatusCompleted || res.Reply != "0 earlier turns" || res.CLISession != chosenID {
+		t.Fatalf("first turn %+v", res)
+	}
+	if got := markerIDs(t, f.home); !slices.Equal(got, []string{chosenID}) {
+		t.Errorf("markers after the first turn %v", got)
+	}
+	call = f.call("pi", "second")
+	call.Conversation, call.Turn, call.ResumeCLISession = "pi-1", 2, res.CLISession
+	res = f.run(t, context.Background(), call, nil)
+	if res.Status != agents.StatusCompleted || res.Reply != "1 earlier turns" || res.CLISession != chosenID {
+		t.Errorf("second turn %+v; want it to continue the first turn's file", res)
+	}
+	if args := f.args(t); !slices.Contains(args, filepath.Join(sessions, chosenID+".jsonl")) {
+		t.Errorf("second turn's args %q", args)
+	}
+	if entries, err := os.ReadDir(sessions); err != nil || len(entries) != 1 {
+		t.Errorf("session files %v, %v; want the one SCV named", entries, err)
+	}
+	if got := markerIDs(t, f.home); !slices.Equal(got, []string{chosenID}) {
+		t.Errorf("markers after the second turn %v", got)
 	}
 }

@@ -469,7 +469,11 @@ func (s *Set) decorate(res *agents.Result) {
 		res.Fallback = s.fallback(res.Agent)
 	}
 	if res.Status == agents.StatusFailed && res.Kind == agents.ErrorSignedOut && res.Hint == "" {
-		res.Hint = fmt.Sprintf("%s is signed out: run `scv agents login %s` on the SCV host to sign it in (the agent's own advice, such as /login, cannot be followed from here), then call it again.", res.Agent, res.Agent)
+		product := res.Agent
+		if b := s.byName[res.Agent]; b != nil {
+			product = b.Descriptor().Product
+		}
+		res.Hint = agents.SignInHint(product, res.Agent)
 	}
 	if res.Status == agents.StatusDeclined {
 		res.Note = s.declineNote(res.Agent)

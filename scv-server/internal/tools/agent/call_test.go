@@ -381,7 +381,8 @@ func TestResults(t *testing.T) {
 		{name: "signed out gets a fallback and a hint", offer: []string{"claude", "codex", "grok"}, agent: "codex",
 			res: agents.Result{Status: agents.StatusFailed, Error: "Not logged in", Kind: agents.ErrorSignedOut},
 			check: func(t *testing.T, r agents.Result, _ bool) {
-				if r.Fallback != fallback3 || !strings.Contains(r.Hint, "`scv agents login codex`") {
+				// One text for the runner's hint and the tool's.
+				if r.Fallback != fallback3 || r.Hint != agents.SignInHint("Codex", "codex") || !strings.Contains(r.Hint, "`scv agents login codex`") {
 					t.Errorf("fallback %q hint %q", r.Fallback, r.Hint)
 				}
 			}},

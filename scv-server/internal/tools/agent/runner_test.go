@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/agents/runner"
 	"github.com/scv-cli/scv/scv-server/internal/tools/toolstest"
 	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/scv-cli/scv/shared/delegation"
 )
 
 // realSet is a Set over the real one-process-per-turn backend, whose
@@ -34,6 +36,12 @@ func abs(t *testing.T, rel string) string {
 
 func newRealSet(t *testing.T, stream string, extra ...string) (*realSet, *Set) {
 	t.Helper()
+	return newRealSetOf(t, []string{"claude", "codex"}, stream, extra...)
+}
+
+// newRealSetOf is newRealSet offering the agents names.
+func newRealSetOf(t *testing.T, names []string, stream string, extra ...string) (*realSet, *Set) {
+	t.Helper()
 	script := abs(t, "../../agents/runner/testdata/fake-agent.sh")
 	var adapters []agentadapters.Adapter
 	for _, a := range agentadapters.All() {
@@ -44,7 +52,7 @@ func newRealSet(t *testing.T, stream string, extra ...string) (*realSet, *Set) {
 	base := append([]string{"PATH=" + os.Getenv("PATH"), "FAKE_DIR=" + out, "FAKE_STREAM=" + abs(t, "../../agents/output/testdata/"+stream)}, extra...)
 	r := runner.New(runner.Options{Home: home, BaseEnv: base, Adapters: adapters, OutputLimit: 64 << 10})
 	var bs []agents.Backend
-	for _, n := range []string{"claude", "codex"} {
+	for _, n := range names {
 		b, ok := r.Backend(n)
 		if !ok {
 			t.Fatalf("no backend %s", n)
@@ -52,7 +60,7 @@ func newRealSet(t *testing.T, stream string, extra ...string) (*realSet, *Set) {
 		bs = append(bs, b)
 	}
 	env := toolstest.Env(t, map[string]string{"proj/": ""})
-	s := New(Options{Backends: bs, Prefer: []string{"codex"}, Workspace: env.Workspace, SessionID: "s1", MaxDepth: 2, MaxBackground: 2, Host: newHost()})
+	s := New(Options{Backends: bs, Prefer: names[len(names)-1:], Workspace: env.Workspace, SessionID: "s1", MaxDepth: 2, MaxBackground: 2, Host: newHost()})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), hang)
 		defer cancel()
@@ -139,5 +147,68 @@ func TestWithRunnerCancelJob(t *testing.T) {
 	v := view(t, fx.call(NameCancel, map[string]any{"job": "job-1"}))
 	if v.Status != agents.StatusCancelled || v.Result == nil || v.Result.Status != agents.StatusCancelled {
 		t.Fatalf("cancel %+v", v)
+	}
+}
+
+// TestWithRunnerConversationContinues runs two turns of a Claude and a pi
+// conversation through the real backend, with fake CLIs that behave like
+// the real ones (pi's stream reports an id of its own, not the name of the
+// session file SCV chose): the second turn resumes the session of the
+// first, so the agent sees the earlier turn, and the marker names it.
+func TestWithRunnerConversationContinues(t *testing.T) {
+	for _, tc := range []struct{ agent, mode string }{{"claude", "claude-session"}, {"pi", "pi-session"}} {
+		t.Run(tc.agent, func(t *testing.T) {
+			rs, s := newRealSetOf(t, []string{"codex", tc.agent}, "claude/success.jsonl", "FAKE_MODE="+tc.mode)
+			fx := &fixture{t: t, set: s, env: toolstest.Env(t, nil)}
+			res := fx.call(NameAgent, map[string]any{"agent": tc.agent, "prompt": "Start."})
+			if r := result(t, res); !res.Success || r.Reply != "0 earlier turns" || r.Session != tc.agent+"-1" || r.Turn != 1 {
+				t.Fatalf("first turn %s", res.Output)
+			}
+			first := rs.args(t)
+			ms, err := delegation.Markers(rs.home)
+			if err != nil || len(ms) != 1 {
+				t.Fatalf("markers after the first turn %v, %v", ms, err)
+			}
+			id := ms[0].CLISession
+			if !slices.ContainsFunc(first, func(a string) bool { return strings.Contains(a, id) }) {
+				t.Errorf("the marker %s names no session of the first turn's arguments %q", id, first)
+			}
+			res = fx.call(NameAgent, map[string]any{"session": tc.agent + "-1", "prompt": "Continue."})
+			if r := result(t, res); !res.Success || r.Reply != "1 earlier turns" || r.Session != tc.agent+"-1" || r.Turn != 2 {
+				t.Fatalf("second turn %s; want it to see the first", res.Output)
+			}
+			second := rs.args(t)
+			if !slices.ContainsFunc(second, func(a string) bool { return strings.Contains(a, id) }) {
+				t.Errorf("second turn's arguments %q do not resume %s", second, id)
+			}
+			if ms, err := delegation.Markers(rs.home); err != nil || len(ms) != 1 || ms[0].CLISession != id {
+				t.Errorf("markers after the second turn %v, %v", ms, err)
+			}
+		})
+	}
+}
+
+// TestWithRunnerFailedFirstTurnIsForgotten: a first turn whose CLI exited
+// before it reported a session (here signed out) ends the conversation,
+// so a call that passes its handle is refused instead of resuming a
+// session that never existed.
+func TestWithRunnerFailedFirstTurnIsForgotten(t *testing.T) {
+	for _, agent := range []string{"claude", "pi"} {
+		t.Run(agent, func(t *testing.T) {
+			rs, s := newRealSetOf(t, []string{"codex", agent}, "", "FAKE_MODE=fail", "FAKE_STREAM=/dev/null", "FAKE_ERR=Not logged in · Please run /login")
+			fx := &fixture{t: t, set: s, env: toolstest.Env(t, nil)}
+			res := fx.call(NameAgent, map[string]any{"agent": agent, "prompt": "Start."})
+			r := result(t, res)
+			if res.Success || r.Status != agents.StatusFailed || r.Session != "" || r.Turn != 0 {
+				t.Fatalf("failed first turn %s; want no session", res.Output)
+			}
+			_, err := fx.prepare(NameAgent, map[string]any{"session": agent + "-1", "prompt": "Continue."})
+			if err == nil || !strings.Contains(err.Error(), "has ended") {
+				t.Fatalf("continuing the failed conversation: %v; want a refusal", err)
+			}
+			if ms, err := delegation.Markers(rs.home); err != nil || len(ms) != 0 {
+				t.Errorf("markers after the failed turn %v, %v", ms, err)
+			}
+		})
 	}
 }

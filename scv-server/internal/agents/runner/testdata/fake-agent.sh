@@ -54,6 +54,52 @@ flood)
 	head -c 20000000 /dev/zero | tr '\0' 'e' >&2
 	echo "flooded"
 	;;
+pi-session)
+	# Like pi 0.73: --session names a session file, created when missing;
+	# the stream's session header carries an id of pi's own. The reply
+	# counts the turns the file held before this one.
+	f=
+	prev=
+	for a in "$@"; do
+		if [ "$prev" = --session ]; then f=$a; fi
+		prev=$a
+	done
+	[ -n "$f" ] || { echo "no --session" >&2; exit 2; }
+	mkdir -p "$(dirname "$f")"
+	n=0
+	[ -f "$f" ] && n=$(wc -l < "$f")
+	echo '{"type":"turn"}' >> "$f"
+	printf '{"type":"session","version":3,"id":"pi-own-%s-%s"}\n' "$$" "$RANDOM"
+	printf '{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"%s earlier turns"}],"stopReason":"stop"}}\n' "$n"
+	;;
+claude-session)
+	# Like Claude Code: --session-id starts a session with that id,
+	# --resume continues one and fails when it does not exist.
+	id=
+	resume=
+	prev=
+	for a in "$@"; do
+		case "$prev" in
+		--session-id) id=$a ;;
+		--resume) resume=$a ;;
+		esac
+		prev=$a
+	done
+	s="$d/claude-sessions"
+	mkdir -p "$s"
+	if [ -n "$resume" ]; then
+		if [ ! -f "$s/$resume" ]; then
+			echo "No conversation found with session ID: $resume" >&2
+			exit 1
+		fi
+		id=$resume
+	fi
+	n=0
+	[ -f "$s/$id" ] && n=$(wc -l < "$s/$id")
+	echo turn >> "$s/$id"
+	printf '{"type":"system","subtype":"init","session_id":"%s"}\n' "$id"
+	printf '{"type":"result","subtype":"success","is_error":false,"result":"%s earlier turns","session_id":"%s"}\n' "$n" "$id"
+	;;
 codex-o)
 	prev=
 	for a in "$@"; do
