@@ -288,7 +288,7 @@ func (m *Model) restart() tea.Cmd {
 	}
 	m.restarts++
 	m.phase = disconnected
-	m.problem = ""
+	m.clearProblem()
 	m.warning = ""
 	m.flash = "Restarting the server…"
 	m.endTurn()

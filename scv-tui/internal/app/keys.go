@@ -148,7 +148,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		case m.problem != "" && m.phase == ready:
 			// A problem the connection survived can be dismissed; the
 			// status-bar warning stays until a restart.
-			m.problem = ""
+			m.clearProblem()
 		}
 		return nil
 	case "enter":

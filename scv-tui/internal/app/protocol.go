@@ -59,7 +59,7 @@ func (m *Model) take(id string) (request, bool) {
 func (m *Model) serverStarted() tea.Cmd {
 	m.endTurn()
 	m.phase = initializing
-	m.problem = ""
+	m.clearProblem()
 	m.warning = ""
 	m.flash = ""
 	clear(m.pending)
@@ -92,10 +92,14 @@ func (m *Model) serverProblem(p ServerProblem) {
 		msg = p.Err.Error()
 	}
 	if p.Exited {
+		text := fmt.Sprintf("The server stopped: %s. Your input is kept; press Ctrl+R to restart it (its log is %s).", msg, m.logPath())
+		if text != m.problem {
+			m.clearProblem() // an earlier problem goes to the transcript before the queue list
+		}
 		m.phase = disconnected
 		m.endTurn()
 		m.dropQueue()
-		m.setProblem(fmt.Sprintf("The server stopped: %s. Your input is kept; press Ctrl+R to restart it (its log is %s).", msg, m.logPath()))
+		m.setProblem(text)
 		return
 	}
 	m.setProblem(fmt.Sprintf("The server sent something this client cannot read: %s. It was skipped; if the view looks wrong, press Ctrl+R to restart the server.", msg))
@@ -117,14 +121,24 @@ func (m *Model) dropQueue() {
 	m.queue.Clear()
 }
 
-// setProblem shows a problem above the editor and records it in the
-// transcript (once while it repeats).
+// setProblem shows a problem above the editor. It is shown there only,
+// not also in the transcript, while it stands; a problem it replaces goes
+// to the transcript, as clearProblem does.
 func (m *Model) setProblem(text string) {
 	if text != m.problem {
-		m.transcript.AddNotice(transcript.Error, text)
+		m.clearProblem()
 	}
 	m.problem = text
 	m.layout()
+}
+
+// clearProblem takes the problem box down, recording its text in the
+// transcript so that what happened stays in the history.
+func (m *Model) clearProblem() {
+	if m.problem != "" {
+		m.transcript.AddNotice(transcript.Error, m.problem)
+		m.problem = ""
+	}
 }
 
 // event applies one server event.

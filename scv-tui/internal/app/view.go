@@ -132,6 +132,10 @@ func fit(s string, w, h int) string {
 
 func (m *Model) placeholder() string {
 	switch {
+	case m.phase == disconnected && m.problem != "":
+		return "The server is stopped; your input is kept. Ctrl+R restarts it"
+	case m.phase == disconnected:
+		return "Starting the server…"
 	case m.phase != ready:
 		return "Connecting to the server…"
 	case m.turnID != "":
@@ -161,7 +165,8 @@ func (m *Model) statusBar() status.Bar {
 	case m.restarts > 0:
 		b.Turn = "restarting the server"
 	case m.phase == disconnected && m.problem != "":
-		b.Turn = "server stopped"
+		b.Turn = "server stopped · Ctrl+R restarts"
+		b.Stopped = true
 	case m.phase == disconnected:
 		b.Turn = "starting the server"
 	case m.phase != ready:

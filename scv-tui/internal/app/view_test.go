@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -28,5 +29,46 @@ func TestHelpWrapsAtNarrowWidths(t *testing.T) {
 		if !strings.Contains(joined, logPath) {
 			t.Errorf("width %d: the log path is not whole:\n%s", w, golden.Plain(out))
 		}
+	}
+}
+
+// TestConfigErrorShownOnce: a server that refuses its configuration stops
+// before the handshake. Its message is shown once, in the problem box (not
+// also in the transcript), and nothing says the client is connecting.
+func TestConfigErrorShownOnce(t *testing.T) {
+	h := newHarness(t)
+	const cfgErr = `scv-server could not start because of a configuration error:
+scv-server: /home/ana/.scv/config.toml:3: unknown key "provider.actve"`
+	h.msg(ServerProblem{Err: errors.New(cfgErr), Exited: true})
+	out := h.screen()
+	if n := strings.Count(out, `unknown key "provider.actve"`); n != 1 {
+		t.Errorf("the configuration error is shown %d times:\n%s", n, out)
+	}
+	if strings.Contains(strings.ToLower(out), "connecting") {
+		t.Errorf("the screen says connecting while the server is stopped:\n%s", out)
+	}
+	status := out[strings.LastIndex(out, "\n")+1:]
+	if !strings.Contains(status, "server stopped") || !strings.Contains(status, "Ctrl+R") {
+		t.Errorf("status bar %q does not say the server is stopped and how to restart it", status)
+	}
+	golden.RequireEqual(t, h.m.render())
+
+	// Restarting records the problem in the transcript (it leaves the
+	// box), and the bar says the server is starting.
+	h.run(h.msg(keyMsg("ctrl+r")))
+	out = h.screen()
+	if n := strings.Count(out, `unknown key "provider.actve"`); n != 1 {
+		t.Errorf("after Ctrl+R the configuration error is shown %d times:\n%s", n, out)
+	}
+	if h.m.problem != "" {
+		t.Errorf("problem box still up after a restart: %q", h.m.problem)
+	}
+	h.msg(ServerStarted{})
+	out = h.screen()
+	if status := out[strings.LastIndex(out, "\n")+1:]; strings.Contains(status, "stopped") {
+		t.Errorf("a started server is called stopped: %q", status)
+	}
+	if strings.Contains(out, "The server is stopped") {
+		t.Errorf("the editor says the started server is stopped:\n%s", out)
 	}
 }

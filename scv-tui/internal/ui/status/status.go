@@ -25,6 +25,9 @@ type Bar struct {
 	Queued        int
 	Paused        bool
 	Warning       string // a seq gap or duplicate, a server problem
+	// Stopped says the server is not running, so an unknown model is left
+	// out instead of shown as "connecting…".
+	Stopped bool
 }
 
 // View renders the bar at exactly width cells. Segments are dropped from
@@ -51,13 +54,15 @@ func (b Bar) View(st styles.Styles, width int) string {
 		segs = append(segs, fmt.Sprintf("ctx %s/%s %d%%", tokens(b.ContextTokens), tokens(b.ContextMax), pct))
 	}
 	model := b.Model
-	if model == "" {
+	if model == "" && !b.Stopped {
 		model = "connecting…"
 	}
-	if b.Demo {
+	if b.Demo && model != "" {
 		model += " (demo)"
 	}
-	segs = append(segs, model)
+	if model != "" {
+		segs = append(segs, model)
+	}
 	if b.Workspace != "" {
 		segs = append(segs, filepath.Base(b.Workspace))
 	}

@@ -28,6 +28,8 @@ func TestGolden(t *testing.T) {
 		}()},
 		{"narrow", 40, full},
 		{"narrow_warning", 40, func() Bar { b := full; b.Warning = "duplicate event (seq 5)"; return b }()},
+		// A stopped server says so; no "connecting…" stands for the model.
+		{"stopped", 80, Bar{Turn: "server stopped · Ctrl+R restarts", Stopped: true, Workspace: "/home/ana/project"}},
 		{"paused", 80, Bar{Model: "m", Queued: 3, Paused: true, Turn: "idle"}},
 	}
 	for _, tt := range tests {
