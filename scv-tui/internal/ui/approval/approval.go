@@ -99,8 +99,8 @@ func (d *Dialog) View(st styles.Styles, width, height int) string {
 	summary := summaryLinesOf(r.Summary, inner)
 	riskLines := wrapped("risk " + risk)
 	cwd := wrapped("in " + r.Cwd)
-	hints := d.hints(inner, false)
-	short := d.hints(inner, true)
+	// Full hints; all keys on few lines with the rule; without the rule.
+	hints := [][]string{d.hints(inner, 0), d.hints(inner, 1), d.hints(inner, 2)}
 	var args []string
 	if d.ShowArgs {
 		args = wrap.Lines(d.Arguments, inner)
@@ -109,21 +109,23 @@ func (d *Dialog) View(st styles.Styles, width, height int) string {
 	// Each step gives up a little more; the first that fits is used.
 	type shape struct {
 		title, summary, risk, cwd int
-		blank, shortHints         bool
+		blank                     bool
+		hints                     int
 	}
 	sumMax := summaryLines
 	if d.ShowArgs {
 		sumMax = 2 // the arguments show it all
 	}
 	steps := []shape{
-		{2, sumMax, 2, 2, true, false},
-		{2, sumMax, 2, 2, false, false},
-		{2, sumMax, 2, 1, false, false},
-		{2, sumMax, 2, 0, false, false},
-		{2, 2, 2, 0, false, false},
-		{2, 2, 2, 0, false, true},
-		{1, 2, 1, 0, false, true},
-		{1, 1, 1, 0, false, true},
+		{2, sumMax, 2, 2, true, 0},
+		{2, sumMax, 2, 2, false, 0},
+		{2, sumMax, 2, 1, false, 0},
+		{2, sumMax, 2, 0, false, 0},
+		{2, 2, 2, 0, false, 0},
+		{2, 2, 2, 0, false, 1},
+		{1, 2, 1, 0, false, 1},
+		{1, 2, 1, 0, false, 2},
+		{1, 1, 1, 0, false, 2},
 	}
 	var head, tail []section
 	rest := 0
@@ -138,11 +140,7 @@ func (d *Dialog) View(st styles.Styles, width, height int) string {
 		if s.blank {
 			tail = append(tail, section{[]string{""}, plain})
 		}
-		if s.shortHints {
-			tail = append(tail, section{short, st.DialogHint.Render})
-		} else {
-			tail = append(tail, section{hints, st.DialogHint.Render})
-		}
+		tail = append(tail, section{hints[s.hints], st.DialogHint.Render})
 		rest = 0
 		for _, sec := range append(head, tail...) {
 			rest += len(sec.lines)
@@ -218,17 +216,21 @@ func (d *Dialog) marker() string {
 	return Marker
 }
 
-// hints are the key lines: one per key, or all keys on as few lines as
-// they wrap to when the screen is short.
-func (d *Dialog) hints(inner int, short bool) []string {
+// hints are the key lines: one per key (level 0), or all keys on as few
+// lines as they wrap to when the screen is short, with the session rule
+// (level 1) or, when even that does not fit, without it (level 2).
+func (d *Dialog) hints(inner, level int) []string {
 	v := "v show the full arguments"
 	if d.ShowArgs {
 		v = "v hide the arguments"
 	}
-	if short {
+	if level > 0 {
 		keys := "y/Enter once"
-		if d.Request.Rule != nil {
+		if r := d.Request.Rule; r != nil {
 			keys += " · a session"
+			if level == 1 {
+				keys += " (" + wrap.OneLine(r.Description) + ")"
+			}
 		}
 		keys += " · n/Esc deny · v arguments"
 		return wrap.Lines(keys, inner)

@@ -49,6 +49,8 @@ func TestGolden(t *testing.T) {
 		// lines and the long hints, never the title, host, risk or keys.
 		{"short", 40, 9, func() *Dialog { return New(bash, "{}") }},
 		{"shortest", 40, 7, func() *Dialog { return New(fetch, "{}") }},
+		// Shorter still, the session rule's words go; the a key stays.
+		{"shortest_rule", 40, 7, func() *Dialog { return New(bash, "{}") }},
 		{"short_arguments", 40, 12, func() *Dialog {
 			d := New(fetch, strings.Repeat("line\n", 30))
 			d.ToggleArgs()
