@@ -2,7 +2,10 @@ package agent
 
 import (
 	"context"
+	"strings"
 	"testing"
+
+	"github.com/scv-cli/scv/scv-server/internal/agents"
 )
 
 // BenchmarkCall measures what the agent tool adds to a delegated run:
@@ -39,6 +42,21 @@ func BenchmarkConversationTurn(b *testing.B) {
 		}
 		if _, err := p.Run(context.Background()); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFitResult fits a result whose 64 KiB reply (as the runner
+// bounds it, with characters JSON escapes) takes its JSON over a 64 KiB
+// output limit: one marshal to measure, one cut, one marshal to check.
+func BenchmarkFitResult(b *testing.B) {
+	reply, _ := boundText(strings.Repeat("ü\"<😀\n&abcdefgh ", 5000), 64<<10)
+	base := agents.Result{Agent: "claude", Status: agents.StatusCompleted, Reply: reply, StderrTail: strings.Repeat("e", 2048), Session: "claude-1", Turn: 3}
+	b.ReportAllocs()
+	for b.Loop() {
+		r := base
+		if out, cut := fitResult(&r, 64<<10); !cut || len(out) > 64<<10 {
+			b.Fatal("not fitted")
 		}
 	}
 }

@@ -423,7 +423,8 @@ func (s *Set) run(ctx context.Context, env tools.Env, p *prepared) (tools.Result
 	if err := ctx.Err(); err != nil {
 		return tools.Result{}, err
 	}
-	return tools.Result{Success: res.Status == agents.StatusCompleted, Output: res.JSON(), Truncated: res.Truncated}, nil
+	out, _ := fitResult(&res, s.outputLimit(env))
+	return tools.Result{Success: res.Status == agents.StatusCompleted, Output: out, Truncated: res.Truncated}, nil
 }
 
 // runCall runs call on b and returns its decorated result, with the

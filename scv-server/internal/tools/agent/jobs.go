@@ -254,7 +254,7 @@ type waitTool struct{ s *Set }
 
 func (t *waitTool) Spec() tools.Spec { return t.s.waitSpec() }
 
-func (t *waitTool) Prepare(_ tools.Env, raw json.RawMessage) (*tools.Plan, error) {
+func (t *waitTool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) {
 	s := t.s
 	a, err := decodeJobArgs(NameWait, raw)
 	if err != nil {
@@ -290,7 +290,8 @@ func (t *waitTool) Prepare(_ tools.Env, raw json.RawMessage) (*tools.Plan, error
 				j.seen = true
 			}
 			s.unlock()
-			return tools.Result{Success: v.Status == agents.StatusRunning || v.Status == agents.StatusCompleted, Output: encode(v)}, nil
+			out, cut := fitView(&v, s.outputLimit(env))
+			return tools.Result{Success: v.Status == agents.StatusRunning || v.Status == agents.StatusCompleted, Output: out, Truncated: cut}, nil
 		},
 	}, nil
 }
@@ -300,7 +301,7 @@ type statusTool struct{ s *Set }
 
 func (t *statusTool) Spec() tools.Spec { return t.s.statusSpec() }
 
-func (t *statusTool) Prepare(_ tools.Env, raw json.RawMessage) (*tools.Plan, error) {
+func (t *statusTool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) {
 	s := t.s
 	a, err := decodeJobArgs(NameStatus, raw)
 	if err != nil {
@@ -308,7 +309,8 @@ func (t *statusTool) Prepare(_ tools.Env, raw json.RawMessage) (*tools.Plan, err
 	}
 	if blank(a.Job) {
 		return &tools.Plan{Risk: protocol.RiskReadOnly, Summary: "List the background agent jobs", Run: func(context.Context) (tools.Result, error) {
-			return tools.Result{Success: true, Output: s.listJobs()}, nil
+			out, cut := s.listJobs(s.outputLimit(env))
+			return tools.Result{Success: true, Output: out, Truncated: cut}, nil
 		}}, nil
 	}
 	j, err := s.lookupJob(a.Job)
@@ -322,14 +324,16 @@ func (t *statusTool) Prepare(_ tools.Env, raw json.RawMessage) (*tools.Plan, err
 			j.seen = true
 		}
 		s.unlock()
-		return tools.Result{Success: true, Output: encode(v)}, nil
+		out, cut := fitView(&v, s.outputLimit(env))
+		return tools.Result{Success: true, Output: out, Truncated: cut}, nil
 	}}, nil
 }
 
 // listJobs describes every remembered job, running ones first in start
 // order, then finished ones oldest first; replies are shortened so the
-// listing fits the output limit as JSON.
-func (s *Set) listJobs() string {
+// listing fits the output limit (limit bytes) as JSON. It reports whether
+// fitting the JSON shortened more than the replies' shares.
+func (s *Set) listJobs(limit int) (string, bool) {
 	s.mu.Lock()
 	var list []*job
 	for i := 1; i <= s.jobNext; i++ {
@@ -347,7 +351,7 @@ func (s *Set) listJobs() string {
 	}
 	s.unlock()
 	if len(views) > 0 {
-		share := s.opts.OutputLimit / (2 * len(views))
+		share := limit / (2 * len(views))
 		for i := range views {
 			if r := views[i].Result; r != nil {
 				if reply, cut := boundText(r.Reply, share); cut > 0 {
@@ -357,9 +361,20 @@ func (s *Set) listJobs() string {
 			}
 		}
 	}
-	return encode(struct {
+	listing := struct {
 		Jobs []jobView `json:"jobs"`
-	}{Jobs: append([]jobView{}, views...)})
+	}{Jobs: append([]jobView{}, views...)}
+	// Escaping and the other fields can still take it over: shorten the
+	// replies job by job, then the other fields.
+	var replies, rest []fitField
+	for i := range listing.Jobs {
+		fs := viewFields(&listing.Jobs[i])
+		if listing.Jobs[i].Result != nil {
+			replies, fs = append(replies, fs[0]), fs[1:]
+		}
+		rest = append(rest, fs...)
+	}
+	return fitJSON(&listing, limit, append(replies, rest...))
 }
 
 // cancelTool is agent_cancel.
@@ -370,7 +385,7 @@ func (t *cancelTool) Spec() tools.Spec { return t.s.cancelSpec() }
 // cancelSettle is how long agent_cancel waits; a variable for tests.
 var cancelSettle = cancelWait
 
-func (t *cancelTool) Prepare(_ tools.Env, raw json.RawMessage) (*tools.Plan, error) {
+func (t *cancelTool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) {
 	s := t.s
 	a, err := decodeJobArgs(NameCancel, raw)
 	if err != nil {
@@ -419,7 +434,8 @@ func (t *cancelTool) Prepare(_ tools.Env, raw json.RawMessage) (*tools.Plan, err
 				j.seen = true
 			}
 			s.unlock()
-			return tools.Result{Success: true, Output: encode(v)}, nil
+			out, cut := fitView(&v, s.outputLimit(env))
+			return tools.Result{Success: true, Output: out, Truncated: cut}, nil
 		},
 	}, nil
 }

@@ -187,6 +187,7 @@ func TestRememberSixteenFinished(t *testing.T) {
 
 func TestStatusList(t *testing.T) {
 	fx := newFixture(t, []string{"claude", "dsh"}, func(o *Options) { o.OutputLimit = 4000 })
+	fx.env.OutputLimit = 4000
 	fx.fakes["dsh"].respond = func(agents.Call) agents.Result {
 		return agents.Result{Status: agents.StatusCompleted, Reply: strings.Repeat("long reply ", 500)}
 	}
