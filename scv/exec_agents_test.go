@@ -61,3 +61,36 @@ func TestExecWaitsForBackgroundReports(t *testing.T) {
 		t.Errorf("report prompt = %q", last)
 	}
 }
+
+// TestExecDoesNotWaitForAJobTheModelRead: the model starts a job and reads
+// its result with agent_wait in the same turn; no report turn will come,
+// and scv exec exits when the turn ends.
+func TestExecDoesNotWaitForAJobTheModelRead(t *testing.T) {
+	srv := fakeopenai.NewServer()
+	defer srv.Close()
+	srv.Enqueue(
+		fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"claude","prompt":"land the fix","background":true}`)),
+		fakeopenai.Script(fakeopenai.ToolCall("call_2", "agent_wait", `{"job":"job-1"}`)),
+		fakeopenai.Script(fakeopenai.Text("It landed.")),
+	)
+	home, ws := fakeHome(t, srv), t.TempDir()
+	userHome := t.TempDir()
+	bin := filepath.Join(userHome, ".local", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(fakeClaude), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", userHome)
+	r := runSCV(t, home, "exec", "--cd", ws, "--approval-policy", "auto", "delegate it and wait")
+	if r.code != 0 || r.stdout != "It landed.\n" {
+		t.Fatalf("exit %d, stdout %q; stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stderr, "waiting for") {
+		t.Errorf("scv exec waited for a job whose result the model read:\n%s", r.stderr)
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Errorf("%d model requests, want 3 (no report turn)", n)
+	}
+}

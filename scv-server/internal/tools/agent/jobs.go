@@ -286,12 +286,14 @@ func (t *waitTool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, err
 			}
 			s.mu.Lock()
 			v := s.viewLocked(j)
+			var settled []string
 			if j.finished {
 				j.seen = true
+				settled = []string{j.id}
 			}
 			s.unlock()
 			out, cut := fitView(&v, s.outputLimit(env))
-			return tools.Result{Success: v.Status == agents.StatusRunning || v.Status == agents.StatusCompleted, Output: out, Truncated: cut}, nil
+			return tools.Result{Success: v.Status == agents.StatusRunning || v.Status == agents.StatusCompleted, Output: out, Truncated: cut, Settled: settled}, nil
 		},
 	}, nil
 }
@@ -309,8 +311,8 @@ func (t *statusTool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, e
 	}
 	if blank(a.Job) {
 		return &tools.Plan{Risk: protocol.RiskReadOnly, Summary: "List the background agent jobs", Run: func(context.Context) (tools.Result, error) {
-			out, cut := s.listJobs(s.outputLimit(env))
-			return tools.Result{Success: true, Output: out, Truncated: cut}, nil
+			out, cut, settled := s.listJobs(s.outputLimit(env))
+			return tools.Result{Success: true, Output: out, Truncated: cut, Settled: settled}, nil
 		}}, nil
 	}
 	j, err := s.lookupJob(a.Job)
@@ -320,20 +322,23 @@ func (t *statusTool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, e
 	return &tools.Plan{Risk: protocol.RiskReadOnly, Summary: "Describe background job " + j.id, Run: func(context.Context) (tools.Result, error) {
 		s.mu.Lock()
 		v := s.viewLocked(j)
+		var settled []string
 		if j.finished {
 			j.seen = true
+			settled = []string{j.id}
 		}
 		s.unlock()
 		out, cut := fitView(&v, s.outputLimit(env))
-		return tools.Result{Success: true, Output: out, Truncated: cut}, nil
+		return tools.Result{Success: true, Output: out, Truncated: cut, Settled: settled}, nil
 	}}, nil
 }
 
 // listJobs describes every remembered job, running ones first in start
 // order, then finished ones oldest first; replies are shortened so the
 // listing fits the output limit (limit bytes) as JSON. It reports whether
-// fitting the JSON shortened more than the replies' shares.
-func (s *Set) listJobs(limit int) (string, bool) {
+// fitting the JSON shortened more than the replies' shares, and the
+// finished jobs it showed (settled: no report turn will name them).
+func (s *Set) listJobs(limit int) (string, bool, []string) {
 	s.mu.Lock()
 	var list []*job
 	for i := 1; i <= s.jobNext; i++ {
@@ -343,10 +348,12 @@ func (s *Set) listJobs(limit int) (string, bool) {
 	}
 	list = append(list, s.finished...)
 	views := make([]jobView, len(list))
+	var settled []string
 	for i, j := range list {
 		views[i] = s.viewLocked(j)
 		if j.finished {
 			j.seen = true
+			settled = append(settled, j.id)
 		}
 	}
 	s.unlock()
@@ -374,7 +381,8 @@ func (s *Set) listJobs(limit int) (string, bool) {
 		}
 		rest = append(rest, fs...)
 	}
-	return fitJSON(&listing, limit, append(replies, rest...))
+	out, cut := fitJSON(&listing, limit, append(replies, rest...))
+	return out, cut, settled
 }
 
 // cancelTool is agent_cancel.
@@ -435,7 +443,9 @@ func (t *cancelTool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, e
 			}
 			s.unlock()
 			out, cut := fitView(&v, s.outputLimit(env))
-			return tools.Result{Success: true, Output: out, Truncated: cut}, nil
+			// Cancelled (or already finished): either way no report turn
+			// will name it.
+			return tools.Result{Success: true, Output: out, Truncated: cut, Settled: []string{j.id}}, nil
 		},
 	}, nil
 }

@@ -486,3 +486,39 @@ func TestBackgroundRelayedApprovals(t *testing.T) {
 		t.Fatal("a foreground call carries the unattended answer")
 	}
 }
+
+// TestSettledJobs: a call that gives the model a finished job's result
+// (agent_wait, agent_status, agent_cancel) names the job as settled, so a
+// client waiting for report turns stops waiting for it.
+func TestSettledJobs(t *testing.T) {
+	fx := newFixture(t, []string{"codex"}, nil)
+	f := fx.fakes["codex"]
+	f.gate = make(chan struct{})
+	start := func() string {
+		res := fx.call(NameAgent, map[string]any{"agent": "codex", "prompt": "work", "background": true})
+		if len(res.Jobs) != 1 {
+			t.Fatalf("start: %+v", res)
+		}
+		f.waitStarted(t)
+		return res.Jobs[0]
+	}
+	one := start()
+	if w := fx.call(NameWait, map[string]any{"job": one, "timeout_seconds": 1}); len(w.Settled) != 0 {
+		t.Fatalf("a running job was settled: %+v", w)
+	}
+	close(f.gate)
+	if w := fx.call(NameWait, map[string]any{"job": one}); !slices.Equal(w.Settled, []string{one}) {
+		t.Fatalf("agent_wait of a finished job: settled %v", w.Settled)
+	}
+	if st := fx.call(NameStatus, map[string]any{"job": one}); !slices.Equal(st.Settled, []string{one}) {
+		t.Fatalf("agent_status of a finished job: settled %v", st.Settled)
+	}
+	if st := fx.call(NameStatus, map[string]any{}); !slices.Equal(st.Settled, []string{one}) {
+		t.Fatalf("agent_status listing: settled %v", st.Settled)
+	}
+	f.gate = make(chan struct{})
+	two := start()
+	if c := fx.call(NameCancel, map[string]any{"job": two}); !slices.Equal(c.Settled, []string{two}) {
+		t.Fatalf("agent_cancel: settled %v", c.Settled)
+	}
+}
