@@ -137,8 +137,10 @@ type CodexImport struct {
 	// AuthSkipped says why it was not, when the source had one.
 	AuthCopied  bool
 	AuthSkipped string
-	// EnvKeys are providers' env_key variables ("provider: VAR") that SCV
-	// removes from delegated agents, so the copy cannot use them.
+	// EnvKeys are providers' env_key variables ("provider: VAR"), every
+	// one flagged: SCV removes key variables from delegated agents, and
+	// the user service does not load the shell profile, so the copy may
+	// not see them.
 	EnvKeys []string
 }
 
@@ -173,7 +175,7 @@ func ImportCodex(home, from string) (CodexImport, error) {
 	res := CodexImport{Model: cfg.Model, Provider: cfg.Provider, ApprovalPolicy: cfg.ApprovalPolicy,
 		SandboxMode: cfg.SandboxMode, ReasoningEffort: cfg.ReasoningEffort}
 	for name, p := range cfg.Providers {
-		if p.EnvKey != "" && agentadapters.Scrubbed(p.EnvKey) {
+		if p.EnvKey != "" {
 			res.EnvKeys = append(res.EnvKeys, name+": "+p.EnvKey)
 		}
 	}

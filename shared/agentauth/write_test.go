@@ -299,7 +299,7 @@ func TestImportGrok(t *testing.T) {
 }
 
 func TestImportCodex(t *testing.T) {
-	cfg := "model = \"gpt-5.5\"\nmodel_provider = \"relay\"\napproval_policy = \"never\"\nsandbox_mode = \"workspace-write\"\n[model_providers.relay]\nbase_url = \"https://relay/v1\"\nenv_key = \"RELAY_API_KEY\"\n"
+	cfg := "model = \"gpt-5.5\"\nmodel_provider = \"relay\"\napproval_policy = \"never\"\nsandbox_mode = \"workspace-write\"\n[model_providers.relay]\nbase_url = \"https://relay/v1\"\nenv_key = \"RELAY_API_KEY\"\n[model_providers.other]\nbase_url = \"https://other/v1\"\nenv_key = \"MY_TOKEN\"\n"
 	for _, tc := range []struct {
 		name   string
 		auth   string
@@ -323,7 +323,7 @@ func TestImportCodex(t *testing.T) {
 				t.Fatal(err)
 			}
 			if res.AuthCopied != tc.copied || !strings.Contains(res.AuthSkipped, tc.skip) || res.Model != "gpt-5.5" ||
-				res.Provider != "relay" || len(res.EnvKeys) != 1 || res.EnvKeys[0] != "relay: RELAY_API_KEY" {
+				res.Provider != "relay" || len(res.EnvKeys) != 2 || res.EnvKeys[0] != "other: MY_TOKEN" || res.EnvKeys[1] != "relay: RELAY_API_KEY" {
 				t.Fatalf("ImportCodex = %+v", res)
 			}
 			codex := filepath.Join(home, "agents/codex")

@@ -141,7 +141,7 @@ func importRun(opts *ImportOptions) error {
 		fmt.Fprintf(out, "codex: auth.json not copied: %s\n", res.AuthSkipped)
 	}
 	for _, e := range res.EnvKeys {
-		fmt.Fprintf(out, "warning: provider %s reads its key from an environment variable that SCV removes from delegated agents (and the user service does not load your shell profile); use experimental_bearer_token or an auth.json API key instead\n", e)
+		fmt.Fprintf(out, "warning: provider %s reads its key from an environment variable, which delegated Codex runs may not see: SCV removes key variables such as OPENAI_API_KEY from delegated agents, and the user service does not load your shell profile; use experimental_bearer_token or an auth.json API key instead\n", e)
 	}
 	return nil
 }
