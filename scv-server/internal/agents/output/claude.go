@@ -95,10 +95,6 @@ func claudeToolLine(name string, in gjson.Result) string {
 		return "search: " + in.Get("query").String()
 	case "WebFetch":
 		return "fetch " + stripQuery(in.Get("url").String())
-	case "Glob", "Grep":
-		if pat := in.Get("pattern").String(); pat != "" {
-			return name + " " + pat
-		}
 	}
 	if key, ok := claudeFileTools[name]; ok {
 		if f := in.Get(key).String(); f != "" {

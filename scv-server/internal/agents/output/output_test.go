@@ -12,6 +12,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/agents"
 	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/tidwall/gjson"
 	"go.uber.org/goleak"
 )
 
@@ -415,4 +416,19 @@ func FuzzTail(f *testing.F) {
 			t.Fatalf("string %q", s)
 		}
 	})
+}
+
+// TestSearchToolsShowOnlyTheirName: the spec's progress lines name other
+// tools by name only; a search pattern (which may be a secret someone
+// greps for) is not shown.
+func TestSearchToolsShowOnlyTheirName(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{claudeToolLine("Grep", gjson.Parse(`{"pattern":"sk-live-0123456789"}`)), "Grep"},
+		{claudeToolLine("Glob", gjson.Parse(`{"pattern":"**/*.go"}`)), "Glob"},
+		{piToolLine("grep", gjson.Parse(`{"pattern":"password=hunter2"}`)), "grep"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("progress line %q, want %q", tc.got, tc.want)
+		}
+	}
 }

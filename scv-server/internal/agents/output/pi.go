@@ -81,10 +81,6 @@ func piToolLine(name string, args gjson.Result) string {
 		if f := args.Get("path").String(); f != "" {
 			return name + " " + ShortPath(f)
 		}
-	case name == "grep" || name == "find":
-		if pat := args.Get("pattern").String(); pat != "" {
-			return name + " " + pat
-		}
 	}
 	return name
 }
