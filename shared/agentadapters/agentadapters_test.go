@@ -36,9 +36,9 @@ func TestArgs(t *testing.T) {
 		// codex
 		{Codex, Invocation{OutputFile: ofile}, []string{"exec", "--json", "-o", ofile, prompt}},
 		{Codex, Invocation{OutputFile: ofile, Model: "gpt-5.5", Effort: "xhigh"}, []string{"exec", "--json", "-o", ofile, "-m", "gpt-5.5", "-c", `model_reasoning_effort="xhigh"`, prompt}},
-		{Codex, Invocation{OutputFile: ofile, ResumeSession: thread, Effort: "low"}, []string{"exec", "resume", "--json", "-o", ofile, "-c", `model_reasoning_effort="low"`, thread, prompt}},
+		{Codex, Invocation{OutputFile: ofile, ResumeSession: thread, Effort: "low"}, []string{"exec", "--json", "-o", ofile, "-c", `model_reasoning_effort="low"`, "resume", thread, prompt}},
 		{Codex, Invocation{OutputFile: ofile, FullPermissions: true}, []string{"exec", "--dangerously-bypass-approvals-and-sandbox", "-c", `web_search="live"`, "--json", "-o", ofile, prompt}},
-		{Codex, Invocation{OutputFile: ofile, FullPermissions: true, ResumeSession: thread, Model: "o3"}, []string{"exec", "resume", "--dangerously-bypass-approvals-and-sandbox", "-c", `web_search="live"`, "--json", "-o", ofile, "-m", "o3", thread, prompt}},
+		{Codex, Invocation{OutputFile: ofile, FullPermissions: true, ResumeSession: thread, Model: "o3"}, []string{"exec", "--dangerously-bypass-approvals-and-sandbox", "-c", `web_search="live"`, "--json", "-o", ofile, "-m", "o3", "resume", thread, prompt}},
 		{Codex, Invocation{OutputFile: ofile, NewSession: uuid1}, []string{"exec", "--json", "-o", ofile, prompt}},
 		// grok
 		{Grok, Invocation{}, []string{"-p", prompt}},

@@ -141,7 +141,7 @@ func TestArgumentsAndDirectory(t *testing.T) {
 		{"claude", "sonnet", "high", "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11", "", true,
 			[]string{"-p", "--permission-mode", "bypassPermissions", "--output-format", "stream-json", "--verbose", "--session-id", "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11", "--model", "sonnet", "--effort", "high", prompt}},
 		{"codex", "gpt-5.5", "xhigh", "", "thread-1", false,
-			[]string{"exec", "resume", "--json", "-o", "{ofile}", "-m", "gpt-5.5", "-c", `model_reasoning_effort="xhigh"`, "thread-1", prompt}},
+			[]string{"exec", "--json", "-o", "{ofile}", "-m", "gpt-5.5", "-c", `model_reasoning_effort="xhigh"`, "resume", "thread-1", prompt}},
 		{"grok", "grok-5", "low", "", "", true, []string{"--always-approve", "-m", "grok-5", "--reasoning-effort", "low", "-p", prompt}},
 		{"dsh", "", "", "", "", false, []string{"--profile", "headless", prompt}},
 		{"pi", "scv/m", "medium", "", "7f2c9a10-1111-4222-8333-444455556666", false,
