@@ -109,7 +109,7 @@ func TestWithRunner(t *testing.T) {
 		t.Fatalf("second turn %s", res.Output)
 	}
 	args := strings.Join(rs.args(t), " ")
-	if !strings.Contains(args, "exec resume") || !strings.HasSuffix(args, thread+" Now the docs.") {
+	if !strings.HasPrefix(args, "exec ") || !strings.HasSuffix(args, "resume "+thread+" Now the docs.") {
 		t.Fatalf("second turn's arguments %q", args)
 	}
 }
