@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/scv-cli/scv/shared/agentadapters"
 )
 
 // AgentOptions says which selections a delegated agent takes, for
@@ -47,22 +49,12 @@ func knownAgent(name string) (AgentOptions, bool) {
 }
 
 // Efforts are the values an effort selection may take.
-var Efforts = []string{"low", "medium", "high", "xhigh", "max"}
+var Efforts = agentadapters.Efforts
 
 // ValidModel reports whether m is a model selection SCV passes on: 1-128
-// ASCII letters, digits or `._:/@[]-`, not starting with `-` or `@`.
-func ValidModel(m string) bool {
-	if m == "" || len(m) > 128 || m[0] == '-' || m[0] == '@' {
-		return false
-	}
-	for i := 0; i < len(m); i++ {
-		c := m[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:/@[]-", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
+// ASCII letters, digits or `._:/@[]-`, not starting with `-` or `@`
+// (agentadapters.ValidateModel).
+func ValidModel(m string) bool { return agentadapters.ValidateModel(m) == nil }
 
 // maxUseFor bounds agents.<name>.use_for.
 const maxUseFor = 500

@@ -17,6 +17,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/agents"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/agentadapters"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -249,29 +250,11 @@ func (s *Set) notTaken(name, opt string, takes func(agents.Descriptor) bool) err
 	return fmt.Errorf("%s does not take %s; these agents do: %s. Omit %s, or call one of them", name, opt, strings.Join(others, ", "), opt)
 }
 
-// validModel: 1-128 ASCII letters, digits or ._:/@[]-, not starting with
-// - or @ (tools.md, "Choosing an agent").
-func validModel(m string) bool {
-	if len(m) < 1 || len(m) > 128 || m[0] == '-' || m[0] == '@' {
-		return false
-	}
-	for i := 0; i < len(m); i++ {
-		c := m[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:/@[]-", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
+// validModel and validEffort are the adapters' checks (tools.md,
+// "Choosing an agent"), shared with the configuration's.
+func validModel(m string) bool { return agentadapters.ValidateModel(m) == nil }
 
-func validEffort(e string) bool {
-	for _, v := range efforts {
-		if e == v {
-			return true
-		}
-	}
-	return false
-}
+func validEffort(e string) bool { return agentadapters.ValidateEffort(e) == nil }
 
 // checkPrompt refuses a prompt no CLI can take as its last argument.
 func checkPrompt(p string) error {

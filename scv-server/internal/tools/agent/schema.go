@@ -8,6 +8,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/agents"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/agentadapters"
 )
 
 // field is one member of an ordered JSON object.
@@ -53,7 +54,7 @@ func mustJSON(v any) json.RawMessage {
 }
 
 // efforts are the effort values a call may pass.
-var efforts = []string{"low", "medium", "high", "xhigh", "max"}
+var efforts = agentadapters.Efforts
 
 // takers returns the offered agents whose descriptor satisfies takes.
 func (s *Set) takers(takes func(agents.Descriptor) bool) []string {
