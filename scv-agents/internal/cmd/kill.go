@@ -86,6 +86,12 @@ func killRun(ctx context.Context, opts *KillOptions) error {
 		if err := delegation.Write(home, r); err != nil {
 			return err
 		}
+		if !r.AgentProcess.Alive() {
+			// The run ended on its own between the read and the write, and
+			// its server may already have removed the record: the write
+			// must not leave a record of a run that no longer exists.
+			_ = delegation.Remove(home, r.Handle)
+		}
 	}
 	res := delegation.StopRun(r, opts.Grace)
 	if !ownerAlive {
