@@ -232,7 +232,7 @@ func collect(root string, cutoff time.Time, live map[string]bool, dryRun bool) g
 
 // namesLive reports whether a transcript path contains a live CLI
 // session id (Claude's <uuid>.jsonl and <uuid>/, Codex's
-// rollout-<time>-<uuid>.jsonl, pi's <time>_<uuid>.jsonl).
+// rollout-<time>-<uuid>.jsonl, pi's own <time>_<uuid>.jsonl or the <uuid>.jsonl SCV names).
 func namesLive(rel string, live map[string]bool) bool {
 	for id := range live {
 		if id != "" && strings.Contains(rel, id) {
