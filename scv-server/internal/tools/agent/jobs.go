@@ -276,13 +276,8 @@ func (t *waitTool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, err
 		Risk:    protocol.RiskReadOnly,
 		Summary: fmt.Sprintf("Wait up to %d s for background job %s (%s)", seconds(wait), j.id, j.agent),
 		Run: func(ctx context.Context) (tools.Result, error) {
-			timer := time.NewTimer(wait)
-			defer timer.Stop()
-			select {
-			case <-j.done:
-			case <-timer.C:
-			case <-ctx.Done():
-				return tools.Result{}, ctx.Err()
+			if err := j.await(ctx, wait); err != nil {
+				return tools.Result{}, err
 			}
 			s.mu.Lock()
 			v := s.viewLocked(j)
@@ -296,6 +291,20 @@ func (t *waitTool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, err
 			return tools.Result{Success: v.Status == agents.StatusRunning || v.Status == agents.StatusCompleted, Output: out, Truncated: cut, Settled: settled}, nil
 		},
 	}, nil
+}
+
+// await waits until the job ends or d passes, whichever is first; it
+// returns ctx's error when the call is cancelled first.
+func (j *job) await(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-j.done:
+	case <-timer.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // statusTool is agent_status.
@@ -415,13 +424,8 @@ func (t *cancelTool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, e
 			s.unlock()
 			if !already {
 				j.cancel()
-				timer := time.NewTimer(cancelSettle)
-				defer timer.Stop()
-				select {
-				case <-j.done:
-				case <-timer.C:
-				case <-ctx.Done():
-					return tools.Result{}, ctx.Err()
+				if err := j.await(ctx, cancelSettle); err != nil {
+					return tools.Result{}, err
 				}
 			}
 			s.mu.Lock()
