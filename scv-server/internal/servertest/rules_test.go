@@ -282,3 +282,44 @@ func TestApprovalScopeErrors(t *testing.T) {
 		t.Fatalf("session.rules = %+v, want none", got)
 	}
 }
+
+// TestSessionRulesSurviveResume: granted rules are in the session's log,
+// so a resumed session keeps them; a clear drops them for good.
+func TestSessionRulesSurviveResume(t *testing.T) {
+	f := fo.NewServer()
+	t.Cleanup(f.Close)
+	cfg := st.FakeProviderConfig(f.URL(), "")
+	a := st.Start(t, st.Options{Config: cfg})
+	a.Client.Init(3)
+	dir := t.TempDir()
+	sid := a.Client.StartSession(dir, 3).SessionID
+	f.Enqueue(fo.Script(fo.ToolCall("c1", "bash", `{"command":"go test ./..."}`)), fo.Script(fo.Text("done")))
+	a.Client.Turn(sid, "test it")
+	_, req := st.Until[*protocol.ApprovalRequested](a.Client)
+	resolve(a.Client, sid, req.ApprovalID, true, protocol.ScopeSession)
+	st.Until[*protocol.TurnCompleted](a.Client)
+	a.Stop()
+
+	b := st.Start(t, st.Options{Config: cfg, Home: a.Home})
+	b.Client.Init(3)
+	resumeSession(t, b.Client, dir, sid)
+	if got := listRules(t, b.Client, sid); !slices.Equal(got, []protocol.Rule{goTestRule}) {
+		t.Fatalf("session.rules after resume = %+v, want %+v", got, goTestRule)
+	}
+	f.Enqueue(fo.Script(fo.ToolCall("c2", "bash", `{"command":"go test -run X ./..."}`)), fo.Script(fo.Text("ok")))
+	b.Client.Turn(sid, "again")
+	evs, _ := st.Until[*protocol.TurnCompleted](b.Client)
+	if asked(evs, "c2") {
+		t.Fatal("a call the resumed rule covers asked for approval")
+	}
+	b.Client.Send(&protocol.SessionClear{RequestID: b.Client.ID(), SessionID: sid})
+	st.Expect[*protocol.SessionCleared](b.Client)
+	b.Stop()
+
+	c := st.Start(t, st.Options{Config: cfg, Home: a.Home})
+	c.Client.Init(3)
+	resumeSession(t, c.Client, dir, sid)
+	if got := listRules(t, c.Client, sid); len(got) != 0 {
+		t.Fatalf("session.rules after a clear and a resume = %+v", got)
+	}
+}

@@ -123,6 +123,7 @@ func (m *Manager) persist(s *Session, resume string) error {
 	s.id = resume
 	s.history = stored.History
 	s.usage = stored.Usage
+	s.rules = stored.Rules
 	s.rec = &recorder{log: log, resumed: true, replay: stored.Replay}
 	return nil
 }

@@ -4,16 +4,17 @@ package session
 // "session" approves the call and grants the rule its approval.requested
 // proposed; later calls of the session that a granted rule covers run
 // without asking (the agent loop matches their keys, agent.Config.Rules).
-// The rules are kept in memory, in the order granted, one per key; they
-// are dropped by session.clear and are not stored, so a resumed session
-// starts with none. v1 and v2 sessions neither propose nor use rules, and
-// their approval.resolve's scope is ignored.
+// The rules are kept in the order granted, one per key, and recorded in the
+// session's log, so a resumed session keeps them; session.clear drops them.
+// v1 and v2 sessions neither propose nor use rules, and their
+// approval.resolve's scope is ignored.
 
 import (
 	"errors"
 	"slices"
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
+	"github.com/scv-cli/scv/scv-server/internal/sessionstore"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -62,6 +63,9 @@ func (s *Session) grantRule(r protocol.Rule) {
 	s.mu.Unlock()
 	if !known {
 		s.mgr.log.Info("Approval rule granted for the session", "session", s.id, "rule", r.Key)
+		if s.rec != nil {
+			s.record("an approval rule", func(l *sessionstore.Log) error { return l.RuleGranted(r) })
+		}
 	}
 }
 

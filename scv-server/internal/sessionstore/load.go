@@ -94,6 +94,7 @@ func load(id, path string, f *os.File) (*Session, []*record, int64, error) {
 		Bytes:       fi.Size(),
 		Replay:      r.items,
 		Interrupted: interrupted,
+		Rules:       r.rules,
 	}
 	if s.Replay == nil {
 		s.Replay = []protocol.ReplayItem{}
@@ -166,6 +167,7 @@ type replayer struct {
 	// calls are tool calls of the transcript still waiting for a result.
 	calls []pendingCall
 	open  *openTurn
+	rules []protocol.Rule
 }
 
 type openTurn struct {
@@ -203,7 +205,7 @@ func (r *replayer) apply(rec *record) error {
 		r.end(rec)
 	case recClear:
 		r.interruptOpen()
-		r.history, r.usage, r.calls = nil, protocol.Usage{}, nil
+		r.history, r.usage, r.calls, r.rules = nil, protocol.Usage{}, nil, nil
 		r.items = []protocol.ReplayItem{{Kind: ItemNotice, Text: NoticeCleared}}
 	case recCompact:
 		if rec.From < 0 || rec.Removed < 0 || rec.From+rec.Removed > len(r.history) {
@@ -220,10 +222,26 @@ func (r *replayer) apply(rec *record) error {
 		r.items = append(r.items, protocol.ReplayItem{Kind: ItemNotice, TurnID: r.openID(), Text: text})
 	case recResume:
 		r.interruptOpen()
+	case recRule:
+		if rec.Rule == nil || rec.Rule.Key == "" {
+			return errors.New("a rule record without a rule key")
+		}
+		r.grant(*rec.Rule)
 	default:
 		// A record type of a later format: skipped.
 	}
 	return nil
+}
+
+// grant adds rule, replacing a rule with the same key.
+func (r *replayer) grant(rule protocol.Rule) {
+	for i := range r.rules {
+		if r.rules[i].Key == rule.Key {
+			r.rules[i] = rule
+			return
+		}
+	}
+	r.rules = append(r.rules, rule)
 }
 
 func (r *replayer) openID() string {

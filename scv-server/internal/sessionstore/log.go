@@ -24,6 +24,7 @@ const (
 	recClear   = "clear"   // the history and usage were dropped: at
 	recCompact = "compact" // part of the history is replaced: from, removed, messages, at
 	recResume  = "resume"  // a server resumed the session: model, at
+	recRule    = "rule"    // a session approval rule was granted: rule, at
 )
 
 // Outcomes of a turn, in its end record.
@@ -67,6 +68,9 @@ type record struct {
 	From     int                `json:"from,omitempty"`
 	Removed  int                `json:"removed,omitempty"`
 	Messages []provider.Message `json:"messages,omitempty"`
+
+	// Rule is a granted session approval rule.
+	Rule *protocol.Rule `json:"rule,omitempty"`
 }
 
 // End is how a turn ended, for TurnEnded.
@@ -247,6 +251,12 @@ func (l *Log) Message(turnID string, m provider.Message, failed bool) error {
 func (l *Log) TurnEnded(turnID string, e End) error {
 	return l.append(true, &record{T: recEnd, Turn: turnID, Outcome: e.Outcome, Code: e.Code, Message: e.Message,
 		Steps: e.Steps, Usage: e.Usage, At: stamp(now())})
+}
+
+// RuleGranted records a session approval rule the user granted, and
+// fsyncs: a resumed session keeps it (until a clear).
+func (l *Log) RuleGranted(r protocol.Rule) error {
+	return l.append(true, &record{T: recRule, At: stamp(now()), Rule: &r})
 }
 
 // Cleared records that the history and the usage totals were dropped, and

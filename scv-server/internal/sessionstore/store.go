@@ -152,6 +152,9 @@ type Session struct {
 	Replay []protocol.ReplayItem
 	// Interrupted is the id of the turn the log left open, "" when none.
 	Interrupted string
+	// Rules are the session approval rules granted since the last clear,
+	// in the order granted, one per key.
+	Rules []protocol.Rule
 }
 
 // summary is summary.json.

@@ -513,3 +513,27 @@ func TestLargeLogs(t *testing.T) {
 		t.Fatalf("Load = %v, want a corrupt error at line 3501", err)
 	}
 }
+
+func TestRules(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	goTest := protocol.Rule{Tool: "bash", Key: "bash:go test", Description: "go test"}
+	src := protocol.Rule{Tool: "write", Key: "fs:src/", Description: "src"}
+	must(t, l.RuleGranted(goTest))
+	must(t, l.Cleared())
+	must(t, l.RuleGranted(src))
+	turn(t, l, "t1", "p", completed(1, 1), assistant("a"))
+	must(t, l.RuleGranted(goTest))
+	again := src
+	again.Tool = "edit" // the same key granted again replaces it in place
+	must(t, l.RuleGranted(again))
+	must(t, l.Close())
+	s, err := st.Load(id(l))
+	must(t, err)
+	if !reflect.DeepEqual(s.Rules, []protocol.Rule{again, goTest}) {
+		t.Fatalf("rules = %+v", s.Rules)
+	}
+	if len(s.History) != 2 {
+		t.Fatalf("a rule record changed the history: %+v", s.History)
+	}
+}
