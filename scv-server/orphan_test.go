@@ -95,3 +95,39 @@ func readPids(t *testing.T, file string) (int, int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestStaleTempFilesSweptAtStart: a write a crash interrupted leaves a
+// .scv-tmp- file; the next `scv-server --stdio` removes it once it is an
+// hour old, and leaves a fresh one (a write that may be in progress).
+func TestStaleTempFilesSweptAtStart(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, "state", "sessions", "s")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale, fresh := filepath.Join(dir, ".scv-tmp-1"), filepath.Join(dir, ".scv-tmp-2")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, home)
+	initV3(p)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(stale); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stale temporary file is still there; stderr:\n%s", p.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Fatalf("the fresh temporary file was removed: %v", err)
+	}
+}

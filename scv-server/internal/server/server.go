@@ -24,6 +24,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/scv-server/internal/transport/stdio"
 	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/scv-cli/scv/shared/atomicfile"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -258,10 +259,10 @@ func (r *Runtime) Serve(ctx context.Context, t ndjson.Transport) error {
 
 // RunStdio serves the protocol on in and out until the client's input ends.
 // It first makes the process a child subreaper (descendants that delegated
-// agents leave behind reparent here and are reaped) and reconciles the
-// instance's delegation records once, alongside the connection, so that
-// the orphans of a server that was killed are stopped without delaying
-// this one's start.
+// agents leave behind reparent here and are reaped), and alongside the
+// connection it reconciles the instance's delegation records once, so that
+// the orphans of a server that was killed are stopped without delaying this
+// one's start, and sweeps temporary files left in the state directory.
 func RunStdio(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
 	rt, err := New(opts)
 	if err != nil {
@@ -274,6 +275,13 @@ func RunStdio(ctx context.Context, opts Options, in io.Reader, out io.Writer) er
 	go func() {
 		defer close(reconciled)
 		reconcile.Run(ctx, rt.home, rt.log)
+		// Temporary files of writes a crash interrupted; an hour old, so
+		// a write of another live process is never touched.
+		if n, err := atomicfile.SweepTemps(paths.StateDir(rt.home), time.Hour); err != nil {
+			rt.log.Warn("Could not sweep every leftover temporary file", "removed", n, "err", err)
+		} else if n > 0 {
+			rt.log.Info("Removed leftover temporary files", "removed", n)
+		}
 	}()
 	t := stdio.New(in, out)
 	defer t.Close()
