@@ -479,3 +479,104 @@ func mustSessionCwd(t *testing.T, s *st.Server, id string) string {
 	}
 	return sess.Cwd()
 }
+
+// TestResumeKeepsQueuedPrompts: prompts still queued when the server
+// stopped come back with the resumed session, paused, in order, with their
+// ids; resuming the queue runs them.
+func TestResumeKeepsQueuedPrompts(t *testing.T) {
+	f := fo.NewServer()
+	t.Cleanup(f.Close)
+	cfg := st.FakeProviderConfig(f.URL(), "")
+	a := st.Start(t, st.Options{Config: cfg})
+	a.Client.Init(3)
+	dir := t.TempDir()
+	sid := a.Client.StartSession(dir, 3).SessionID
+	f.Enqueue(fo.Script(fo.Text("busy"), fo.Hang()))
+	a.Client.Turn(sid, "first")
+	st.Expect[*protocol.AssistantDelta](a.Client)
+	a.Client.Send(&protocol.TurnStart{RequestID: "q1", SessionID: sid, Prompt: "second"})
+	one := st.Expect[*protocol.QueueEnqueued](a.Client).Entry
+	a.Client.Send(&protocol.TurnStart{RequestID: "q2", SessionID: sid, Prompt: "third"})
+	two := st.Expect[*protocol.QueueEnqueued](a.Client).Entry
+	a.Client.Send(&protocol.QueueUpdate{RequestID: a.Client.ID(), SessionID: sid, QueueID: two.QueueID, Revision: two.Revision, Prompt: "third, edited"})
+	two = st.Expect[*protocol.QueueUpdated](a.Client).Entry
+	a.Stop()
+
+	b := st.Start(t, st.Options{Config: cfg, Home: a.Home})
+	c := b.Client
+	c.Init(3)
+	rid := c.ID()
+	c.Send(&protocol.SessionStart{RequestID: rid, Cwd: dir, Resume: sid})
+	st.Expect[*protocol.SessionStarted](c)
+	st.Until[*protocol.SessionReplay](c)
+	snap := st.Expect[*protocol.QueueSnapshot](c)
+	if len(snap.Entries) != 2 || snap.Entries[0].QueueID != one.QueueID || snap.Entries[1].QueueID != two.QueueID ||
+		snap.Entries[1].Prompt != "third, edited" || snap.Entries[1].Revision != two.Revision || snap.Entries[1].Position != 1 {
+		t.Fatalf("queue.snapshot after resume = %+v", snap.Entries)
+	}
+	if p := st.Expect[*protocol.SessionPaused](c); !p.Paused || p.RequestID != rid {
+		t.Fatalf("session.paused = %+v, want the restored queue paused", p)
+	}
+	f.Enqueue(fo.Script(fo.Text("second done")), fo.Script(fo.Text("third done")))
+	c.Send(&protocol.SessionPause{RequestID: c.ID(), SessionID: sid, Paused: false})
+	st.Expect[*protocol.SessionPaused](c)
+	if d := st.Expect[*protocol.QueueDequeued](c); d.Entry.QueueID != one.QueueID || d.RequestID != "q1" {
+		t.Fatalf("queue.dequeued = %+v", d)
+	}
+	if ts := st.Expect[*protocol.TurnStarted](c); ts.RequestID != "q1" {
+		t.Fatalf("turn.started = %+v, want the queued turn's request_id", ts)
+	}
+	st.Until[*protocol.TurnCompleted](c)
+	st.Expect[*protocol.QueueDequeued](c)
+	st.Until[*protocol.TurnCompleted](c)
+	reqs := f.Requests()
+	if m := reqs[len(reqs)-1].Messages; m[len(m)-1].Content != "third, edited" {
+		t.Fatalf("the last request's prompt = %q", m[len(m)-1].Content)
+	}
+}
+
+// TestResumedQueueDoesNotHoldUpANewPrompt: a prompt sent to a resumed
+// session whose restored queue waits paused runs at once (so `scv exec
+// --continue` runs its prompt), and the restored prompts keep waiting.
+func TestResumedQueueDoesNotHoldUpANewPrompt(t *testing.T) {
+	f := fo.NewServer()
+	t.Cleanup(f.Close)
+	cfg := st.FakeProviderConfig(f.URL(), "")
+	a := st.Start(t, st.Options{Config: cfg})
+	a.Client.Init(3)
+	dir := t.TempDir()
+	sid := a.Client.StartSession(dir, 3).SessionID
+	f.Enqueue(fo.Script(fo.Text("busy"), fo.Hang()))
+	a.Client.Turn(sid, "first")
+	st.Expect[*protocol.AssistantDelta](a.Client)
+	a.Client.Send(&protocol.TurnStart{RequestID: "q1", SessionID: sid, Prompt: "later"})
+	st.Expect[*protocol.QueueEnqueued](a.Client)
+	a.Stop()
+
+	b := st.Start(t, st.Options{Config: cfg, Home: a.Home})
+	c := b.Client
+	c.Init(3)
+	c.Send(&protocol.SessionStart{RequestID: c.ID(), Cwd: dir, Resume: sid})
+	st.Expect[*protocol.SessionStarted](c)
+	st.Until[*protocol.SessionReplay](c)
+	st.Expect[*protocol.QueueSnapshot](c)
+	st.Expect[*protocol.SessionPaused](c)
+	f.Enqueue(fo.Script(fo.Text("now")))
+	if ts := c.Turn(sid, "right now"); ts.RequestID == "" {
+		t.Fatalf("turn.started = %+v", ts)
+	}
+	evs, _ := st.Until[*protocol.TurnCompleted](c)
+	for _, e := range evs {
+		if _, ok := e.(*protocol.QueueDequeued); ok {
+			t.Fatal("a restored prompt ran while the queue was paused")
+		}
+	}
+	c.Send(&protocol.SessionPause{RequestID: c.ID(), SessionID: sid, Paused: true})
+	st.Expect[*protocol.SessionPaused](c)
+	// Once the user has answered, the session is paused as any other: a
+	// new prompt joins the end of the queue.
+	c.Send(&protocol.TurnStart{RequestID: "q2", SessionID: sid, Prompt: "after"})
+	if e := st.Expect[*protocol.QueueEnqueued](c); e.Entry.Position != 1 {
+		t.Fatalf("queue.enqueued = %+v", e)
+	}
+}

@@ -124,6 +124,14 @@ func (m *Manager) persist(s *Session, resume string) error {
 	s.history = stored.History
 	s.usage = stored.Usage
 	s.rules = stored.Rules
+	for i, q := range stored.Queue {
+		s.queue = append(s.queue, &queued{requestID: q.Request, entry: protocol.QueueEntry{
+			QueueID: q.QueueID, Revision: q.Revision, Prompt: q.Prompt, Submitter: q.Submitter, Position: i}})
+	}
+	if len(s.queue) > 0 {
+		// Not run on their own: the user may not want them any more.
+		s.paused, s.restoredPaused, s.holdRestored = true, true, true
+	}
 	s.rec = &recorder{log: log, resumed: true, replay: stored.Replay}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/scv-cli/scv/scv-server/internal/sessionstore"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -113,6 +114,7 @@ func (s *Session) Pause(ctx context.Context, requestID string, paused bool) erro
 	defer s.unlock()
 	s.mu.Lock()
 	s.paused = paused
+	s.holdRestored = false
 	s.mu.Unlock()
 	if err := s.emitLocked(ctx, &protocol.SessionPaused{SessionHeader: s.header(requestID), Paused: paused}); err != nil {
 		return err
@@ -146,5 +148,23 @@ func (s *Session) queueOp(ctx context.Context, op func() (protocol.Sequenced, er
 	if err != nil {
 		return err
 	}
+	s.recordQueue()
 	return s.emitLocked(ctx, ev)
+}
+
+// recordQueue records the whole queue in the session's log, so that a
+// resumed session gets its queued prompts back. The emit lock must be
+// held, s.mu not.
+func (s *Session) recordQueue() {
+	if s.rec == nil {
+		return
+	}
+	s.mu.Lock()
+	q := make([]sessionstore.Queued, len(s.queue))
+	for i, e := range s.queue {
+		q[i] = sessionstore.Queued{QueueID: e.entry.QueueID, Revision: e.entry.Revision, Prompt: e.entry.Prompt,
+			Submitter: e.entry.Submitter, Request: e.requestID}
+	}
+	s.mu.Unlock()
+	s.record("the queue", func(l *sessionstore.Log) error { return l.QueueChanged(q) })
 }

@@ -70,6 +70,15 @@ type Session struct {
 	usage         protocol.Usage // guarded by mu; session totals
 	queue         []*queued      // guarded by mu
 	paused        bool           // guarded by mu
+	// restoredPaused is set when a resume restored queued prompts, which
+	// wait paused; the first snapshot then says so (guarded by mu).
+	restoredPaused bool
+	// holdRestored keeps restored prompts waiting without holding up new
+	// ones: until the user answers with session.pause, a new prompt runs
+	// at once (as in a session that was never paused) instead of joining
+	// the end of the restored queue, so `scv exec --continue` runs its
+	// prompt. Guarded by mu.
+	holdRestored bool
 	// serverTurns wait for the user's queue to drain (guarded by mu).
 	serverTurns []serverTurn
 	// rules are the approval rules granted for the session, in order, one
@@ -188,11 +197,18 @@ func (s *Session) EmitSnapshot(ctx context.Context, requestID string) error {
 	defer s.unlock()
 	s.mu.Lock()
 	entries := s.entriesLocked()
+	announce := s.restoredPaused
+	s.restoredPaused = false
 	s.mu.Unlock()
-	return s.emitLocked(ctx, &protocol.QueueSnapshot{
+	if err := s.emitLocked(ctx, &protocol.QueueSnapshot{
 		SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id},
 		Entries:       entries,
-	})
+	}); err != nil || !announce {
+		return err
+	}
+	// A resumed session's queued prompts wait until the user resumes
+	// the queue: the client learns it is paused right after the snapshot.
+	return s.emitLocked(ctx, &protocol.SessionPaused{SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id}, Paused: true})
 }
 
 // CheckPrompt validates a prompt for turn.start and queue.update.
@@ -225,7 +241,7 @@ func (s *Session) StartTurn(ctx context.Context, requestID, prompt, submitter st
 	s.mu.Lock()
 	// A paused session with queued prompts keeps their order: a new prompt
 	// joins the end of the queue rather than running ahead of them.
-	queueIt := s.active != nil || (s.paused && len(s.queue) > 0)
+	queueIt := s.active != nil || (s.paused && len(s.queue) > 0 && !s.holdRestored)
 	if queueIt {
 		if s.version < protocol.Version2 {
 			s.mu.Unlock()
@@ -237,6 +253,7 @@ func (s *Session) StartTurn(ctx context.Context, requestID, prompt, submitter st
 		s.queue = append(s.queue, q)
 		entry := q.entry
 		s.mu.Unlock()
+		s.recordQueue()
 		return s.emitLocked(ctx, &protocol.QueueEnqueued{
 			SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id}, Entry: entry})
 	}
@@ -463,6 +480,7 @@ func (s *Session) dequeueLocked(ctx context.Context) {
 	entry := q.entry
 	entry.Position = 0
 	s.mu.Unlock()
+	s.recordQueue()
 	if err := s.emitLocked(ctx, &protocol.QueueDequeued{
 		SessionHeader: protocol.SessionHeader{RequestID: q.requestID, SessionID: s.id}, Entry: entry}); err != nil {
 		return

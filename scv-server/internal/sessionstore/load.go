@@ -95,6 +95,7 @@ func load(id, path string, f *os.File) (*Session, []*record, int64, error) {
 		Replay:      r.items,
 		Interrupted: interrupted,
 		Rules:       r.rules,
+		Queue:       r.queue,
 	}
 	if s.Replay == nil {
 		s.Replay = []protocol.ReplayItem{}
@@ -168,6 +169,7 @@ type replayer struct {
 	calls []pendingCall
 	open  *openTurn
 	rules []protocol.Rule
+	queue []Queued
 }
 
 type openTurn struct {
@@ -205,7 +207,7 @@ func (r *replayer) apply(rec *record) error {
 		r.end(rec)
 	case recClear:
 		r.interruptOpen()
-		r.history, r.usage, r.calls, r.rules = nil, protocol.Usage{}, nil, nil
+		r.history, r.usage, r.calls, r.rules, r.queue = nil, protocol.Usage{}, nil, nil, nil
 		r.items = []protocol.ReplayItem{{Kind: ItemNotice, Text: NoticeCleared}}
 	case recCompact:
 		if rec.From < 0 || rec.Removed < 0 || rec.From+rec.Removed > len(r.history) {
@@ -222,6 +224,8 @@ func (r *replayer) apply(rec *record) error {
 		r.items = append(r.items, protocol.ReplayItem{Kind: ItemNotice, TurnID: r.openID(), Text: text})
 	case recResume:
 		r.interruptOpen()
+	case recQueue:
+		r.queue = rec.Queue
 	case recRule:
 		if rec.Rule == nil || rec.Rule.Key == "" {
 			return errors.New("a rule record without a rule key")

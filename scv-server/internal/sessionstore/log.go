@@ -25,6 +25,7 @@ const (
 	recCompact = "compact" // part of the history is replaced: from, removed, messages, at
 	recResume  = "resume"  // a server resumed the session: model, at
 	recRule    = "rule"    // a session approval rule was granted: rule, at
+	recQueue   = "queue"   // the prompt queue changed: queue (the whole queue, in order), at
 )
 
 // Outcomes of a turn, in its end record.
@@ -71,6 +72,20 @@ type record struct {
 
 	// Rule is a granted session approval rule.
 	Rule *protocol.Rule `json:"rule,omitempty"`
+	// Queue is the whole prompt queue after a change, in order (a queue
+	// record without it: the queue is empty).
+	Queue []Queued `json:"queue,omitempty"`
+}
+
+// Queued is one queued prompt as the log keeps it.
+type Queued struct {
+	QueueID   string `json:"queue_id"`
+	Revision  int64  `json:"revision"`
+	Prompt    string `json:"prompt"`
+	Submitter string `json:"submitter,omitempty"`
+	// Request is the request_id of the turn.start that queued it; its turn
+	// starts with that request_id.
+	Request string `json:"request,omitempty"`
 }
 
 // End is how a turn ended, for TurnEnded.
@@ -251,6 +266,13 @@ func (l *Log) Message(turnID string, m provider.Message, failed bool) error {
 func (l *Log) TurnEnded(turnID string, e End) error {
 	return l.append(true, &record{T: recEnd, Turn: turnID, Outcome: e.Outcome, Code: e.Code, Message: e.Message,
 		Steps: e.Steps, Usage: e.Usage, At: stamp(now())})
+}
+
+// QueueChanged records the whole prompt queue after a change (empty: the
+// queue was emptied), without an fsync of its own: the next turn boundary
+// makes it durable. A resumed session gets the last queue recorded.
+func (l *Log) QueueChanged(q []Queued) error {
+	return l.append(false, &record{T: recQueue, At: stamp(now()), Queue: q})
 }
 
 // RuleGranted records a session approval rule the user granted, and

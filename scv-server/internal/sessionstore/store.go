@@ -155,6 +155,8 @@ type Session struct {
 	// Rules are the session approval rules granted since the last clear,
 	// in the order granted, one per key.
 	Rules []protocol.Rule
+	// Queue is the prompt queue as last recorded, in order.
+	Queue []Queued
 }
 
 // summary is summary.json.

@@ -537,3 +537,39 @@ func TestRules(t *testing.T) {
 		t.Fatalf("a rule record changed the history: %+v", s.History)
 	}
 }
+
+func TestQueueRecords(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	a := sessionstore.Queued{QueueID: "q-a", Revision: 1, Prompt: "a", Submitter: "scv-tui", Request: "r1"}
+	b := sessionstore.Queued{QueueID: "q-b", Revision: 2, Prompt: "b", Request: "r2"}
+	// A log without a turn is not kept (nothing to resume), and prompts
+	// are queued only behind a turn.
+	turn(t, l, "t1", "p", completed(1, 1), assistant("x"))
+	must(t, l.QueueChanged([]sessionstore.Queued{a}))
+	must(t, l.QueueChanged([]sessionstore.Queued{a, b}))
+	must(t, l.QueueChanged([]sessionstore.Queued{b})) // a started
+	must(t, l.Close())
+	s, err := st.Load(id(l))
+	must(t, err)
+	if !reflect.DeepEqual(s.Queue, []sessionstore.Queued{b}) {
+		t.Fatalf("queue = %+v, want the last one recorded", s.Queue)
+	}
+
+	l2 := create(t, st, ws)
+	turn(t, l2, "t1", "p", completed(1, 1), assistant("x"))
+	must(t, l2.QueueChanged([]sessionstore.Queued{a}))
+	must(t, l2.Cleared())
+	must(t, l2.Close())
+	if s, err := st.Load(id(l2)); err != nil || len(s.Queue) != 0 {
+		t.Fatalf("queue after a clear = %+v, %v", s.Queue, err)
+	}
+	l3 := create(t, st, ws)
+	turn(t, l3, "t1", "p", completed(1, 1), assistant("x"))
+	must(t, l3.QueueChanged([]sessionstore.Queued{a}))
+	must(t, l3.QueueChanged(nil))
+	must(t, l3.Close())
+	if s, err := st.Load(id(l3)); err != nil || len(s.Queue) != 0 {
+		t.Fatalf("queue after it was emptied = %+v, %v", s.Queue, err)
+	}
+}
