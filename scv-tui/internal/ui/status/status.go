@@ -25,8 +25,8 @@ type Bar struct {
 	Queued        int
 	Paused        bool
 	Warning       string // a seq gap or duplicate, a server problem
-	// Stopped says the server is not running, so an unknown model is left
-	// out instead of shown as "connecting…".
+	// Stopped says the server is not running (the turn segment says how
+	// to restart it).
 	Stopped bool
 }
 
@@ -53,10 +53,9 @@ func (b Bar) View(st styles.Styles, width int) string {
 		pct := b.ContextTokens * 100 / b.ContextMax
 		segs = append(segs, fmt.Sprintf("ctx %s/%s %d%%", tokens(b.ContextTokens), tokens(b.ContextMax), pct))
 	}
+	// No model yet: the turn segment already says what the TUI waits for
+	// (starting the server, connecting).
 	model := b.Model
-	if model == "" && !b.Stopped {
-		model = "connecting…"
-	}
 	if b.Demo && model != "" {
 		model += " (demo)"
 	}
