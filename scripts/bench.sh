@@ -49,13 +49,13 @@ for d in read write edit bash; do
 	run scv-server/internal/tools/$d '.' tools
 done
 run scv-server/internal/sessionstore 'Resume' sessions
-run scv-server/internal/agent 'BuildRequest' sessions
+run scv-server/internal/loop 'BuildRequest' sessions
 run scv 'Exec' exec
 run scv-tui/internal/app '.' tui
 run scv-server/internal/tools/webfetch 'ConvertHTML|Dial|Resolve' web
 run scv-server/internal/provider/openai 'Stream10kDeltas|Responses10kDeltas' web
-run scv-server/internal/agents/output 'ClaudeStream' agents
-run scv-server/internal/agents/runner 'Launch' agents
+run scv-server/internal/delegate/output 'ClaudeStream' agents
+run scv-server/internal/delegate/runner 'Launch' agents
 for f in protocol server tools sessions exec tui web agents; do
 	echo
 	"$gobin/benchstat" "$out/$f.txt"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/fakeopenai"
 )
 
@@ -76,7 +76,7 @@ api_key_env = "FAKE_PROVIDER_TOKEN"
 	want(t, w.run("", "import", "pi", "--from-scv-provider"), 0, "pi now uses SCV's provider fake", `model "fake-model-1"`)
 	want(t, w.run("", "status"), 0, `default provider scv, openai-responses API at 127.0.0.1`, "up to date")
 
-	a, ok := agentadapters.Get(agentadapters.Pi)
+	a, ok := adapters.Get(adapters.Pi)
 	if !ok {
 		t.Fatal("no pi adapter")
 	}
@@ -85,7 +85,7 @@ api_key_env = "FAKE_PROVIDER_TOKEN"
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := a.Args(agentadapters.Invocation{Prompt: "Reply with pong."})
+	args, err := a.Args(adapters.Invocation{Prompt: "Reply with pong."})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scv-cli/scv/shared/agentauth"
-	"github.com/scv-cli/scv/shared/delegation"
+	"github.com/scv-cli/scv/shared/delegate/records"
+	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/scv-cli/scv/shared/proctag"
 	"go.uber.org/goleak"
 )
@@ -174,7 +174,7 @@ func TestUsageErrors(t *testing.T) {
 
 // startAgent starts a sleeping "agent" in its own process group, tagged
 // with handle, and returns its identity; the test cleans it up.
-func startAgent(t *testing.T, handle string) (delegation.Process, <-chan struct{}) {
+func startAgent(t *testing.T, handle string) (records.Process, <-chan struct{}) {
 	t.Helper()
 	c := exec.Command("sleep", "300")
 	c.Env = append(os.Environ(), proctag.Var+"="+handle)
@@ -185,7 +185,7 @@ func startAgent(t *testing.T, handle string) (delegation.Process, <-chan struct{
 	done := make(chan struct{})
 	go func() { _ = c.Wait(); close(done) }()
 	t.Cleanup(func() { _ = c.Process.Kill(); <-done })
-	p, err := delegation.ProcessOf(c.Process.Pid)
+	p, err := records.ProcessOf(c.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,13 +193,13 @@ func startAgent(t *testing.T, handle string) (delegation.Process, <-chan struct{
 }
 
 // goneOwner returns the identity of a process that has exited.
-func goneOwner(t *testing.T) delegation.Process {
+func goneOwner(t *testing.T) records.Process {
 	t.Helper()
 	c := exec.Command("sleep", "300")
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p, err := delegation.ProcessOf(c.Process.Pid)
+	p, err := records.ProcessOf(c.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,22 +220,22 @@ func waitDone(t *testing.T, done <-chan struct{}, what string) {
 func TestPsAndKill(t *testing.T) {
 	w := newWorld(t)
 	want(t, w.run("", "ps"), 0, "no delegated runs")
-	self, err := delegation.Self()
+	self, err := records.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
 	agent, done := startAgent(t, "codex-3f9a2c")
-	r := delegation.Record{Handle: "codex-3f9a2c", Agent: "codex", Session: "sess-1", Cwd: "/work/proj", Depth: 1,
+	r := records.Record{Handle: "codex-3f9a2c", Agent: "codex", Session: "sess-1", Cwd: "/work/proj", Depth: 1,
 		AgentProcess: agent, Owner: self, StartedUnix: time.Now().Add(-125 * time.Second).Unix(), Conversation: "codex-2", Turn: 3}
-	if err := delegation.Write(w.scv, r); err != nil {
+	if err := records.Write(w.scv, r); err != nil {
 		t.Fatal(err)
 	}
-	idle := delegation.Record{Handle: "scv-1a", Agent: "scv", Owner: self, StartedUnix: time.Now().Unix(), IdleSinceUnix: time.Now().Unix(), BackgroundJobs: 2}
-	if err := delegation.Write(w.scv, idle); err != nil {
+	idle := records.Record{Handle: "scv-1a", Agent: "scv", Owner: self, StartedUnix: time.Now().Unix(), IdleSinceUnix: time.Now().Unix(), BackgroundJobs: 2}
+	if err := records.Write(w.scv, idle); err != nil {
 		t.Fatal(err)
 	}
-	orphan := delegation.Record{Handle: "pi-0rphan", Agent: "pi", Owner: goneOwner(t), StartedUnix: time.Now().Unix()}
-	if err := delegation.Write(w.scv, orphan); err != nil {
+	orphan := records.Record{Handle: "pi-0rphan", Agent: "pi", Owner: goneOwner(t), StartedUnix: time.Now().Unix()}
+	if err := records.Write(w.scv, orphan); err != nil {
 		t.Fatal(err)
 	}
 	out := w.run("", "ps")
@@ -252,19 +252,19 @@ func TestPsAndKill(t *testing.T) {
 	// removes the record itself.
 	want(t, w.run("", "kill", "codex-3f9a2c"), 0, "stopped codex-3f9a2c (codex)")
 	waitDone(t, done, "the killed agent")
-	got, err := delegation.Read(w.scv, "codex-3f9a2c")
+	got, err := records.Read(w.scv, "codex-3f9a2c")
 	if err != nil || got.KillRequestedUnix == 0 {
 		t.Fatalf("record after kill = %+v, %v; want it kept with kill_requested_unix", got, err)
 	}
 
 	// Orphans: stopped and their records removed.
 	agent2, done2 := startAgent(t, "grok-77aa")
-	if err := delegation.Write(w.scv, delegation.Record{Handle: "grok-77aa", Agent: "grok", AgentProcess: agent2, Owner: goneOwner(t)}); err != nil {
+	if err := records.Write(w.scv, records.Record{Handle: "grok-77aa", Agent: "grok", AgentProcess: agent2, Owner: goneOwner(t)}); err != nil {
 		t.Fatal(err)
 	}
 	want(t, w.run("", "kill", "--orphans"), 0, "stopped orphan grok-77aa", "stopped orphan pi-0rphan")
 	waitDone(t, done2, "the orphan's agent")
-	recs, _ := delegation.List(w.scv)
+	recs, _ := records.List(w.scv)
 	for _, rec := range recs {
 		if rec.Handle == "grok-77aa" || rec.Handle == "pi-0rphan" {
 			t.Fatalf("orphan record %s left", rec.Handle)
@@ -276,7 +276,7 @@ func TestPsAndKill(t *testing.T) {
 	w.write("state/delegations/dsh-bad.json", "{")
 	want(t, w.run("", "ps"), 0, "dsh-bad.json is corrupt", "scv agents kill dsh-bad")
 	want(t, w.run("", "kill", "dsh-bad"), 0, "removed the corrupt record of dsh-bad")
-	if _, err := os.Stat(filepath.Join(delegation.Dir(w.scv), "dsh-bad.json")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(records.Dir(w.scv), "dsh-bad.json")); !os.IsNotExist(err) {
 		t.Fatal("corrupt record not removed")
 	}
 }
@@ -311,11 +311,11 @@ func TestGC(t *testing.T) {
 	if err := os.Symlink(outside, link); err != nil {
 		t.Fatal(err)
 	}
-	self, _ := delegation.Self()
-	if err := delegation.MarkConversation(w.scv, "live-7e57", self); err != nil {
+	self, _ := records.Self()
+	if err := records.MarkConversation(w.scv, "live-7e57", self); err != nil {
 		t.Fatal(err)
 	}
-	if err := delegation.MarkConversation(w.scv, "aaaa", goneOwner(t)); err != nil {
+	if err := records.MarkConversation(w.scv, "aaaa", goneOwner(t)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -407,7 +407,7 @@ func TestDSHLoginFromStdin(t *testing.T) {
 	want(t, w.run("", "login", "dsh"), 1, "no key was given")
 	r := w.run(secret+"\n", "login", "dsh")
 	want(t, r, 0, "dsh: key stored in", "mode 0600")
-	p := agentauth.DSHCredentialsPath(w.scv)
+	p := signin.DSHCredentialsPath(w.scv)
 	fi, err := os.Stat(p)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("%s: %v %v", p, fi, err)
@@ -449,7 +449,7 @@ func TestImportPiAndSCVFromSCVProvider(t *testing.T) {
 	want(t, w.run("", "import", "pi", "--from-scv-provider"), 1, "RELAY_TOKEN")
 	w.extra = []string{"RELAY_TOKEN=" + secret}
 	want(t, w.run("", "import", "pi", "--from-scv-provider"), 0, "pi now uses SCV's provider relay", `model "gpt-relay"`)
-	authPath, modelsPath, _ := agentauth.PiFiles(w.scv)
+	authPath, modelsPath, _ := signin.PiFiles(w.scv)
 	var auth map[string]map[string]string
 	data, _ := os.ReadFile(authPath)
 	if json.Unmarshal(data, &auth) != nil || auth["scv"]["key"] != secret {
@@ -464,10 +464,10 @@ func TestImportPiAndSCVFromSCVProvider(t *testing.T) {
 	w.extra = []string{"RELAY_TOKEN=rotated"}
 	want(t, w.run("", "status"), 0, "SCV's provider relay has changed since the import; run scv agents import pi --from-scv-provider")
 	want(t, w.run("", "logout", "scv"), 0, "scv: removed")
-	if _, err := os.Stat(agentauth.SCVConfigPath(w.scv)); !os.IsNotExist(err) {
+	if _, err := os.Stat(signin.SCVConfigPath(w.scv)); !os.IsNotExist(err) {
 		t.Fatal("logout scv left the config")
 	}
-	if _, err := os.Stat(agentauth.ImportRecordPath(w.scv, "scv")); !os.IsNotExist(err) {
+	if _, err := os.Stat(signin.ImportRecordPath(w.scv, "scv")); !os.IsNotExist(err) {
 		t.Fatal("logout scv left the import record")
 	}
 }

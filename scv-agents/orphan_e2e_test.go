@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scv-cli/scv/shared/delegation"
+	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/proctag"
 )
@@ -53,10 +53,10 @@ api_key_env = ""
 	defer func() { _ = c.Process.Kill(); <-exited }()
 
 	// Wait for the run's record and both tagged processes.
-	var rec delegation.Record
+	var rec records.Record
 	deadline := time.Now().Add(time.Minute)
 	for {
-		recs, _ := delegation.List(w.scv)
+		recs, _ := records.List(w.scv)
 		if len(recs) == 1 && len(proctag.Find(recs[0].Handle)) == 2 {
 			rec = recs[0]
 			break
@@ -98,7 +98,7 @@ api_key_env = ""
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := os.Stat(filepath.Join(delegation.Dir(w.scv), rec.Handle+".json")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(records.Dir(w.scv), rec.Handle+".json")); !os.IsNotExist(err) {
 		t.Fatalf("the orphan's record is still there: %v", err)
 	}
 	want(t, w.run("", "ps", "--all"), 0, "no delegated runs")
@@ -134,10 +134,10 @@ func TestE2EKillLiveRun(t *testing.T) {
 	go func() { exited <- c.Wait() }()
 	defer func() { _ = c.Process.Kill() }()
 
-	var rec delegation.Record
+	var rec records.Record
 	deadline := time.Now().Add(time.Minute)
 	for {
-		recs, _ := delegation.List(w.scv)
+		recs, _ := records.List(w.scv)
 		if len(recs) == 1 && len(proctag.Find(recs[0].Handle)) == 2 {
 			rec = recs[0]
 			break
@@ -164,7 +164,7 @@ func TestE2EKillLiveRun(t *testing.T) {
 	if !strings.Contains(stdout.String(), "the run was stopped") {
 		t.Fatalf("stdout %q, want the model's answer after the tool result", stdout.String())
 	}
-	if recs, _ := delegation.List(w.scv); len(recs) != 0 {
+	if recs, _ := records.List(w.scv); len(recs) != 0 {
 		t.Fatalf("records left after the run ended: %+v", recs)
 	}
 	reqs := srv.Requests()

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/scv-cli/scv/shared/delegate/adapters"
 )
 
 // AgentOptions says which selections a delegated agent takes, for
@@ -49,12 +49,12 @@ func knownAgent(name string) (AgentOptions, bool) {
 }
 
 // Efforts are the values an effort selection may take.
-var Efforts = agentadapters.Efforts
+var Efforts = adapters.Efforts
 
 // ValidModel reports whether m is a model selection SCV passes on: 1-128
 // ASCII letters, digits or `._:/@[]-`, not starting with `-` or `@`
-// (agentadapters.ValidateModel).
-func ValidModel(m string) bool { return agentadapters.ValidateModel(m) == nil }
+// (adapters.ValidateModel).
+func ValidModel(m string) bool { return adapters.ValidateModel(m) == nil }
 
 // maxUseFor bounds agents.<name>.use_for.
 const maxUseFor = 500

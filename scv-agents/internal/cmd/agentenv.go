@@ -2,17 +2,17 @@ package cmd
 
 import (
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
-	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/scv-cli/scv/shared/delegate/adapters"
 )
 
 // agentNames are the agents `scv agents` knows, in the order status
 // lists them: the adapters, then the nested SCV.
-func agentNames() []string { return append(agentadapters.Names(), "scv") }
+func agentNames() []string { return append(adapters.Names(), "scv") }
 
 // privateCommand resolves a's executable and returns it with the private
 // environment its delegated runs use and its private home (created, 0700)
 // as the directory to run in.
-func privateCommand(f *cmdutil.Factory, home string, a agentadapters.Adapter) (path string, env []string, dir string, err error) {
+func privateCommand(f *cmdutil.Factory, home string, a adapters.Adapter) (path string, env []string, dir string, err error) {
 	path, err = a.Lookup(f.Env)
 	if err != nil {
 		return "", nil, "", err

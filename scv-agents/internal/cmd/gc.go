@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
-	"github.com/scv-cli/scv/shared/delegation"
+	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/spf13/cobra"
 )
@@ -119,7 +119,7 @@ func gcRun(opts *GCOptions) error {
 	if err != nil {
 		return err
 	}
-	live, markErr := delegation.LiveConversations(home)
+	live, markErr := records.LiveConversations(home)
 	if markErr != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: %v\n", markErr)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
-	"github.com/scv-cli/scv/shared/agentauth"
+	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/spf13/cobra"
 )
 
@@ -80,14 +80,14 @@ func importRun(opts *ImportOptions) error {
 	out := opts.IO.Out
 	switch opts.Agent {
 	case "pi":
-		s, err := agentauth.ImportPiFromSCV(home, opts.F.Env)
+		s, err := signin.ImportPiFromSCV(home, opts.F.Env)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(out, s)
 		return nil
 	case "scv":
-		s, err := agentauth.ImportSCV(home, opts.F.Env)
+		s, err := signin.ImportSCV(home, opts.F.Env)
 		if err != nil {
 			return err
 		}
@@ -96,12 +96,12 @@ func importRun(opts *ImportOptions) error {
 	}
 	from := opts.From
 	if from == "" {
-		if from, err = agentauth.DefaultSourceDir(opts.Agent, opts.F.Env); err != nil {
+		if from, err = signin.DefaultSourceDir(opts.Agent, opts.F.Env); err != nil {
 			return err
 		}
 	}
 	if opts.Agent == "grok" {
-		res, err := agentauth.ImportGrok(home, from)
+		res, err := signin.ImportGrok(home, from)
 		if err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func importRun(opts *ImportOptions) error {
 		}
 		return nil
 	}
-	res, err := agentauth.ImportCodex(home, from)
+	res, err := signin.ImportCodex(home, from)
 	if err != nil {
 		return err
 	}

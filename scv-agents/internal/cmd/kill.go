@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
-	"github.com/scv-cli/scv/shared/delegation"
+	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/spf13/cobra"
 )
 
@@ -23,7 +23,7 @@ type KillOptions struct {
 
 // NewCmdKill returns `kill`. runF replaces the behaviour in tests.
 func NewCmdKill(f *cmdutil.Factory, runF func(*KillOptions) error) *cobra.Command {
-	opts := &KillOptions{IO: f.IO, F: f, Grace: delegation.StopGrace}
+	opts := &KillOptions{IO: f.IO, F: f, Grace: records.StopGrace}
 	cmd := &cobra.Command{
 		Use:   "kill HANDLE | --orphans",
 		Short: "Stop a delegated run, or every orphan",
@@ -60,19 +60,19 @@ func killRun(ctx context.Context, opts *KillOptions) error {
 	if opts.Orphans {
 		return killOrphans(ctx, home, opts)
 	}
-	if err := delegation.CheckName("handle", opts.Handle); err != nil {
+	if err := records.CheckName("handle", opts.Handle); err != nil {
 		return cmdutil.UsageErrorf("%v; pass a handle as scv agents ps lists it", err)
 	}
-	r, err := delegation.Read(home, opts.Handle)
-	var ce *delegation.CorruptError
+	r, err := records.Read(home, opts.Handle)
+	var ce *records.CorruptError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("no delegated run has the handle %s; run scv agents ps to see the running ones", opts.Handle)
 	case errors.As(err, &ce):
 		// The record cannot say which processes are the run's, but its
 		// name is the run's tag.
-		res := delegation.StopRun(delegation.Record{Handle: opts.Handle}, opts.Grace)
-		if err := delegation.Remove(home, opts.Handle); err != nil {
+		res := records.StopRun(records.Record{Handle: opts.Handle}, opts.Grace)
+		if err := records.Remove(home, opts.Handle); err != nil {
 			return err
 		}
 		fmt.Fprintf(opts.IO.Out, "removed the corrupt record of %s and stopped %d tagged processes\n", opts.Handle, res.Killed)
@@ -83,19 +83,19 @@ func killRun(ctx context.Context, opts *KillOptions) error {
 	ownerAlive := r.Owner.Alive()
 	if ownerAlive {
 		r.KillRequestedUnix = time.Now().Unix()
-		if err := delegation.Write(home, r); err != nil {
+		if err := records.Write(home, r); err != nil {
 			return err
 		}
 		if !r.AgentProcess.Alive() {
 			// The run ended on its own between the read and the write, and
 			// its server may already have removed the record: the write
 			// must not leave a record of a run that no longer exists.
-			_ = delegation.Remove(home, r.Handle)
+			_ = records.Remove(home, r.Handle)
 		}
 	}
-	res := delegation.StopRun(r, opts.Grace)
+	res := records.StopRun(r, opts.Grace)
 	if !ownerAlive {
-		if err := delegation.Remove(home, r.Handle); err != nil {
+		if err := records.Remove(home, r.Handle); err != nil {
 			return err
 		}
 	}
@@ -103,7 +103,7 @@ func killRun(ctx context.Context, opts *KillOptions) error {
 	return survivorsErr(r.Handle, res)
 }
 
-func stoppedWhat(res delegation.StopResult) string {
+func stoppedWhat(res records.StopResult) string {
 	tagged := fmt.Sprintf("%d tagged processes", res.Killed)
 	if res.Killed == 1 {
 		tagged = "1 tagged process"
@@ -117,7 +117,7 @@ func stoppedWhat(res delegation.StopResult) string {
 	return ": " + tagged
 }
 
-func survivorsErr(handle string, res delegation.StopResult) error {
+func survivorsErr(handle string, res records.StopResult) error {
 	if res.Survivors > 0 {
 		return fmt.Errorf("%d processes of %s survived SIGKILL (stuck in the kernel, or another user's); check them with ps", res.Survivors, handle)
 	}
@@ -125,7 +125,7 @@ func survivorsErr(handle string, res delegation.StopResult) error {
 }
 
 func killOrphans(ctx context.Context, home string, opts *KillOptions) error {
-	recs, listErr := delegation.List(home)
+	recs, listErr := records.List(home)
 	if listErr != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: %v\n", listErr)
 	}
@@ -138,12 +138,12 @@ func killOrphans(ctx context.Context, home string, opts *KillOptions) error {
 		if r.Owner.Alive() {
 			continue
 		}
-		res := delegation.StopRun(r, opts.Grace)
+		res := records.StopRun(r, opts.Grace)
 		if err := survivorsErr(r.Handle, res); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if err := delegation.Remove(home, r.Handle); err != nil {
+		if err := records.Remove(home, r.Handle); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -151,7 +151,7 @@ func killOrphans(ctx context.Context, home string, opts *KillOptions) error {
 		fmt.Fprintf(opts.IO.Out, "stopped orphan %s (%s, owner pid %d gone)%s\n", r.Handle, r.Agent, r.Owner.PID, stoppedWhat(res))
 	}
 	// Markers of exited owners go too; no orphan is left for this pass.
-	if _, err := delegation.Reconcile(ctx, home, nil); err != nil && listErr == nil {
+	if _, err := records.Reconcile(ctx, home, nil); err != nil && listErr == nil {
 		errs = append(errs, err)
 	}
 	if n == 0 && len(errs) == 0 {

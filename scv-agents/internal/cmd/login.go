@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
-	"github.com/scv-cli/scv/shared/agentadapters"
-	"github.com/scv-cli/scv/shared/agentauth"
 	"github.com/scv-cli/scv/shared/config"
+	"github.com/scv-cli/scv/shared/delegate/adapters"
+	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/spf13/cobra"
 )
 
@@ -57,7 +57,7 @@ A key is never accepted as an argument.`,
 				return cmdutil.UsageErrorf("name one agent to sign in, such as scv agents login codex")
 			}
 			opts.Agent = names[0]
-			if opts.OpenAICompatible && opts.Agent != agentadapters.Pi {
+			if opts.OpenAICompatible && opts.Agent != adapters.Pi {
 				return cmdutil.UsageErrorf("--openai-compatible is for pi only")
 			}
 			if !opts.OpenAICompatible && (opts.BaseURL != "" || opts.WireAPI != "" || opts.Model != "") {
@@ -82,7 +82,7 @@ func loginRun(ctx context.Context, opts *LoginOptions) error {
 		return err
 	}
 	switch opts.Agent {
-	case agentadapters.DSH:
+	case adapters.DSH:
 		if len(opts.Extra) > 0 {
 			return cmdutil.UsageErrorf("dsh login takes no arguments after --; it reads the key from the terminal or stdin")
 		}
@@ -90,22 +90,22 @@ func loginRun(ctx context.Context, opts *LoginOptions) error {
 		if err != nil {
 			return err
 		}
-		if err := agentauth.WriteDSHKey(home, key); err != nil {
+		if err := signin.WriteDSHKey(home, key); err != nil {
 			return fmt.Errorf("cannot store the DeepSeek key: %w", err)
 		}
-		fmt.Fprintf(opts.IO.Out, "dsh: key stored in %s (mode 0600)\n", agentauth.DSHCredentialsPath(home))
+		fmt.Fprintf(opts.IO.Out, "dsh: key stored in %s (mode 0600)\n", signin.DSHCredentialsPath(home))
 		return nil
-	case agentadapters.Pi:
+	case adapters.Pi:
 		if opts.OpenAICompatible {
 			return loginPiEndpoint(home, opts)
 		}
-		a, _ := agentadapters.Get(agentadapters.Pi)
+		a, _ := adapters.Get(adapters.Pi)
 		fmt.Fprintln(opts.IO.ErrOut, "Opening pi in its private home: run /login, sign in, then /quit.")
 		return runOwn(ctx, opts.F, home, a, opts.Extra, "pi")
 	case "scv":
 		return cmdutil.UsageErrorf("the nested SCV signs in with a copy of SCV's own provider: run scv agents import scv")
 	}
-	a, ok := agentadapters.Get(opts.Agent)
+	a, ok := adapters.Get(opts.Agent)
 	if !ok {
 		return unknownAgent(opts.Agent, agentNames())
 	}
@@ -121,7 +121,7 @@ func loginRun(ctx context.Context, opts *LoginOptions) error {
 
 // runOwn runs the agent's own command with the private environment and the
 // terminal attached.
-func runOwn(ctx context.Context, f *cmdutil.Factory, home string, a agentadapters.Adapter, args []string, what string) error {
+func runOwn(ctx context.Context, f *cmdutil.Factory, home string, a adapters.Adapter, args []string, what string) error {
 	path, env, dir, err := privateCommand(f, home, a)
 	if err != nil {
 		return err
@@ -184,7 +184,7 @@ func loginPiEndpoint(home string, opts *LoginOptions) error {
 	if err := ask(&opts.Model, "Default model: "); err != nil {
 		return err
 	}
-	e := agentauth.PiEndpoint{BaseURL: opts.BaseURL, WireAPI: config.WireAPI(opts.WireAPI), Model: opts.Model}
+	e := signin.PiEndpoint{BaseURL: opts.BaseURL, WireAPI: config.WireAPI(opts.WireAPI), Model: opts.Model}
 	if err := e.Validate(); err != nil && !strings.Contains(err.Error(), "API key") {
 		return cmdutil.UsageErrorf("%v", err)
 	}
@@ -199,7 +199,7 @@ func loginPiEndpoint(home string, opts *LoginOptions) error {
 		return fmt.Errorf("cannot read the key: %w", err)
 	}
 	e.Key = key
-	if err := agentauth.WritePi(home, e); err != nil {
+	if err := signin.WritePi(home, e); err != nil {
 		return fmt.Errorf("cannot configure pi: %w", err)
 	}
 	fmt.Fprintf(opts.IO.Out, "pi: provider scv set up (%s API, model %q) and made the default; key stored in .pi/agent/auth.json\n", e.WireAPI, e.Model)

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
-	"github.com/scv-cli/scv/shared/agentadapters"
-	"github.com/scv-cli/scv/shared/agentauth"
+	"github.com/scv-cli/scv/shared/delegate/adapters"
+	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/spf13/cobra"
 )
 
@@ -48,26 +48,26 @@ func logoutRun(ctx context.Context, opts *LogoutOptions) error {
 	}
 	out := opts.IO.Out
 	switch opts.Agent {
-	case agentadapters.DSH:
-		ok, err := agentauth.RemoveDSHKey(home)
+	case adapters.DSH:
+		ok, err := signin.RemoveDSHKey(home)
 		if err != nil {
 			return err
 		}
 		say(out, "dsh", ok, "removed the stored key", "no key was stored")
-	case agentadapters.Pi:
-		done, err := agentauth.LogoutPi(home)
+	case adapters.Pi:
+		done, err := signin.LogoutPi(home)
 		if err != nil {
 			return err
 		}
 		say(out, "pi", len(done) > 0, strings.Join(done, "; "), "nothing was stored")
 	case "scv":
-		ok, err := agentauth.LogoutSCV(home)
+		ok, err := signin.LogoutSCV(home)
 		if err != nil {
 			return err
 		}
-		say(out, "scv", ok, "removed "+agentauth.SCVConfigPath(home), "no configuration was stored")
+		say(out, "scv", ok, "removed "+signin.SCVConfigPath(home), "no configuration was stored")
 	default:
-		a, ok := agentadapters.Get(opts.Agent)
+		a, ok := adapters.Get(opts.Agent)
 		if !ok {
 			return unknownAgent(opts.Agent, agentNames())
 		}
@@ -78,11 +78,11 @@ func logoutRun(ctx context.Context, opts *LogoutOptions) error {
 			return err
 		}
 		fmt.Fprintf(out, "%s: signed out of its private home\n", a.Name)
-		if st := agentauth.Check(home, a.Name, opts.F.Env); st.Checked && st.SignedIn {
+		if st := signin.Check(home, a.Name, opts.F.Env); st.Checked && st.SignedIn {
 			fmt.Fprintf(out, "%s: still %s; remove the key from its imported config, or import again\n", a.Name, st.Summary)
 		}
 	}
-	return agentauth.RemoveImportRecord(home, opts.Agent)
+	return signin.RemoveImportRecord(home, opts.Agent)
 }
 
 func say(w interface{ Write([]byte) (int, error) }, agent string, did bool, yes, no string) {

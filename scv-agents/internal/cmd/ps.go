@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
-	"github.com/scv-cli/scv/shared/delegation"
+	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/spf13/cobra"
 )
 
@@ -46,7 +46,7 @@ func psRun(opts *PsOptions) error {
 	if err != nil {
 		return err
 	}
-	recs, listErr := delegation.List(home)
+	recs, listErr := records.List(home)
 	if listErr != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: %v\n", listErr)
 	}
@@ -102,7 +102,7 @@ func psRun(opts *PsOptions) error {
 // runState is how ps shows a record: orphan when its owner is gone,
 // background while a nested SCV's own jobs run between turns, idle while a
 // live agent waits between turns, running otherwise.
-func runState(r delegation.Record) string {
+func runState(r records.Record) string {
 	switch {
 	case !r.Owner.Alive():
 		return "orphan"

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
-	"github.com/scv-cli/scv/shared/agentadapters"
-	"github.com/scv-cli/scv/shared/agentauth"
+	"github.com/scv-cli/scv/shared/delegate/adapters"
+	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/spf13/cobra"
 )
 
@@ -53,13 +53,13 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	fmt.Fprintln(tw, "AGENT\tEXECUTABLE\tSIGN-IN\tIMPORT")
 	for _, name := range agentNames() {
 		exe, signIn := "-", ""
-		if a, ok := agentadapters.Get(name); ok {
+		if a, ok := adapters.Get(name); ok {
 			if p, err := a.Lookup(opts.F.Env); err == nil {
 				exe = p
 			} else {
 				exe = "not installed"
 			}
-			if st := agentauth.Check(home, name, opts.F.Env); st.Checked {
+			if st := signin.Check(home, name, opts.F.Env); st.Checked {
 				signIn = st.Summary
 			} else if exe == "not installed" {
 				signIn = "unknown (not installed)"
@@ -67,10 +67,10 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 				signIn = cliStatus(ctx, opts.F, home, a)
 			}
 		} else {
-			signIn = agentauth.Check(home, name, opts.F.Env).Summary
+			signIn = signin.Check(home, name, opts.F.Env).Summary
 		}
 		imp := "-"
-		if is := agentauth.CheckImport(home, name, opts.F.Env); is.Imported {
+		if is := signin.CheckImport(home, name, opts.F.Env); is.Imported {
 			imp = is.Summary
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, exe, signIn, imp)
@@ -81,7 +81,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 // cliStatus runs a's own status command with the private environment and
 // returns a summary of it; the output itself, which names the account or
 // part of the key, is never printed.
-func cliStatus(ctx context.Context, f *cmdutil.Factory, home string, a agentadapters.Adapter) string {
+func cliStatus(ctx context.Context, f *cmdutil.Factory, home string, a adapters.Adapter) string {
 	if a.Status == nil {
 		return "unknown (no status command)"
 	}
@@ -106,7 +106,7 @@ func cliStatus(ctx context.Context, f *cmdutil.Factory, home string, a agentadap
 func SummarizeStatus(agent string, out []byte, code int) string {
 	login := "scv agents login " + agent
 	switch agent {
-	case agentadapters.Claude:
+	case adapters.Claude:
 		var s struct {
 			LoggedIn         *bool  `json:"loggedIn"`
 			AuthMethod       string `json:"authMethod"`
@@ -126,7 +126,7 @@ func SummarizeStatus(agent string, out []byte, code int) string {
 			}
 			return "signed in (Claude account)"
 		}
-	case agentadapters.Codex:
+	case adapters.Codex:
 		low := strings.ToLower(string(out))
 		switch {
 		case code != 0 || strings.Contains(low, "not logged in"):

@@ -28,7 +28,7 @@ func unregister(pid int) {
 
 // FindTagged returns the live processes whose environment carries tag in
 // TagVar (see proctag.Find). TagVar is proctag.Var: the server's runs and
-// the delegation cleanup (shared/delegation, `scv agents kill`) find
+// the delegation cleanup (shared/delegate/records, `scv agents kill`) find
 // processes the same way.
 func FindTagged(tag string) []int { return proctag.Find(tag) }
 

@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/scv-cli/scv/scv-server/internal/agents/runner"
+	agenttool "github.com/scv-cli/scv/scv-server/internal/delegate/agenttool"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/runner"
 	"github.com/scv-cli/scv/scv-server/internal/instructions"
 	"github.com/scv-cli/scv/scv-server/internal/session"
-	agenttool "github.com/scv-cli/scv/scv-server/internal/tools/agent"
 	"github.com/scv-cli/scv/shared/config"
-	"github.com/scv-cli/scv/shared/delegation"
+	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/paths"
 )
 
@@ -105,7 +105,7 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 			Policy:           info.Policy,
 			AutoApprove:      info.AutoApprove,
 			OnForget: func(_, cliSession string) {
-				if err := delegation.UnmarkConversation(e.home, cliSession); err != nil {
+				if err := records.UnmarkConversation(e.home, cliSession); err != nil {
 					e.log.Warn("Could not remove a conversation marker", "err", err)
 				}
 			},

@@ -13,8 +13,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/scv-cli/scv/scv-server/internal/agents/reconcile"
 	"github.com/scv-cli/scv/scv-server/internal/approval"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/reconcile"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
@@ -23,9 +23,9 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/provider/openai"
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/scv-server/internal/transport/stdio"
-	"github.com/scv-cli/scv/shared/agentadapters"
 	"github.com/scv-cli/scv/shared/atomicfile"
 	"github.com/scv-cli/scv/shared/config"
+	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/version"
@@ -55,7 +55,7 @@ type Options struct {
 	BraveURL string
 	// Adapters replaces the delegated-agent adapter table (tests run fake
 	// agents through /bin/bash); nil is the built-in table.
-	Adapters []agentadapters.Adapter
+	Adapters []adapters.Adapter
 	// AgentEnv is the environment delegated agents start from before the
 	// scrub; nil is the server's own environment.
 	AgentEnv []string

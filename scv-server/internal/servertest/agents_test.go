@@ -11,7 +11,7 @@ import (
 	"time"
 
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
-	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/scv-cli/scv/shared/delegate/adapters"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -26,9 +26,9 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"delegate
 
 // fakeClaude returns the claude adapter run as a script through /bin/bash
 // (tests never execute a freshly written file).
-func fakeClaude(t *testing.T) []agentadapters.Adapter {
+func fakeClaude(t *testing.T) []adapters.Adapter {
 	t.Helper()
-	a, ok := agentadapters.Get("claude")
+	a, ok := adapters.Get("claude")
 	if !ok {
 		t.Fatal("no claude adapter")
 	}
@@ -37,7 +37,7 @@ func fakeClaude(t *testing.T) []agentadapters.Adapter {
 		t.Fatal(err)
 	}
 	a.Path, a.PreArgs = "/bin/bash", []string{script}
-	return []agentadapters.Adapter{a}
+	return []adapters.Adapter{a}
 }
 
 func agentOptions(t *testing.T, policy string) st.Options {
@@ -122,9 +122,9 @@ func TestSessionEndCancelsBackgroundJobs(t *testing.T) {
 	if err := os.WriteFile(script, []byte("echo $$ > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"\nexec sleep 600\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, _ := agentadapters.Get("claude")
+	a, _ := adapters.Get("claude")
 	a.Path, a.PreArgs = "/bin/bash", []string{script}
-	f, s := fake(t, "", st.Options{Adapters: []agentadapters.Adapter{a}, AgentEnv: []string{"PATH=/usr/bin:/bin"}, ApprovalPolicy: "auto"})
+	f, s := fake(t, "", st.Options{Adapters: []adapters.Adapter{a}, AgentEnv: []string{"PATH=/usr/bin:/bin"}, ApprovalPolicy: "auto"})
 	sid, _ := session(t, s, 3)
 	c := s.Client
 	f.Enqueue(fo.Script(fo.ToolCall("call_1", "agent", `{"agent":"claude","prompt":"work forever","background":true}`)), fo.Script(fo.Text("Started.")))
@@ -168,10 +168,10 @@ func TestDelegationDepthFromTheEnvironment(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, _ := agentadapters.Get("claude")
+	a, _ := adapters.Get("claude")
 	a.Path, a.PreArgs = "/bin/bash", []string{script}
 	opts := func(depth string) st.Options {
-		return st.Options{Adapters: []agentadapters.Adapter{a}, AgentEnv: []string{"PATH=/usr/bin:/bin"}, ApprovalPolicy: "auto",
+		return st.Options{Adapters: []adapters.Adapter{a}, AgentEnv: []string{"PATH=/usr/bin:/bin"}, ApprovalPolicy: "auto",
 			Env: map[string]string{"SCV_DELEGATION_DEPTH": depth}}
 	}
 

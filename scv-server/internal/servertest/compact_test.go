@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/scv-cli/scv/scv-server/internal/agent"
+	"github.com/scv-cli/scv/scv-server/internal/loop"
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -73,7 +73,7 @@ func TestCompactionKeepsTheConversationGoing(t *testing.T) {
 		t.Fatal("the summary request offers tools")
 	}
 	next := reqs[4].Messages
-	if !strings.HasPrefix(next[1].Content, agent.SummaryPrefix) || !strings.Contains(next[1].Content, "SUMMARY: the user counted") {
+	if !strings.HasPrefix(next[1].Content, loop.SummaryPrefix) || !strings.Contains(next[1].Content, "SUMMARY: the user counted") {
 		t.Fatalf("the turn after compaction starts with %q", next[1].Content)
 	}
 	if next[2].Content != "turn two" || next[len(next)-1].Content != "turn four" {
@@ -83,7 +83,7 @@ func TestCompactionKeepsTheConversationGoing(t *testing.T) {
 	f.Enqueue(reply("five", 10))
 	c.Turn(sid, "turn five")
 	st.Until[*protocol.TurnCompleted](c)
-	if m := f.Requests()[5].Messages; !strings.HasPrefix(m[1].Content, agent.SummaryPrefix) {
+	if m := f.Requests()[5].Messages; !strings.HasPrefix(m[1].Content, loop.SummaryPrefix) {
 		t.Fatalf("turn five lost the summary: %+v", m[1])
 	}
 }

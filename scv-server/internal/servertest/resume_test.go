@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/scv-cli/scv/scv-server/internal/agent"
+	"github.com/scv-cli/scv/scv-server/internal/loop"
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -424,7 +424,7 @@ func TestResumeKeepsCompactionAndTrimming(t *testing.T) {
 	}
 	st.Expect[*protocol.QueueSnapshot](b.Client)
 	resumed, _ := b.Runtime.Manager.Get(sid)
-	if got := resumed.History(); len(got) != len(history) || got[0].Content != history[0].Content || !strings.HasPrefix(got[0].Content, agent.SummaryPrefix) {
+	if got := resumed.History(); len(got) != len(history) || got[0].Content != history[0].Content || !strings.HasPrefix(got[0].Content, loop.SummaryPrefix) {
 		t.Fatalf("restored history (%d messages) starts %.60q; want the %d compacted messages", len(got), got[0].Content, len(history))
 	}
 	var notices, users int
@@ -443,7 +443,7 @@ func TestResumeKeepsCompactionAndTrimming(t *testing.T) {
 	b.Client.Turn(sid, "turn five")
 	st.Until[*protocol.TurnCompleted](b.Client)
 	reqs := f.Requests()
-	if m := reqs[len(reqs)-1].Messages; !strings.HasPrefix(m[1].Content, agent.SummaryPrefix) || m[len(m)-1].Content != "turn five" {
+	if m := reqs[len(reqs)-1].Messages; !strings.HasPrefix(m[1].Content, loop.SummaryPrefix) || m[len(m)-1].Content != "turn five" {
 		t.Fatalf("the request after resume: %+v", m)
 	}
 

@@ -21,7 +21,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/server"
 	"github.com/scv-cli/scv/scv-server/internal/session"
-	"github.com/scv-cli/scv/shared/agentadapters"
+	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -53,7 +53,7 @@ type Options struct {
 	// (server.Options).
 	WebPolicy *netguard.Policy
 	BraveURL  string
-	Adapters  []agentadapters.Adapter
+	Adapters  []adapters.Adapter
 	AgentEnv  []string
 }
 

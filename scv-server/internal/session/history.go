@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/scv-cli/scv/scv-server/internal/agent"
+	"github.com/scv-cli/scv/scv-server/internal/loop"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -34,7 +34,7 @@ func historyBytes(msgs []provider.Message) int64 {
 // outcome (a turn that cannot fit on its own fails with history_limit and
 // keeps only its prompt), the history to commit, and the session.trimmed
 // event when older turns were dropped.
-func (s *Session) bound(t *turn, out agent.Outcome) (agent.Outcome, []provider.Message, *protocol.SessionTrimmed) {
+func (s *Session) bound(t *turn, out loop.Outcome) (loop.Outcome, []provider.Message, *protocol.SessionTrimmed) {
 	maxBytes := s.mgr.opts.MaxHistoryBytes
 	if maxBytes <= 0 {
 		maxBytes = protocol.DefaultMaxTranscriptBytes
@@ -49,14 +49,14 @@ func (s *Session) bound(t *turn, out agent.Outcome) (agent.Outcome, []provider.M
 	if out.Compacted {
 		base = out.History
 	}
-	var failure *agent.Failure
+	var failure *loop.Failure
 	if errors.As(out.Err, &failure) && failure.Code == protocol.FailContextLimit && len(out.Messages) == 1 {
 		// The prompt never reached the model: keeping it would make every
 		// later request too large as well.
 		out.Messages = nil
 	}
 	if turnBytes := historyBytes(out.Messages); len(out.Messages) > 0 && (turnBytes > maxBytes || len(out.Messages) > maxItems) {
-		out.Err = &agent.Failure{Code: protocol.FailHistoryLimit, Message: fmt.Sprintf(
+		out.Err = &loop.Failure{Code: protocol.FailHistoryLimit, Message: fmt.Sprintf(
 			"this turn produced %d messages of %d bytes, more than the session's history holds (%d messages, %d bytes); its messages were dropped, so ask for smaller steps",
 			len(out.Messages), turnBytes, maxItems, maxBytes)}
 		out.Messages = []provider.Message{out.Messages[0], {Role: provider.RoleAssistant,
@@ -111,12 +111,12 @@ func (s *Session) Compact(ctx context.Context, requestID string) error {
 	}
 	defer s.unlock()
 	s.mu.Lock()
-	can := agent.CanCompact(s.history)
+	can := loop.CanCompact(s.history)
 	s.mu.Unlock()
 	if !can {
 		return errorf(protocol.ErrInvalidRequest, "nothing to compact yet: the last turn is always kept, and there is no older history")
 	}
-	return s.launchTurnLocked(ctx, requestID, nil, func(ctx context.Context, cfg agent.Config, history []provider.Message, sink agent.Sink) agent.Outcome {
-		return agent.Compact(ctx, cfg, history, sink)
+	return s.launchTurnLocked(ctx, requestID, nil, func(ctx context.Context, cfg loop.Config, history []provider.Message, sink loop.Sink) loop.Outcome {
+		return loop.Compact(ctx, cfg, history, sink)
 	})
 }

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/scv-cli/scv/scv-server/internal/agent"
+	"github.com/scv-cli/scv/scv-server/internal/loop"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	"github.com/scv-cli/scv/scv-server/internal/sessionstore"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -189,7 +189,7 @@ func (s *Session) record(what string, write func(*sessionstore.Log) error) {
 
 // recordTurn prepares t to be recorded: the loop reports each message it
 // adds through cfg.OnMessages.
-func (s *Session) recordTurn(t *turn, cfg *agent.Config) {
+func (s *Session) recordTurn(t *turn, cfg *loop.Config) {
 	if s.rec == nil {
 		return
 	}
@@ -250,7 +250,7 @@ func (s *Session) startRecordLocked(t *turn, first provider.Message) {
 // history before it plus out.Messages); where it differs from what the log
 // holds (the history before the turn plus the messages recorded during
 // it), as after a compaction or a trim, the difference is recorded first.
-func (s *Session) recordEnd(t *turn, out agent.Outcome, committed []provider.Message) {
+func (s *Session) recordEnd(t *turn, out loop.Outcome, committed []provider.Message) {
 	if s.rec == nil || t.rec == nil {
 		return
 	}
@@ -275,7 +275,7 @@ func (s *Session) recordEnd(t *turn, out agent.Outcome, committed []provider.Mes
 		s.record("a history change", func(l *sessionstore.Log) error { return l.Replaced(from, removed, msgs) })
 	}
 	end := sessionstore.End{Outcome: sessionstore.OutcomeCompleted, Steps: out.Steps, Usage: out.Usage}
-	var failure *agent.Failure
+	var failure *loop.Failure
 	switch {
 	case out.Err == nil:
 	case errors.As(out.Err, &failure):

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/scv-cli/scv/scv-server/internal/agent"
 	"github.com/scv-cli/scv/scv-server/internal/approval"
+	"github.com/scv-cli/scv/scv-server/internal/loop"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	"github.com/scv-cli/scv/scv-server/internal/tokens"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
@@ -291,7 +291,7 @@ func (s *Session) StartServerTurn(ctx context.Context, origin protocol.Origin, p
 // are decided only when it is about to start: build runs then, under the
 // session's emit lock, and returns ok false to skip the turn (its reason
 // has gone, say a background job's result was read meanwhile). It is how
-// background agent jobs report (tools/agent's Host). build must not call
+// background agent jobs report (delegate/agenttool's Host). build must not call
 // back into the session.
 func (s *Session) ScheduleServerTurn(build func() (origin protocol.Origin, prompt string, ok bool)) error {
 	if s.version < protocol.Version3 {
@@ -312,13 +312,13 @@ func (s *Session) ScheduleServerTurn(build func() (origin protocol.Origin, promp
 // launchLocked emits turn.started and starts a turn of the agent loop for
 // prompt. The emit lock must be held and no turn may be active.
 func (s *Session) launchLocked(ctx context.Context, requestID, prompt string, origin *protocol.Origin) error {
-	return s.launchTurnLocked(ctx, requestID, origin, func(ctx context.Context, cfg agent.Config, history []provider.Message, sink agent.Sink) agent.Outcome {
-		return agent.Run(ctx, cfg, history, prompt, sink)
+	return s.launchTurnLocked(ctx, requestID, origin, func(ctx context.Context, cfg loop.Config, history []provider.Message, sink loop.Sink) loop.Outcome {
+		return loop.Run(ctx, cfg, history, prompt, sink)
 	})
 }
 
 // turnFunc is the work of a turn: a run of the agent loop, or a compaction.
-type turnFunc func(ctx context.Context, cfg agent.Config, history []provider.Message, sink agent.Sink) agent.Outcome
+type turnFunc func(ctx context.Context, cfg loop.Config, history []provider.Message, sink loop.Sink) loop.Outcome
 
 // launchTurnLocked emits turn.started and starts the turn's goroutine,
 // which runs work. The emit lock must be held and no turn may be active.
@@ -340,7 +340,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	historyTokens := s.historyTokens
 	s.mu.Unlock()
 
-	cfg := agent.Config{
+	cfg := loop.Config{
 		Provider:        m.opts.Provider,
 		Model:           s.model,
 		System:          s.system,
@@ -379,14 +379,14 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 
 // finish records a turn's outcome, emits its terminal event and starts the
 // next queued prompt unless the session is paused.
-func (s *Session) finish(t *turn, out agent.Outcome) {
+func (s *Session) finish(t *turn, out loop.Outcome) {
 	m := s.mgr
 	out, history, trimmed := s.bound(t, out)
 	// The log has the turn's end before the client hears of it.
 	s.recordEnd(t, out, history)
 	hdr := protocol.TurnHeader{RequestID: t.requestID, SessionID: s.id, TurnID: t.id}
 	var terminal protocol.Sequenced
-	var failure *agent.Failure
+	var failure *loop.Failure
 	switch {
 	case out.Err == nil:
 		terminal = &protocol.TurnCompleted{TurnHeader: hdr, Steps: out.Steps, Usage: out.Usage, Origin: t.origin}
@@ -420,7 +420,7 @@ func (s *Session) finish(t *turn, out agent.Outcome) {
 
 // clearActive ends t and commits history, the session's new history with
 // the turn's messages.
-func (s *Session) clearActive(t *turn, out agent.Outcome, history []provider.Message) {
+func (s *Session) clearActive(t *turn, out loop.Outcome, history []provider.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.active == t {

@@ -19,8 +19,8 @@ import (
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
 	"github.com/scv-cli/scv/scv/internal/exitcode"
-	"github.com/scv-cli/scv/shared/agentauth"
 	sconfig "github.com/scv-cli/scv/shared/config"
+	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/spf13/cobra"
 )
@@ -270,7 +270,7 @@ type jsonImport struct {
 func importStates(home string, env paths.Env) []jsonImport {
 	var out []jsonImport
 	for _, name := range sconfig.AgentNames() {
-		st := agentauth.CheckImport(home, name, env)
+		st := signin.CheckImport(home, name, env)
 		if st.Imported {
 			out = append(out, jsonImport{Agent: name, UpToDate: st.UpToDate, State: st.Summary})
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/scv-cli/scv/scv/internal/cmd/config"
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
 	"github.com/scv-cli/scv/scv/internal/exitcode"
-	"github.com/scv-cli/scv/shared/agentauth"
+	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/scv-cli/scv/shared/paths"
 )
 
@@ -264,7 +264,7 @@ func TestShowImportedSetups(t *testing.T) {
 	user := "[providers.openai]\nmodel = \"gpt-4.1\"\napi_key = \"sk-import-secret\"\n"
 	in := newInstance(t, user, "")
 	env := paths.MapEnv(map[string]string{"SCV_HOME": in.home})
-	if _, err := agentauth.ImportSCV(in.home, env); err != nil {
+	if _, err := signin.ImportSCV(in.home, env); err != nil {
 		t.Fatal(err)
 	}
 	show := func() string {

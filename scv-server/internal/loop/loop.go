@@ -1,0 +1,460 @@
+// Package loop is the agent loop of one turn: it sends the system prompt,
+// history and tool schemas to the provider, streams the reply to the client,
+// runs the tool calls the reply asks for one at a time through the approval
+// gate, feeds the results back, and repeats until the model answers without
+// tools or the step limit is reached.
+//
+// The loop owns no goroutines of its own: Run returns when the turn ends,
+// and cancelling its context reaches the provider stream, a running tool and
+// an approval wait alike.
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/scv-cli/scv/scv-server/internal/approval"
+	"github.com/scv-cli/scv/scv-server/internal/provider"
+	"github.com/scv-cli/scv/scv-server/internal/tokens"
+	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/protocol"
+)
+
+// Sink receives the events of a turn. Emit fills the event's TurnHeader,
+// assigns its sequence number and waits while the client is behind; it
+// fails when ctx ends or the event cannot be delivered.
+type Sink interface {
+	Emit(ctx context.Context, ev protocol.TurnEvent) error
+}
+
+// Config is what one turn runs with.
+type Config struct {
+	Provider provider.Provider
+	Model    string
+	System   string
+	Tools    *tools.Registry // nil for a tool-free turn
+	// HostedWebSearch offers the endpoint's hosted web search with every
+	// request (web.search = "provider"); never for a tool-free turn.
+	HostedWebSearch bool
+	ToolEnv         tools.Env
+	Policy          approval.Policy
+	// OnMessages, when set, is called on the turn's goroutine each time the
+	// loop adds messages to the turn (the prompt, an assistant message, a
+	// tool result), with just those messages, so that the session can
+	// record the turn as it happens. It must not keep or modify the slice.
+	OnMessages func([]provider.Message)
+	// AutoApprove runs calls the policy would ask about without asking;
+	// calls it denies stay denied.
+	AutoApprove bool
+	Approvals   *approval.Pending
+	// Rules enables session approval rules (protocol v3; nil for v1 and v2
+	// sessions, which see neither). It returns the session's granted rule
+	// that covers a call with the given keys, if any. A call the policy
+	// would ask about runs without asking when its plan's keys match a
+	// rule, and its tool.started names the rule; a call that asks carries
+	// its plan's proposed rule in approval.requested.
+	Rules    func(keys []string) (protocol.Rule, bool)
+	MaxSteps int
+	// Progress enables tool.progress events (protocol v3).
+	Progress bool
+
+	// ContextMaxTokens is the model's context window; 0 disables
+	// compaction and the context check.
+	ContextMaxTokens int64
+	// CompactShare is the share of the window a request may fill before
+	// the older history is summarized (DefaultCompactShare when 0).
+	CompactShare float64
+	// KeepTurns is how many recent turns compaction keeps verbatim
+	// (DefaultKeepTurns when 0).
+	KeepTurns int
+	// HistoryTokens is the session's running estimate of the history's
+	// tokens; negative means unknown (it is then computed once).
+	HistoryTokens int64
+}
+
+// Failure is a turn that ended with a stable turn.failed code.
+type Failure struct {
+	Code    protocol.FailureCode
+	Message string
+	Err     error
+}
+
+func (f *Failure) Error() string { return f.Message }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Outcome is how a turn ended.
+type Outcome struct {
+	Steps int
+	// Usage sums the provider's reports over the turn; nil when it gave none.
+	Usage *protocol.Usage
+	// Messages are the history entries the turn produced, starting with the
+	// user's prompt. On cancellation or failure they hold the completed
+	// steps, with every requested call answered, so the history stays valid.
+	Messages []provider.Message
+	// Err is nil for a completed turn, a context error for a cancelled one,
+	// and a *Failure otherwise.
+	Err error
+	// Compacted is true when the turn compacted the history; History is
+	// then the new history that the turn's Messages follow.
+	Compacted bool
+	History   []provider.Message
+}
+
+// DefaultMaxSteps is the step limit when Config.MaxSteps is zero.
+const DefaultMaxSteps = 32
+
+// progressInterval bounds tool.progress to two lines a second per call.
+const progressInterval = 500 * time.Millisecond
+
+// Run runs one turn for prompt on top of history.
+func Run(ctx context.Context, cfg Config, history []provider.Message, prompt string, sink Sink) Outcome {
+	l := newLoop(cfg, sink)
+	l.add(provider.Message{Role: provider.RoleUser, Content: prompt})
+	l.out.Err = l.run(ctx, history)
+	return l.out
+}
+
+func newLoop(cfg Config, sink Sink) *loop {
+	l := &loop{cfg: cfg, sink: sink, historyTokens: cfg.HistoryTokens}
+	if l.cfg.MaxSteps <= 0 {
+		l.cfg.MaxSteps = DefaultMaxSteps
+	}
+	if l.cfg.Tools != nil {
+		for _, s := range l.cfg.Tools.Specs() {
+			l.specs = append(l.specs, provider.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.Schema})
+		}
+	}
+	l.fixedTokens = tokens.Request(provider.Request{System: cfg.System, Tools: l.specs})
+	return l
+}
+
+type loop struct {
+	cfg   Config
+	sink  Sink
+	out   Outcome
+	specs []provider.ToolSpec
+
+	// Token accounting for compaction (see compact.go).
+	fixedTokens   int64 // system prompt and tool schemas
+	historyTokens int64 // the history before this turn; negative: unknown
+	calibrated    bool  // the provider reported the previous request's size
+	calibTokens   int64 // its input tokens
+	calibMsgs     int   // how many of the turn's messages it held
+}
+
+func (l *loop) run(ctx context.Context, history []provider.Message) error {
+	for step := 1; step <= l.cfg.MaxSteps; step++ {
+		l.out.Steps = step
+		var err error
+		if history, err = l.fit(ctx, history); err != nil {
+			return l.classify(ctx, err)
+		}
+		msgs := make([]provider.Message, 0, len(history)+len(l.out.Messages))
+		msgs = append(append(msgs, history...), l.out.Messages...)
+		req := provider.Request{Model: l.cfg.Model, System: l.cfg.System, Messages: msgs, Tools: l.specs,
+			HostedWebSearch: l.cfg.HostedWebSearch && l.cfg.Tools != nil}
+		held := len(l.out.Messages)
+
+		resp, err := l.cfg.Provider.Stream(ctx, req, provider.HandlerFunc(func(text string) error {
+			return l.sink.Emit(ctx, &protocol.AssistantDelta{Content: text})
+		}))
+		if err != nil {
+			return l.classify(ctx, err)
+		}
+		l.addUsage(resp.Usage)
+		l.calibrate(resp.Usage, held)
+		if err := l.sink.Emit(ctx, &protocol.AssistantCompleted{Content: resp.Content}); err != nil {
+			return l.classify(ctx, err)
+		}
+		l.add(provider.Message{Role: provider.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Reasoning: resp.Reasoning})
+		if len(resp.ToolCalls) == 0 {
+			return nil
+		}
+		if step == l.cfg.MaxSteps {
+			l.answerRest(resp.ToolCalls, fmt.Sprintf("not run: the turn reached its limit of %d steps", l.cfg.MaxSteps))
+			return &Failure{Code: protocol.FailStepLimit, Message: fmt.Sprintf("agent reached %d steps", l.cfg.MaxSteps)}
+		}
+		for i, call := range resp.ToolCalls {
+			res, err := l.runCall(ctx, call)
+			if err != nil {
+				l.answerRest(resp.ToolCalls[i:], "not run: the turn was stopped before this call finished")
+				return l.classify(ctx, err)
+			}
+			l.add(provider.Message{Role: provider.RoleTool, ToolCallID: call.ID, Content: modelText(res)})
+		}
+	}
+	return &Failure{Code: protocol.FailStepLimit, Message: fmt.Sprintf("agent reached %d steps", l.cfg.MaxSteps)}
+}
+
+// answerRest gives every call in calls a result, so the history never holds
+// a request without its answer.
+func (l *loop) answerRest(calls []provider.ToolCall, note string) {
+	for _, c := range calls {
+		l.add(provider.Message{Role: provider.RoleTool, ToolCallID: c.ID, Content: note})
+	}
+}
+
+// add appends m to the turn's messages and reports it to OnMessages. Every
+// message of the turn goes through add.
+func (l *loop) add(m provider.Message) {
+	l.out.Messages = append(l.out.Messages, m)
+	if l.cfg.OnMessages != nil {
+		l.cfg.OnMessages(l.out.Messages[len(l.out.Messages)-1:])
+	}
+}
+
+func (l *loop) addUsage(u *provider.Usage) {
+	if u == nil {
+		return
+	}
+	if l.out.Usage == nil {
+		l.out.Usage = &protocol.Usage{}
+	}
+	l.out.Usage.InputTokens += u.InputTokens
+	l.out.Usage.OutputTokens += u.OutputTokens
+}
+
+// classify turns an error into the outcome's Err.
+func (l *loop) classify(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if pe, ok := provider.AsError(err); ok {
+		return &Failure{Code: protocol.FailureCode(pe.Code), Message: pe.Error(), Err: err}
+	}
+	var big *protocol.ErrFrameTooLarge
+	if errors.As(err, &big) {
+		return &Failure{Code: protocol.FailResponseLimit, Err: err,
+			Message: fmt.Sprintf("an event of this turn encodes to %d bytes, over the %d-byte server frame limit", big.Size, big.Limit)}
+	}
+	var f *Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &Failure{Code: protocol.FailInternal, Message: "internal error: " + err.Error(), Err: err}
+}
+
+// runCall takes one call through validation, preparation, the approval
+// gate and execution. A returned error ends the turn; everything the model
+// should read comes back as the result.
+func (l *loop) runCall(ctx context.Context, call provider.ToolCall) (tools.Result, error) {
+	if err := l.sink.Emit(ctx, &protocol.ToolProposed{CallID: call.ID, Name: call.Name, Arguments: call.ArgumentsJSON()}); err != nil {
+		return tools.Result{}, err
+	}
+	rep := &reporter{ctx: ctx, sink: l.sink, call: call}
+	defer rep.stop()
+	var progress func(string)
+	if l.cfg.Progress {
+		progress = rep.report
+	}
+	res, plan := l.check(call, progress)
+	if plan != nil {
+		var err error
+		var started bool
+		res, started, err = l.gateAndRun(ctx, call, plan, rep)
+		if err != nil {
+			if started {
+				// Every started call ends with tool.completed, even when the
+				// turn is being cancelled; the connection still bounds the
+				// wait.
+				_ = l.sink.Emit(context.WithoutCancel(ctx), &protocol.ToolCompleted{CallID: call.ID, Name: call.Name,
+					Success: false, Output: "cancelled: the turn ended while this call ran"})
+			}
+			return tools.Result{}, err
+		}
+	}
+	res = l.bound(res)
+	ev := &protocol.ToolCompleted{CallID: call.ID, Name: call.Name, Success: res.Success,
+		Output: res.Output, Truncated: res.Truncated, Jobs: res.Jobs, SettledJobs: res.Settled}
+	if err := l.sink.Emit(ctx, ev); err != nil {
+		return tools.Result{}, err
+	}
+	return res, nil
+}
+
+// check validates and prepares a call; a refusal comes back as a result.
+func (l *loop) check(call provider.ToolCall, progress func(string)) (tools.Result, *tools.Plan) {
+	if l.cfg.Tools == nil || l.cfg.Tools.Len() == 0 {
+		return tools.Failed(fmt.Sprintf("there are no tools in this session; answer without calling %q", call.Name)), nil
+	}
+	args, err := l.cfg.Tools.Validate(call.Name, call.Arguments)
+	if err != nil {
+		return tools.Failed(err.Error()), nil
+	}
+	t, _ := l.cfg.Tools.Lookup(call.Name)
+	env := l.cfg.ToolEnv
+	env.Progress = progress
+	plan, err := t.Prepare(env, args)
+	if err != nil {
+		return tools.Failed(err.Error()), nil
+	}
+	return tools.Result{}, plan
+}
+
+func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *tools.Plan, rep *reporter) (res tools.Result, started bool, err error) {
+	decision := l.cfg.Policy.Decide(plan.Risk)
+	if decision == approval.Ask && l.cfg.AutoApprove {
+		decision = approval.Run
+	}
+	// Rules only replace an Ask: the policy's Run and Deny stand.
+	var allowedBy *protocol.Rule
+	if decision == approval.Ask && l.cfg.Rules != nil && len(plan.Keys) > 0 {
+		if r, ok := l.cfg.Rules(plan.Keys); ok {
+			decision, allowedBy = approval.Run, &r
+		}
+	}
+	switch decision {
+	case approval.Deny:
+		return tools.Failed(fmt.Sprintf("denied: the approval policy %q does not allow %s calls (%s risk) without asking, and it never asks; do not retry this call",
+			l.cfg.Policy, call.Name, plan.Risk)), false, nil
+	case approval.Ask:
+		var proposed *protocol.Rule
+		if l.cfg.Rules != nil && plan.Rule != nil {
+			proposed = &protocol.Rule{Tool: call.Name, Key: plan.Rule.Key, Description: plan.Rule.Description}
+		}
+		id := l.cfg.Approvals.OpenWithRule(proposed)
+		ev := &protocol.ApprovalRequested{ApprovalID: id, CallID: call.ID, Name: call.Name,
+			Risk: plan.Risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: plan.Summary, Rule: proposed}
+		if err := l.sink.Emit(ctx, ev); err != nil {
+			l.cfg.Approvals.Forget(id)
+			return tools.Result{}, false, err
+		}
+		ok, err := l.cfg.Approvals.Wait(ctx, id)
+		if err != nil {
+			return tools.Result{}, false, err
+		}
+		if !ok {
+			return tools.Failed(fmt.Sprintf("denied: the user did not approve this %s call; do not retry it unless the user asks", call.Name)), false, nil
+		}
+	}
+	if err := l.sink.Emit(ctx, &protocol.ToolStarted{CallID: call.ID, Name: call.Name, Rule: allowedBy}); err != nil {
+		return tools.Result{}, false, err
+	}
+	rep.start()
+	res, err = plan.Run(ctx)
+	rep.stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			return tools.Result{}, true, ctx.Err()
+		}
+		// The tool's infrastructure broke; the model reads that, the turn
+		// goes on.
+		return tools.Failed("the tool failed: " + err.Error()), true, nil
+	}
+	if ctx.Err() != nil {
+		return tools.Result{}, true, ctx.Err()
+	}
+	return res, true, nil
+}
+
+// reporter turns a call's progress lines into tool.progress events while
+// the call runs: at most two a second. A line that comes sooner waits, the
+// latest replacing an older one, and is forwarded when the interval is up
+// or when the call ends, before its tool.completed.
+type reporter struct {
+	ctx  context.Context
+	sink Sink
+	call provider.ToolCall
+
+	mu      sync.Mutex
+	running bool        // guarded by mu
+	last    time.Time   // guarded by mu; when the last line went out
+	pending string      // guarded by mu
+	waiting bool        // guarded by mu; pending holds a line
+	timer   *time.Timer // guarded by mu
+}
+
+func (r *reporter) start() {
+	r.mu.Lock()
+	r.running = true
+	r.mu.Unlock()
+}
+
+// stop forwards a pending line and ends reporting. It waits for a
+// forwarding in progress, so no line lands after it returns.
+func (r *reporter) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.running {
+		return
+	}
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	if r.waiting {
+		r.sendLocked(r.pending)
+	}
+	r.running = false
+}
+
+func (r *reporter) report(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.running {
+		return
+	}
+	if wait := progressInterval - time.Since(r.last); r.last.IsZero() || wait <= 0 {
+		r.sendLocked(line)
+		return
+	} else if !r.waiting {
+		if r.timer == nil {
+			r.timer = time.AfterFunc(wait, r.flush)
+		} else {
+			r.timer.Reset(wait)
+		}
+	}
+	r.pending, r.waiting = line, true
+}
+
+func (r *reporter) flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running && r.waiting {
+		r.sendLocked(r.pending)
+	}
+}
+
+// sendLocked emits line. r.mu must be held: emitting under the lock keeps
+// lines in order and none after stop.
+func (r *reporter) sendLocked(line string) {
+	r.last = time.Now()
+	r.pending, r.waiting = "", false
+	_ = r.sink.Emit(r.ctx, &protocol.ToolProgress{CallID: r.call.ID, Name: r.call.Name, Line: line})
+}
+
+// bound caps a result's output at the output limit on a character boundary.
+func (l *loop) bound(res tools.Result) tools.Result {
+	limit := l.cfg.ToolEnv.OutputLimit
+	if limit > 0 && len(res.Output) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(res.Output[cut]) {
+			cut--
+		}
+		res.Output = res.Output[:cut]
+		res.Truncated = true
+	}
+	if !utf8.ValidString(res.Output) {
+		res.Output = strings.ToValidUTF8(res.Output, "\uFFFD")
+	}
+	return res
+}
+
+// modelText is what the model reads for a result.
+func modelText(res tools.Result) string {
+	text := res.Output
+	if res.Truncated {
+		text += "\n[output truncated]"
+	}
+	if !res.Success {
+		return "error: " + text
+	}
+	return text
+}
