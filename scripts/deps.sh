@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests need and the machine may lack: tmux
-# (the scv-tui end-to-end test drives the TUI in it) and Node.js with npm.
+# (the scv-tui end-to-end test drives the TUI in it) and Node.js with npm,
+# then the pinned npm packages the tests drive SCV with (scripts/node-deps.sh).
 # Idempotent and quiet when everything is present; uses apt-get (through
 # sudo when not root), never prompting. Run it before scripts/test.sh.
 set -euo pipefail
@@ -10,7 +11,7 @@ command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
-	exit 0
+	exec "$(dirname "$0")/node-deps.sh"
 fi
 
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -42,3 +43,4 @@ for tool in tmux node npm; do
 		exit 1
 	fi
 done
+"$(dirname "$0")/node-deps.sh"

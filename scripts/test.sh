@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 # when they are present.
 scripts/deps.sh
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+# Tests that drive real Node.js programs fail, rather than skip, without them.
+export SCV_REQUIRE_NODE=1
 status=0
 for dir in $(scripts/modules.sh); do
 	rel=${dir#"$PWD"/}

@@ -14,42 +14,14 @@ import (
 
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit/nodepkg"
 )
 
-// piPackage is the npm package of the pi coding agent.
-const piPackage = "@mariozechner/pi-coding-agent"
-
-// installPi installs pi into the repository's .cache/npm (never committed)
-// unless it is there already, and returns its executable. The test is
-// skipped when Node.js or npm is missing.
+// installPi returns the real pi CLI from the pinned npm packages
+// (scripts/node/package.json), installing them first if needed.
 func installPi(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("Node.js is not installed (no node on PATH), so the end-to-end test with the real pi CLI cannot run; install Node.js 20 or later to run it")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm is not installed, so pi cannot be installed for the end-to-end test; install npm to run it")
-	}
-	repo, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := filepath.Join(repo, ".cache", "npm")
-	pi := filepath.Join(prefix, "node_modules", ".bin", "pi")
-	if _, err := os.Stat(pi); err == nil {
-		return pi
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--prefix", prefix, piPackage).CombinedOutput()
-	if err != nil {
-		t.Fatalf("npm install %s failed (the test needs the npm registry once; later runs use %s): %v\n%s", piPackage, prefix, err, out)
-	}
-	if _, err := os.Stat(pi); err != nil {
-		t.Fatalf("npm installed %s but %s is missing", piPackage, pi)
-	}
-	return pi
+	return nodepkg.Bin(t, "pi")
 }
 
 // TestE2EPiOnSCVProvider imports SCV's provider (the fake OpenAI server,
