@@ -3,11 +3,13 @@ module github.com/scv-cli/scv/shared
 go 1.26.0
 
 require (
+	github.com/google/jsonschema-go v0.4.3
 	github.com/invopop/jsonschema v0.14.0
 	github.com/pelletier/go-toml/v2 v2.4.3
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/cobra v1.10.2
 	go.uber.org/goleak v1.3.0
+	go.yaml.in/yaml/v4 v4.0.0-rc.2
+	golang.org/x/sys v0.50.0
 )
 
 require (
@@ -16,7 +18,4 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
-	go.yaml.in/yaml/v4 v4.0.0-rc.2
-	golang.org/x/sys v0.50.0
-	golang.org/x/text v0.14.0 // indirect
 )

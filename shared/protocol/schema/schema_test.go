@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -296,40 +298,92 @@ func TestDescriptionsTable(t *testing.T) {
 	}
 }
 
-// compiler loads the generated schemas as if from docs/schema.
-func compiler(t *testing.T) (*jsonschema.Compiler, string) {
+// metaschemaURL is the JSON Schema draft the generated files declare.
+const metaschemaURL = "https://json-schema.org/draft/2020-12/schema"
+
+// schemaSet is the generated schemas as if loaded from docs/schema, and
+// the draft 2020-12 metaschema (testdata, from json-schema.org), for the
+// validator the server uses for tool arguments (google/jsonschema-go).
+type schemaSet struct {
+	t        *testing.T
+	docs     map[string]*jsonschema.Schema // by absolute URL
+	resolved map[string]*jsonschema.Resolved
+}
+
+// compiler loads the generated schemas as if from docs/schema, checking
+// that each is a draft 2020-12 schema (valid against the metaschema).
+func compiler(t *testing.T) (*schemaSet, string) {
 	t.Helper()
 	files, err := Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
 	const base = "file:///scv/docs/schema/"
-	c := jsonschema.NewCompiler()
-	for name, b := range files {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+	c := &schemaSet{t: t, docs: map[string]*jsonschema.Schema{}, resolved: map[string]*jsonschema.Resolved{}}
+	err = filepath.WalkDir(filepath.Join("testdata", "draft2020-12"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-		if err := c.AddResource(base+name, doc); err != nil {
-			t.Fatalf("%s: %v", name, err)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(filepath.Join("testdata", "draft2020-12"), p)
+		c.add(t, "https://json-schema.org/draft/2020-12/"+strings.TrimSuffix(filepath.ToSlash(rel), ".json"), b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := compile(t, c, metaschemaURL)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		b := files[name]
+		c.add(t, base+name, b)
+		if err := meta.Validate(instance(t, string(b))); err != nil {
+			t.Errorf("%s is not a valid draft 2020-12 schema: %v", name, err)
 		}
 	}
 	return c, base
 }
 
-func compile(t *testing.T, c *jsonschema.Compiler, url string) *jsonschema.Schema {
+func (c *schemaSet) add(t *testing.T, url string, b []byte) {
 	t.Helper()
-	s, err := c.Compile(url)
+	var s jsonschema.Schema
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	c.docs[url] = &s
+}
+
+// load is the resolver's loader: only the set's own documents.
+func (c *schemaSet) load(u *url.URL) (*jsonschema.Schema, error) {
+	if s := c.docs[u.String()]; s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("no schema %s in docs/schema", u)
+}
+
+func compile(t *testing.T, c *schemaSet, url string) *jsonschema.Resolved {
+	t.Helper()
+	if r := c.resolved[url]; r != nil {
+		return r
+	}
+	s := c.docs[url]
+	if s == nil {
+		t.Fatalf("compiling %s: no such schema", url)
+	}
+	r, err := s.Resolve(&jsonschema.ResolveOptions{BaseURI: url, Loader: c.load})
 	if err != nil {
 		t.Fatalf("compiling %s: %v", url, err)
 	}
-	return s
+	c.resolved[url] = r
+	return r
 }
 
 func instance(t *testing.T, line string) any {
 	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
-	if err != nil {
+	var v any
+	if err := json.Unmarshal([]byte(line), &v); err != nil {
 		t.Fatalf("%s: %v", line, err)
 	}
 	return v
