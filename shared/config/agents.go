@@ -9,25 +9,30 @@ import (
 )
 
 // AgentOptions says which selections a delegated agent takes, for
-// validating [agents.<name>] and agent.prefer. It mirrors the adapters'
-// descriptors (tools.md, "Choosing an agent"), which the configuration
-// cannot import.
+// validating [agents.<name>] and agent.prefer.
 type AgentOptions struct {
 	Model, Effort bool
 }
 
-// KnownAgents are the delegated agents SCV knows, in the order it offers
-// them, with the selections each takes.
-var KnownAgents = []struct {
+// KnownAgent is a delegated agent SCV knows and the selections it takes.
+type KnownAgent struct {
 	Name string
 	AgentOptions
-}{
-	{"claude", AgentOptions{Model: true, Effort: true}},
-	{"codex", AgentOptions{Model: true, Effort: true}},
-	{"grok", AgentOptions{Model: true, Effort: true}},
-	{"dsh", AgentOptions{}},
-	{"pi", AgentOptions{Model: true, Effort: true}},
-	{"scv", AgentOptions{Model: true}},
+}
+
+// KnownAgents are the delegated agents SCV knows, in the order it offers
+// them: the adapter table's agents (the configuration reads the table,
+// which sits below it in shared's layers), then the nested SCV.
+var KnownAgents = knownAgents()
+
+func knownAgents() []KnownAgent {
+	var out []KnownAgent
+	for _, a := range adapters.All() {
+		out = append(out, KnownAgent{a.Name, AgentOptions{Model: a.TakesModel(), Effort: a.TakesEffort()}})
+	}
+	// The nested SCV is no CLI of the adapter table, but is configured
+	// like one: it takes a model, not an effort.
+	return append(out, KnownAgent{"scv", AgentOptions{Model: true}})
 }
 
 // AgentNames returns the names of KnownAgents.
