@@ -1,11 +1,14 @@
 // Package delegate holds the vocabulary shared by the delegated-agent
 // feature: the descriptor of an agent CLI (what the `agent` tool offers and
-// checks), a checked call, its structured result, and the Backend interface
-// that runs a call. The descriptors themselves and the one-process-per-turn
-// backend live in subpackages (adapters, runner, output); the `agent` tool
-// in delegate/agenttool chooses an agent, checks the call against its descriptor
-// and hands it to the agent's Backend, so the model sees one schema however
-// the agent runs (one process per turn now; ACP and a nested SCV later).
+// checks), a checked call, its structured result, the Backend interface
+// that runs a call, and the variables of the delegation chain. The `agent`
+// tool (delegate/agenttool) chooses an agent, checks the call against its
+// descriptor and hands it to the agent's Backend, so the model sees one
+// schema however the agent runs. A transport implements Backend: one
+// process per turn now (delegate/transport/oneshot), ACP and a nested SCV
+// later, as more packages of delegate/transport. The adapter table, the
+// sign-in files and the delegation records are in shared/delegate, where
+// the other binaries read them too.
 package delegate
 
 import (
@@ -13,6 +16,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/scv-cli/scv/shared/delegate/adapters"
@@ -222,4 +227,41 @@ type Backend interface {
 	// cancelled result. progress, when not nil, receives redacted status
 	// lines, not rate limited (the caller paces them).
 	Run(ctx context.Context, call Call, progress func(line string)) Result
+}
+
+// Variables of the delegation chain (tools.md, "Tracking and cleanup"),
+// which a transport sets for the agent it starts.
+const (
+	// ParentVar is SCV_PARENT: the chain of delegations above a process,
+	// each <instance>/<session>/<handle>, outermost first, separated by
+	// ChainSep. The instance is the SCV_HOME of the SCV that delegated,
+	// so an element is split from the right: its last two components
+	// are the session and the handle.
+	ParentVar = "SCV_PARENT"
+	// DepthVar is SCV_DELEGATION_DEPTH, one more than the caller's.
+	DepthVar = "SCV_DELEGATION_DEPTH"
+	// ChainSep separates the elements of SCV_PARENT. A comma, as in
+	// SCV_RUN_TAG's list, because an element holds '/' already.
+	ChainSep = ","
+)
+
+// ChainEnv rewrites env (KEY=value entries) for a run one level below the
+// caller at depth: SCV_PARENT becomes the inherited chain followed by self
+// (<instance>/<session>/<handle>), SCV_DELEGATION_DEPTH depth+1; both go
+// last. It reuses env's array.
+func ChainEnv(env []string, self string, depth int) []string {
+	chain := self
+	out := env[:0]
+	for _, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, ParentVar+"="):
+			if v := strings.TrimPrefix(kv, ParentVar+"="); v != "" {
+				chain = v + ChainSep + self
+			}
+		case strings.HasPrefix(kv, DepthVar+"="):
+		default:
+			out = append(out, kv)
+		}
+	}
+	return append(out, ParentVar+"="+chain, DepthVar+"="+strconv.Itoa(depth+1))
 }

@@ -7,8 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	agenttool "github.com/scv-cli/scv/scv-server/internal/delegate/agenttool"
-	"github.com/scv-cli/scv/scv-server/internal/delegate/runner"
+	"github.com/scv-cli/scv/scv-server/internal/delegate"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/agenttool"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/transport/oneshot"
 	"github.com/scv-cli/scv/scv-server/internal/instructions"
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/shared/config"
@@ -34,7 +35,7 @@ func newExtensions(home string, opts Options, log *slog.Logger) *extensions {
 	if env == nil {
 		env = paths.OSEnv()
 	}
-	if v := strings.TrimSpace(env.Getenv(runner.DepthVar)); v != "" {
+	if v := strings.TrimSpace(env.Getenv(delegate.DepthVar)); v != "" {
 		d, err := strconv.Atoi(v)
 		if err != nil || d < 0 {
 			// An unreadable depth must not lift the limit: count it as
@@ -69,7 +70,7 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 		if info.Depth >= cfg.Agent.MaxDelegationDepth {
 			return session.Extension{}, nil
 		}
-		r := runner.New(runner.Options{
+		r := oneshot.New(oneshot.Options{
 			Home:        e.home,
 			Env:         e.opts.Env,
 			BaseEnv:     e.opts.AgentEnv,

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
-	"github.com/scv-cli/scv/scv-server/internal/delegate/runner"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/transport/oneshot"
 	"github.com/scv-cli/scv/scv-server/internal/tools/toolstest"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/delegate/records"
@@ -42,15 +42,15 @@ func newRealSet(t *testing.T, stream string, extra ...string) (*realSet, *Set) {
 // newRealSetOf is newRealSet offering the agents names.
 func newRealSetOf(t *testing.T, names []string, stream string, extra ...string) (*realSet, *Set) {
 	t.Helper()
-	script := abs(t, "../../delegate/runner/testdata/fake-agent.sh")
+	script := abs(t, "../transport/oneshot/testdata/fake-agent.sh")
 	var fakes []adapters.Adapter
 	for _, a := range adapters.All() {
 		a.Path, a.PreArgs = "/bin/bash", []string{script}
 		fakes = append(fakes, a)
 	}
 	home, out := t.TempDir(), t.TempDir()
-	base := append([]string{"PATH=" + os.Getenv("PATH"), "FAKE_DIR=" + out, "FAKE_STREAM=" + abs(t, "../../delegate/output/testdata/"+stream)}, extra...)
-	r := runner.New(runner.Options{Home: home, BaseEnv: base, Adapters: fakes, OutputLimit: 64 << 10})
+	base := append([]string{"PATH=" + os.Getenv("PATH"), "FAKE_DIR=" + out, "FAKE_STREAM=" + abs(t, "../output/testdata/"+stream)}, extra...)
+	r := oneshot.New(oneshot.Options{Home: home, BaseEnv: base, Adapters: fakes, OutputLimit: 64 << 10})
 	var bs []delegate.Backend
 	for _, n := range names {
 		b, ok := r.Backend(n)
@@ -88,7 +88,7 @@ func TestWithRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := abs(t, "../../delegate/runner/testdata/fake-agent.sh")
+	script := abs(t, "../transport/oneshot/testdata/fake-agent.sh")
 	if want := "agent codex: Launch /bin/bash with args [" + `"` + script + `" "exec" "--json" "-o" `; !strings.HasPrefix(p.Summary, want) {
 		t.Fatalf("summary %q\nwant prefix %q", p.Summary, want)
 	}

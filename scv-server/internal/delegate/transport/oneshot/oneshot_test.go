@@ -1,6 +1,6 @@
 //go:build linux
 
-package runner
+package oneshot
 
 import (
 	"bytes"
@@ -125,7 +125,7 @@ func (f *fake) env(t *testing.T) map[string]string {
 }
 
 func stream(name string) string {
-	p, _ := filepath.Abs("../output/testdata/" + name + ".jsonl")
+	p, _ := filepath.Abs("../../output/testdata/" + name + ".jsonl")
 	return p
 }
 
@@ -508,6 +508,48 @@ func TestRecords(t *testing.T) {
 	}
 	if fi, err := os.Stat(records.Dir(f.home)); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("records dir: %v %v", fi, err)
+	}
+}
+
+// TestKilledRunReadsAsCancelled stops a run as `scv agents kill` does:
+// it marks the record, then stops the run's processes. The result is a
+// cancelled run that names the command, not a failure.
+func TestKilledRunReadsAsCancelled(t *testing.T) {
+	f := newFake(t, Options{}, "FAKE_MODE=hang")
+	// The fake waits until its record exists before it reports progress.
+	f.r.opts.BaseEnv = append(f.r.opts.BaseEnv, "FAKE_RECORD_DIR="+records.Dir(f.home))
+	call := f.call("claude", "x")
+	started := make(chan struct{})
+	killed := make(chan error, 1)
+	go func() {
+		select {
+		case <-started:
+		case <-time.After(hang):
+			killed <- errors.New("the run did not start")
+			return
+		}
+		rec, err := records.Read(f.home, call.Handle)
+		if err != nil {
+			killed <- err
+			return
+		}
+		rec.KillRequestedUnix = time.Now().Unix()
+		if err := records.Write(f.home, rec); err != nil {
+			killed <- err
+			return
+		}
+		records.StopRun(rec, StopGrace)
+		killed <- nil
+	}()
+	res := f.run(t, context.Background(), call, waitLine(started))
+	if err := <-killed; err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != delegate.StatusCancelled || res.Error != "the Claude Code run was stopped with `scv agents kill "+call.Handle+"`" {
+		t.Errorf("result %+v", res)
+	}
+	if left, err := records.List(f.home); err != nil || len(left) != 0 {
+		t.Errorf("records after the run: %v, %v", left, err)
 	}
 }
 
