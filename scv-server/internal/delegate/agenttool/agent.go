@@ -1,26 +1,24 @@
-// Package agenttool holds the delegated-agent tools of a session: `agent`,
-// which hands a brief to another agent CLI through its agents.Backend, and
-// `agent_wait`, `agent_status` and `agent_cancel`, which manage the
-// background jobs `agent` starts (tools.md, "Delegated agents").
+// Package agenttool is the tool surface of delegation in a session:
+// `agent`, which hands a brief to another agent CLI through its
+// delegate.Backend, and `agent_wait`, `agent_status` and `agent_cancel`,
+// which manage the background jobs `agent` starts (tools.md, "Delegated
+// agents"), with everything the model reads of them: the schemas and
+// descriptions, the system prompt's section, the refusals, the results
+// fitted to the output limit, and the prompts of report turns.
 //
 // A Set belongs to one session. It chooses the agent of each call (the
 // agent a `session` handle names, the `agent` argument, then the first
 // offered agent of [agent] prefer), refuses bad calls in Prepare, before
-// approval and before anything launches, keeps the session's conversation
-// handles (codex-2) and the CLI session ids behind them, runs background
-// jobs on a context it owns (a turn ending does not stop them), and asks
-// the session, through Host, for a server-started turn that reports jobs
-// the model has not seen yet. Close cancels every job and waits for them.
-//
-// Each job runs in one goroutine owned by the Set; it ends when its
-// backend's Run returns, which it must once the job's context is
-// cancelled (agent_cancel or Close).
+// approval and before anything launches, and runs a call on its backend.
+// The session's conversations (delegate/conversations) and background
+// jobs (delegate/jobs) are its parts: the Set's lock serialises the
+// conversation table and orders it with starting a job, so a call refused
+// for want of a job slot never holds a conversation. Close cancels every
+// job and waits for them.
 package agenttool
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"slices"
 	"sync"
@@ -28,6 +26,8 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/conversations"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -51,10 +51,6 @@ const (
 	DefaultMaxConversations = 8
 	DefaultConversationIdle = 86400 * time.Second
 	defaultOutputLimit      = 64 << 10
-	// rememberFinished is how many finished jobs a session remembers.
-	rememberFinished = 16
-	// reportBatch is how many jobs one report turn names.
-	reportBatch = 4
 	// cancelWait bounds how long agent_cancel waits for a job to settle.
 	cancelWait = 10 * time.Second
 	// promptShown bounds the prompt in an approval summary.
@@ -130,19 +126,9 @@ type AgentDefaults struct {
 	Model, Effort string
 }
 
-// Host is the session the tools belong to.
-type Host interface {
-	// ScheduleServerTurn asks the session for a server-started turn once
-	// it is idle and the user's queued prompts have run; build is called
-	// when that turn is about to start and returns its origin and prompt,
-	// or ok=false to skip it (e.g. the model already saw every result
-	// through agent_wait/agent_status). The Set never holds its own lock
-	// while calling it, and build may be called from inside it. It is
-	// called from a job's goroutine, possibly while or just after the
-	// session closes the Set, so it must not wait for anything the
-	// caller of Close holds; a closed session refuses it.
-	ScheduleServerTurn(build func() (origin protocol.Origin, prompt string, ok bool)) error
-}
+// Host is the session the tools belong to, which starts the turns that
+// report background jobs (jobs.Host).
+type Host = jobs.Host
 
 // unattended answers a request a background job's agent relays.
 func (s *Set) unattended(risk protocol.Risk, _ string) bool {
@@ -163,26 +149,12 @@ type Set struct {
 	spec    tools.Spec
 	tools   []tools.Tool
 	log     *slog.Logger
+	jobs    *jobs.Manager
 
-	// ctx is the jobs' context: cancelled by Close, not by any turn.
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // one per running job
-
-	mu       sync.Mutex
-	closed   bool                     // guarded by mu
-	convs    map[string]*conversation // guarded by mu; by handle
-	convNext map[string]int           // guarded by mu; last handle number per agent
-	handles  map[string]bool          // guarded by mu; delegation handles issued
-	jobs     map[string]*job          // guarded by mu; running and remembered jobs
-	finished []*job                   // guarded by mu; remembered finished jobs, oldest first
-	running  int                      // guarded by mu; jobs running
-	jobNext  int                      // guarded by mu
-	// forgotten are conversations to tell OnForget of (see unlock).
-	forgotten []forgotten // guarded by mu
-	// unreported are finished jobs waiting for a report turn, oldest
-	// first; a job leaves when a report names it or the model sees it.
-	unreported []*job // guarded by mu
+	mu      sync.Mutex
+	closed  bool                 // guarded by mu
+	convs   *conversations.Table // guarded by mu
+	handles map[string]bool      // guarded by mu; delegation handles issued
 }
 
 // New returns the agent tools of a session.
@@ -214,11 +186,7 @@ func New(opts Options) *Set {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &Set{
-		opts: opts, byName: map[string]delegate.Backend{}, log: log, ctx: ctx, cancel: cancel,
-		convs: map[string]*conversation{}, convNext: map[string]int{}, handles: map[string]bool{}, jobs: map[string]*job{},
-	}
+	s := &Set{opts: opts, byName: map[string]delegate.Backend{}, log: log, handles: map[string]bool{}}
 	if opts.Depth < opts.MaxDepth {
 		for _, b := range opts.Backends {
 			name := b.Descriptor().Name
@@ -230,6 +198,12 @@ func New(opts Options) *Set {
 			s.names = append(s.names, name)
 		}
 	}
+	s.convs = conversations.New(conversations.Options{
+		Max: opts.MaxConversations, Idle: opts.ConversationIdle, Agents: s.takers(takesSession), Now: opts.Now,
+	})
+	s.jobs = jobs.New(jobs.Options{
+		Max: opts.MaxBackground, Host: opts.Host, Report: s.reportPrompt, SessionID: opts.SessionID, Now: opts.Now, Logger: log,
+	})
 	for _, p := range opts.Prefer {
 		if s.byName[p] != nil {
 			s.def = p
@@ -260,39 +234,13 @@ func (s *Set) Default() string { return s.def }
 // Outstanding returns how many jobs are running or finished but not yet
 // reported to the model, for a client (scv exec) that stays open until
 // every job it started has been reported.
-func (s *Set) Outstanding() int {
-	s.mu.Lock()
-	defer s.unlock()
-	n := s.running
-	for _, j := range s.unreported {
-		if !j.seen {
-			n++
-		}
-	}
-	return n
-}
+func (s *Set) Outstanding() int { return s.jobs.Outstanding() }
 
 // ScheduleReports asks the host for a report turn again when finished
 // jobs the model has not seen are waiting, for a session that dropped its
 // pending server-started turns (such as at session.clear). It reports
 // whether it asked.
-func (s *Set) ScheduleReports() bool {
-	s.mu.Lock()
-	waiting := false
-	for _, j := range s.unreported {
-		waiting = waiting || !j.seen
-	}
-	ask := waiting && !s.closed && s.opts.Host != nil
-	s.unlock()
-	if !ask {
-		return false
-	}
-	if err := s.opts.Host.ScheduleServerTurn(s.buildReport); err != nil {
-		s.log.Warn("Could not schedule the report of background agent jobs", "session", s.opts.SessionID, "err", err)
-		return false
-	}
-	return true
-}
+func (s *Set) ScheduleReports() bool { return s.jobs.ScheduleReports() }
 
 // Close ends the session's jobs and conversations: it refuses new calls,
 // cancels every running job (which stops its agent's processes), waits
@@ -302,71 +250,22 @@ func (s *Set) Close(ctx context.Context) {
 	s.mu.Lock()
 	s.closed = true
 	s.unlock()
-	s.cancel()
-	done := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		s.log.Warn("Background agent jobs did not stop before the session closed", "session", s.opts.SessionID, "err", ctx.Err())
-	}
+	s.jobs.Close(ctx)
 	// Handles end with the session.
 	s.mu.Lock()
-	for h, c := range s.convs {
-		if !c.busy {
-			s.forgetLocked(h)
-		}
-	}
+	s.convs.Close()
 	s.unlock()
 }
 
-// live holds the delegation handles of the runs under way in this
-// process, across sessions: a record and a process tag are named after the
-// handle, so two live runs must never share one.
-var live = struct {
-	sync.Mutex
-	m map[string]bool
-}{m: map[string]bool{}}
-
-// claimHandle marks h live, or a fresh handle of agent when another run
-// holds h, and returns the one claimed.
-func claimHandle(agent, h string) string {
-	live.Lock()
-	defer live.Unlock()
-	for live.m[h] {
-		h = randomHandle(agent)
+// unlock releases s.mu, then tells OnForget of the conversations
+// forgotten meanwhile, outside the lock since it touches files.
+func (s *Set) unlock() {
+	forgotten := s.convs.TakeForgotten()
+	s.mu.Unlock()
+	if s.opts.OnForget == nil {
+		return
 	}
-	live.m[h] = true
-	return h
-}
-
-func releaseHandle(h string) {
-	live.Lock()
-	delete(live.m, h)
-	live.Unlock()
-}
-
-func randomHandle(agent string) string {
-	var b [3]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
-	return agent + "-" + hex.EncodeToString(b[:])
-}
-
-// newHandleLocked returns a delegation handle, <agent>-<6 hex>, not yet
-// issued in this session nor held by a live run of this process. s.mu
-// must be held.
-func (s *Set) newHandleLocked(agent string) string {
-	for {
-		h := randomHandle(agent)
-		live.Lock()
-		taken := live.m[h]
-		live.Unlock()
-		if !s.handles[h] && !taken {
-			s.handles[h] = true
-			return h
-		}
+	for _, f := range forgotten {
+		s.opts.OnForget(f.Agent, f.CLI)
 	}
 }

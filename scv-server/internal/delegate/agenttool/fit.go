@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 )
 
@@ -50,7 +51,7 @@ func resultFields(r *delegate.Result) []fitField {
 }
 
 // viewFields are the fields of a job view that fitting may shorten.
-func viewFields(v *jobView) []fitField {
+func viewFields(v *jobs.View) []fitField {
 	var fs []fitField
 	if v.Result != nil {
 		fs = resultFields(v.Result)
@@ -66,7 +67,7 @@ func fitResult(r *delegate.Result, limit int) (string, bool) {
 
 // fitView returns v as JSON within limit bytes, shortening its fields (the
 // embedded reply first) as needed; it reports whether it shortened any.
-func fitView(v *jobView, limit int) (string, bool) {
+func fitView(v *jobs.View, limit int) (string, bool) {
 	return fitJSON(v, limit, viewFields(v))
 }
 

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs"
 )
 
 // checkFits fails unless out is valid JSON of at most limit bytes.
@@ -185,7 +186,7 @@ func TestFitListing(t *testing.T) {
 	}
 	res := fx.call(NameStatus, map[string]any{})
 	checkFits(t, res.Output, limit)
-	var list struct{ Jobs []jobView }
+	var list struct{ Jobs []jobs.View }
 	if err := json.Unmarshal([]byte(res.Output), &list); err != nil || len(list.Jobs) != 6 {
 		t.Fatalf("listing %v: %s", err, res.Output)
 	}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/scv-server/internal/tools/toolstest"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -311,10 +312,30 @@ func result(t *testing.T, res tools.Result) delegate.Result {
 	return r
 }
 
+// job returns the session's job id.
+func (fx *fixture) job(id string) *jobs.Job {
+	fx.t.Helper()
+	j, err := fx.set.jobs.Lookup(id)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return j
+}
+
+// waitJob waits until the job id has finished.
+func (fx *fixture) waitJob(id string) {
+	fx.t.Helper()
+	select {
+	case <-fx.job(id).Done():
+	case <-time.After(hang):
+		fx.t.Fatalf("%s did not finish", id)
+	}
+}
+
 // view decodes a job description.
-func view(t *testing.T, res tools.Result) jobView {
+func view(t *testing.T, res tools.Result) jobs.View {
 	t.Helper()
-	var v jobView
+	var v jobs.View
 	if err := json.Unmarshal([]byte(res.Output), &v); err != nil {
 		t.Fatalf("job %q: %v", res.Output, err)
 	}

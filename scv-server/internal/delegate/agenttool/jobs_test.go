@@ -12,6 +12,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -169,7 +170,7 @@ func TestRememberSixteenFinished(t *testing.T) {
 		fx.call(NameAgent, map[string]any{"prompt": fmt.Sprintf("job %d", i), "background": true})
 		fx.call(NameWait, map[string]any{"job": fmt.Sprintf("job-%d", i)})
 	}
-	var list struct{ Jobs []jobView }
+	var list struct{ Jobs []jobs.View }
 	if err := json.Unmarshal([]byte(fx.call(NameStatus, map[string]any{}).Output), &list); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestStatusList(t *testing.T) {
 	defer close(fx.fakes["claude"].gate)
 	fx.call(NameAgent, map[string]any{"agent": "claude", "prompt": "b", "background": true})
 	out := fx.call(NameStatus, map[string]any{"job": " "}).Output
-	var list struct{ Jobs []jobView }
+	var list struct{ Jobs []jobs.View }
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -227,11 +228,7 @@ func TestReports(t *testing.T) {
 			prompt = "fail please"
 		}
 		fx.call(NameAgent, map[string]any{"agent": "codex", "prompt": prompt, "background": true})
-		select {
-		case <-fx.set.jobs[fmt.Sprintf("job-%d", i)].done:
-		case <-time.After(hang):
-			t.Fatal("job did not finish")
-		}
+		fx.waitJob(fmt.Sprintf("job-%d", i))
 	}
 	fx.host.waitScheduled(t, 6) // one request per finished job
 	if n := fx.set.Outstanding(); n != 6 {
@@ -282,7 +279,7 @@ func TestReportBoundsReplies(t *testing.T) {
 	}
 	fx.call(NameAgent, map[string]any{"prompt": "x", "background": true})
 	fx.host.waitScheduled(t, 1)
-	<-fx.set.jobs["job-1"].done
+	fx.waitJob("job-1")
 	_, prompt, ok := fx.host.build(t, 0)
 	if !ok || len(prompt) > 1500 || !strings.Contains(prompt, "[reply truncated; agent_status job-1 shows more]") {
 		t.Fatalf("report of %d bytes: %q", len(prompt), prompt)
@@ -294,7 +291,7 @@ func TestReportHostError(t *testing.T) {
 	fx.host.err = errors.New("server-started turns need protocol version 3")
 	fx.call(NameAgent, map[string]any{"prompt": "x", "background": true})
 	fx.host.waitScheduled(t, 1)
-	<-fx.set.jobs["job-1"].done
+	fx.waitJob("job-1")
 	// The result stays available.
 	if v := view(t, fx.call(NameStatus, map[string]any{"job": "job-1"})); v.Status != delegate.StatusCompleted {
 		t.Fatalf("status %+v", v)
@@ -312,14 +309,14 @@ func TestCloseCancelsJobs(t *testing.T) {
 	defer cancel()
 	fx.set.Close(ctx)
 	for _, id := range []string{"job-1", "job-2"} {
-		j := fx.set.jobs[id]
+		j := fx.job(id)
 		select {
-		case <-j.done:
+		case <-j.Done():
 		default:
 			t.Fatalf("%s still running after Close", id)
 		}
-		if j.result.Status != delegate.StatusCancelled {
-			t.Errorf("%s: %s", id, j.result.Status)
+		if v, _ := fx.set.jobs.See(j); v.Status != delegate.StatusCancelled {
+			t.Errorf("%s: %s", id, v.Status)
 		}
 	}
 	if n := fx.host.scheduled(); n != 0 {
@@ -387,7 +384,7 @@ func TestScheduleReportsAgain(t *testing.T) {
 	}
 	fx.call(NameAgent, map[string]any{"prompt": "x", "background": true})
 	fx.host.waitScheduled(t, 1)
-	<-fx.set.jobs["job-1"].done
+	fx.waitJob("job-1")
 	// The session dropped that turn (session.clear); asking again brings
 	// the report back.
 	if !fx.set.ScheduleReports() {

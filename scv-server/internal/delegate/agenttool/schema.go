@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 )
@@ -260,7 +261,7 @@ func (s *Set) statusSpec() tools.Spec {
 	return tools.Spec{
 		Name: NameStatus,
 		Description: `Describe a background agent job, or with no job every job this session remembers as {"jobs":[...]}: running ones with their latest progress line, finished ones with their result. ` +
-			fmt.Sprintf("The session remembers its %d newest finished jobs.", rememberFinished),
+			fmt.Sprintf("The session remembers its %d newest finished jobs.", jobs.Remembered),
 		Schema: mustJSON(object{{"type", "object"}, {"properties", object{
 			{"job", object{{"type", "string"}, {"description", "A job handle such as job-1; omit it to list every job."}}},
 		}}, {"additionalProperties", false}}),
