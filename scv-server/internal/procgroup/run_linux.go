@@ -74,9 +74,77 @@ func Run(ctx context.Context, c Command) (Status, error) {
 		pipeGrace = DefaultPipeGrace
 	}
 
+	p, err := spawn(c, tag)
+	if err != nil {
+		return st, err
+	}
+	st.Pid = p.pid
+	p.watch(c)
+
+	var deadline <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	if c.OnStart != nil {
+		c.OnStart(p.pid)
+	}
+	select {
+	case <-p.exited:
+	case <-deadline:
+		st.TimedOut = true
+		signalGroup(p.pid, unix.SIGKILL)
+	case <-ctx.Done():
+		st.Cancelled = true
+		p.terminate(tag, termGrace, deadline)
+	}
+	reaped := awaitOrTimeout(p.exited, reapWait)
+	st.Elapsed = time.Since(p.started)
+
+	// Everything that still carries the marker, in the group or not. The
+	// sweep repeats until a scan finds none, so nothing tagged is left to
+	// fork a tagged child afterwards.
+	st.Swept, st.Survivors = sweep(tag)
+	// Whatever dropped the marker but stayed in the group.
+	signalGroup(p.pid, unix.SIGKILL)
+
+	waitErr := p.reap(&st, reaped)
+	collectZombies()
+	st.PipeHeld = !p.closeOutput(pipeGrace)
+	st.OutputBytes, st.StderrBytes = p.outBytes, p.errBytes
+
+	if reaped && p.cmd.ProcessState == nil {
+		return st, fmt.Errorf("procgroup: waiting for pid %d: %w", p.pid, waitErr)
+	}
+	return st, nil
+}
+
+// process is a started command and what watches it.
+type process struct {
+	cmd     *exec.Cmd
+	pid     int
+	started time.Time
+	// out and errOut are the read ends of the output pipes; errOut is nil
+	// without Command.Stderr.
+	out, errOut *os.File
+
+	// readDone is closed once both pipes are drained; the readers own
+	// out's and errOut's reads, Command.Output and Command.Stderr, and
+	// outBytes and errBytes until then.
+	readDone           chan struct{}
+	outBytes, errBytes int64
+	// exited is closed when the leader has exited, which leaves it
+	// unreaped.
+	exited chan struct{}
+}
+
+// spawn starts c in a new session (a new process group with no
+// controlling terminal), with its output on pipes and tagged tag.
+func spawn(c Command, tag string) (*process, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return st, fmt.Errorf("procgroup: output pipe: %w", err)
+		return nil, fmt.Errorf("procgroup: output pipe: %w", err)
 	}
 	// With Stderr set, stderr gets a pipe of its own (re, we).
 	var re, we *os.File
@@ -84,7 +152,7 @@ func Run(ctx context.Context, c Command) (Status, error) {
 		if re, we, err = os.Pipe(); err != nil {
 			_ = r.Close()
 			_ = w.Close()
-			return st, fmt.Errorf("procgroup: stderr pipe: %w", err)
+			return nil, fmt.Errorf("procgroup: stderr pipe: %w", err)
 		}
 	}
 	cmd := exec.Command(c.Path, c.Args...)
@@ -99,7 +167,7 @@ func Run(ctx context.Context, c Command) (Status, error) {
 	// stopped by SIGTTIN until its deadline.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 
-	start := time.Now()
+	started := time.Now()
 	spawnMu.Lock()
 	err = cmd.Start()
 	if err == nil {
@@ -115,111 +183,94 @@ func Run(ctx context.Context, c Command) (Status, error) {
 		if re != nil {
 			_ = re.Close()
 		}
-		return st, err
+		return nil, err
 	}
-	pid := cmd.Process.Pid
-	st.Pid = pid
+	return &process{cmd: cmd, pid: cmd.Process.Pid, started: started, out: r, errOut: re}, nil
+}
 
-	// The readers own r's and re's reads and c.Output and c.Stderr until
-	// readDone closes.
-	readDone := make(chan struct{})
-	var outBytes, errBytes int64
+// watch starts the pipe readers and the leader's exit watcher, which
+// notices the exit without reaping, so the leader's pid (the group id)
+// stays reserved until the group has been killed.
+func (p *process) watch(c Command) {
+	p.readDone = make(chan struct{})
 	go func() {
-		defer close(readDone)
+		defer close(p.readDone)
 		var errDone chan struct{}
-		if re != nil {
+		if p.errOut != nil {
 			errDone = make(chan struct{})
 			go func() {
 				defer close(errDone)
-				errBytes = drain(re, c.Stderr)
+				p.errBytes = drain(p.errOut, c.Stderr)
 			}()
 		}
-		outBytes = drain(r, c.Output)
+		p.outBytes = drain(p.out, c.Output)
 		if errDone != nil {
 			<-errDone
 		}
 	}()
-	// The watcher notices the leader's exit without reaping it, so its pid
-	// (the group id) stays reserved until the group has been killed.
-	exited := make(chan struct{})
+	p.exited = make(chan struct{})
 	go func() {
-		defer close(exited)
-		waitExit(pid)
+		defer close(p.exited)
+		waitExit(p.pid)
 	}()
+}
 
-	var deadline <-chan time.Time
-	if c.Timeout > 0 {
-		t := time.NewTimer(c.Timeout)
-		defer t.Stop()
-		deadline = t.C
-	}
-	if c.OnStart != nil {
-		c.OnStart(pid)
-	}
-	select {
-	case <-exited:
-	case <-deadline:
-		st.TimedOut = true
-		signalGroup(pid, unix.SIGKILL)
-	case <-ctx.Done():
-		st.Cancelled = true
-		signalGroup(pid, unix.SIGTERM)
-		signalGroup(pid, unix.SIGCONT) // a stopped process cannot act on TERM
-		signalTagged(tag, unix.SIGTERM)
-		// A deadline that comes during the grace cuts it short.
-		awaitBoth(exited, readDone, termGrace, deadline)
-		signalGroup(pid, unix.SIGKILL)
-	}
-	reaped := awaitOrTimeout(exited, reapWait)
-	st.Elapsed = time.Since(start)
+// terminate asks the group and every process tagged tag to stop (TERM),
+// waits until the leader has exited and the output is drained or grace
+// passes (a deadline that comes during the grace cuts it short), then
+// KILLs the group.
+func (p *process) terminate(tag string, grace time.Duration, deadline <-chan time.Time) {
+	signalGroup(p.pid, unix.SIGTERM)
+	signalGroup(p.pid, unix.SIGCONT) // a stopped process cannot act on TERM
+	signalTagged(tag, unix.SIGTERM)
+	awaitBoth(p.exited, p.readDone, grace, deadline)
+	signalGroup(p.pid, unix.SIGKILL)
+}
 
-	// Everything that still carries the marker, in the group or not. The
-	// sweep repeats until a scan finds none, so nothing tagged is left to
-	// fork a tagged child afterwards.
-	st.Swept, st.Survivors = sweep(tag)
-	// Whatever dropped the marker but stayed in the group.
-	signalGroup(pid, unix.SIGKILL)
-
-	var waitErr error
-	if reaped {
-		waitErr = cmd.Wait()
-		unregister(pid)
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-			switch {
-			case ws.Exited():
-				st.Exited, st.Code = true, ws.ExitStatus()
-			case ws.Signaled():
-				st.Signal = ws.Signal()
-			}
-		}
-	} else {
+// reap collects the leader's exit status into st once it has exited
+// (reaped); otherwise it marks st Unreaped and leaves a goroutine to reap
+// the leader whenever it exits. It returns the error of the wait.
+func (p *process) reap(st *Status, reaped bool) error {
+	if !reaped {
 		st.Unreaped = true
 		go func() {
-			<-exited
-			_ = cmd.Wait()
-			unregister(pid)
+			<-p.exited
+			_ = p.cmd.Wait()
+			unregister(p.pid)
 		}()
+		return nil
 	}
-	collectZombies()
+	err := p.cmd.Wait()
+	unregister(p.pid)
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		switch {
+		case ws.Exited():
+			st.Exited, st.Code = true, ws.ExitStatus()
+		case ws.Signaled():
+			st.Signal = ws.Signal()
+		}
+	}
+	return err
+}
 
-	pg := time.NewTimer(pipeGrace)
+// closeOutput gives the output pipes grace to reach EOF, then closes them
+// (which ends a read still blocked on a pipe a descendant holds) and waits
+// for the readers. It reports whether the pipes reached EOF in time.
+func (p *process) closeOutput(grace time.Duration) bool {
+	eof := true
+	t := time.NewTimer(grace)
 	select {
-	case <-readDone:
-	case <-pg.C:
-		st.PipeHeld = true
+	case <-p.readDone:
+	case <-t.C:
+		eof = false
 	}
-	pg.Stop()
-	_ = r.Close() // ends a Read still blocked on a held pipe
-	if re != nil {
-		_ = re.Close()
+	t.Stop()
+	_ = p.out.Close()
+	if p.errOut != nil {
+		_ = p.errOut.Close()
 	}
-	<-readDone
-	st.OutputBytes, st.StderrBytes = outBytes, errBytes
-
-	if reaped && cmd.ProcessState == nil {
-		return st, fmt.Errorf("procgroup: waiting for pid %d: %w", pid, waitErr)
-	}
-	return st, nil
+	<-p.readDone
+	return eof
 }
 
 // drainBufs holds drain's read buffers, a pipe's capacity each.
