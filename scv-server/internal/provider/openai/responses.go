@@ -93,7 +93,34 @@ func (p *Provider) buildResponsesRequest(req provider.Request) (responses.Respon
 	// Reasoning is asked for and sent back encrypted, as store is false,
 	// unless the model has shown it cannot take it.
 	replay := p.encryptedReasoning(model)
-	items := make(responses.ResponseInputParam, 0, len(req.Messages))
+	items, err := p.responsesInput(req.Messages, replay)
+	if err != nil {
+		return params, err
+	}
+	tools, err := p.responsesTools(req)
+	if err != nil {
+		return params, err
+	}
+	params.Model = model
+	if req.System != "" {
+		params.Instructions = oai.String(req.System)
+	}
+	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: items}
+	params.Tools = tools
+	// SCV sends the whole history each time and never refers to a stored
+	// response, so nothing is kept on the provider's side.
+	params.Store = oai.Bool(false)
+	if replay {
+		params.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
+	}
+	params.SetExtraFields(map[string]any{"stream": true})
+	return params, nil
+}
+
+// responsesInput maps the history to input items; replay sends an
+// assistant message's reasoning items back before it.
+func (p *Provider) responsesInput(msgs []provider.Message, replay bool) (responses.ResponseInputParam, error) {
+	items := make(responses.ResponseInputParam, 0, len(msgs))
 	message := func(role responses.EasyInputMessageRole, text string) responses.ResponseInputItemUnionParam {
 		return responses.ResponseInputItemUnionParam{OfMessage: &responses.EasyInputMessageParam{
 			Role:    role,
@@ -101,7 +128,7 @@ func (p *Provider) buildResponsesRequest(req provider.Request) (responses.Respon
 			Type:    responses.EasyInputMessageTypeMessage,
 		}}
 	}
-	for i, m := range req.Messages {
+	for i, m := range msgs {
 		switch m.Role {
 		case provider.RoleSystem:
 			items = append(items, message(responses.EasyInputMessageRoleSystem, m.Content))
@@ -144,16 +171,22 @@ func (p *Provider) buildResponsesRequest(req provider.Request) (responses.Respon
 				Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: oai.String(out)},
 			}})
 		default:
-			return params, p.errorf(provider.CodeProviderError, "message %d has unknown role %q", i, m.Role)
+			return nil, p.errorf(provider.CodeProviderError, "message %d has unknown role %q", i, m.Role)
 		}
 	}
+	return items, nil
+}
+
+// responsesTools maps the request's tools to function tools, plus the
+// hosted web search when the request asks for it.
+func (p *Provider) responsesTools(req provider.Request) ([]responses.ToolUnionParam, error) {
 	var tools []responses.ToolUnionParam
 	for _, t := range req.Tools {
 		schema := map[string]any{"type": "object", "properties": map[string]any{}}
 		if len(t.Parameters) > 0 {
 			schema = nil
 			if err := json.Unmarshal(t.Parameters, &schema); err != nil || schema == nil {
-				return params, p.errorf(provider.CodeProviderError, "tool %q: its parameters are not a JSON object", t.Name)
+				return nil, p.errorf(provider.CodeProviderError, "tool %q: its parameters are not a JSON object", t.Name)
 			}
 		}
 		ft := &responses.FunctionToolParam{
@@ -172,20 +205,7 @@ func (p *Provider) buildResponsesRequest(req provider.Request) (responses.Respon
 	if req.HostedWebSearch {
 		tools = append(tools, responses.ToolUnionParam{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}})
 	}
-	params.Model = model
-	if req.System != "" {
-		params.Instructions = oai.String(req.System)
-	}
-	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: items}
-	params.Tools = tools
-	// SCV sends the whole history each time and never refers to a stored
-	// response, so nothing is kept on the provider's side.
-	params.Store = oai.Bool(false)
-	if replay {
-		params.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
-	}
-	params.SetExtraFields(map[string]any{"stream": true})
-	return params, nil
+	return tools, nil
 }
 
 func (responsesWire) decoder(p *Provider, h provider.Handler) streamDecoder {
