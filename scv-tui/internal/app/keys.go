@@ -13,8 +13,8 @@ import (
 )
 
 // key handles one key press. The layers are tried in order: quitting,
-// then an open dialog or picker (which take every key), then scrolling and
-// global keys, then the queue panel when focused, then the editor.
+// then scrolling, then an open dialog or picker (which take every key),
+// then global keys, then the queue panel when focused, then the editor.
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	// String is the typed text for printable keys ("K", whatever the
 	// terminal's keyboard protocol says about shift) and the keystroke
@@ -32,75 +32,15 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	m.flash = ""
 	defer m.layout()
 
-	// The open arguments view of a dialog takes the scrolling keys.
-	if m.dialog != nil && m.dialog.ShowArgs {
-		switch ks {
-		case "up", "k":
-			m.dialog.ScrollArgs(-1)
-			return nil
-		case "down", "j":
-			m.dialog.ScrollArgs(1)
-			return nil
-		case "pgup":
-			m.dialog.PageArgs(-1)
-			return nil
-		case "pgdown":
-			m.dialog.PageArgs(1)
-			return nil
-		}
-	}
-	switch ks {
-	case "pgup":
-		m.transcript.PageUp()
-		return nil
-	case "pgdown":
-		m.transcript.PageDown()
-		return nil
-	case "home":
-		m.transcript.Home()
-		return nil
-	case "end":
-		m.transcript.End()
+	if m.scrollKey(ks) {
 		return nil
 	}
-
 	if m.dialog != nil {
-		// While an approval is open nothing else can be typed.
-		switch ks {
-		case "y", "Y", "enter":
-			m.resolve(true, "")
-		case "a", "A":
-			if m.dialog.CanApproveSession() {
-				m.resolve(true, protocol.ScopeSession)
-			} else {
-				m.flash = "This call can only be approved once: the tool proposed no rule for it."
-			}
-		case "n", "N", "esc":
-			m.resolve(false, "")
-		case "v", "V":
-			m.dialog.ToggleArgs()
-		default:
-			m.flash = "Answer the approval first: y approves, n denies."
-		}
+		m.dialogKey(ks)
 		return nil
 	}
 	if m.picker != nil {
-		switch ks {
-		case "up", "k":
-			m.picker.Move(-1)
-		case "down", "j":
-			m.picker.Move(1)
-		case "enter":
-			id := m.picker.Chosen()
-			if id == "" {
-				m.flash = "That session is the one open now; choose another or press Esc."
-				return nil
-			}
-			m.picker = nil
-			m.resumeSession(id)
-		case "esc", "q":
-			m.picker = nil
-		}
+		m.pickerKey(ks)
 		return nil
 	}
 	if m.help {
@@ -109,30 +49,118 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 	}
+	if cmd, ok := m.globalKey(ks); ok {
+		return cmd
+	}
+	if m.queue.Focused() {
+		return m.queueKey(ks)
+	}
+	return m.editorKey(k, ks)
+}
 
+// scrollKey scrolls the open arguments view of a dialog, which takes the
+// scrolling keys, or the transcript; it reports whether ks was one.
+func (m *Model) scrollKey(ks string) bool {
+	if m.dialog != nil && m.dialog.ShowArgs {
+		switch ks {
+		case "up", "k":
+			m.dialog.ScrollArgs(-1)
+			return true
+		case "down", "j":
+			m.dialog.ScrollArgs(1)
+			return true
+		case "pgup":
+			m.dialog.PageArgs(-1)
+			return true
+		case "pgdown":
+			m.dialog.PageArgs(1)
+			return true
+		}
+	}
+	switch ks {
+	case "pgup":
+		m.transcript.PageUp()
+	case "pgdown":
+		m.transcript.PageDown()
+	case "home":
+		m.transcript.Home()
+	case "end":
+		m.transcript.End()
+	default:
+		return false
+	}
+	return true
+}
+
+// dialogKey answers the open approval dialog: while it is open nothing
+// else can be typed.
+func (m *Model) dialogKey(ks string) {
+	switch ks {
+	case "y", "Y", "enter":
+		m.resolve(true, "")
+	case "a", "A":
+		if m.dialog.CanApproveSession() {
+			m.resolve(true, protocol.ScopeSession)
+		} else {
+			m.flash = "This call can only be approved once: the tool proposed no rule for it."
+		}
+	case "n", "N", "esc":
+		m.resolve(false, "")
+	case "v", "V":
+		m.dialog.ToggleArgs()
+	default:
+		m.flash = "Answer the approval first: y approves, n denies."
+	}
+}
+
+// pickerKey moves in the open session picker, resumes the chosen session
+// or closes the picker.
+func (m *Model) pickerKey(ks string) {
+	switch ks {
+	case "up", "k":
+		m.picker.Move(-1)
+	case "down", "j":
+		m.picker.Move(1)
+	case "enter":
+		id := m.picker.Chosen()
+		if id == "" {
+			m.flash = "That session is the one open now; choose another or press Esc."
+			return
+		}
+		m.picker = nil
+		m.resumeSession(id)
+	case "esc", "q":
+		m.picker = nil
+	}
+}
+
+// globalKey handles the keys that work wherever the focus is; it reports
+// whether ks was one.
+func (m *Model) globalKey(ks string) (tea.Cmd, bool) {
 	switch ks {
 	case "ctrl+r":
 		if m.problem != "" || m.warning != "" || m.phase == disconnected {
-			return m.restart()
+			return m.restart(), true
 		}
 		m.flash = "The server is running; Ctrl+R restarts it only after a problem."
-		return nil
 	case "ctrl+o":
 		if !m.transcript.ToggleLastCard() {
 			m.flash = "No tool output to expand yet."
 		}
-		return nil
 	case "tab":
 		if m.queue.Len() > 0 {
 			m.queue.Focus(!m.queue.Focused())
 		}
-		return nil
+	default:
+		return nil, false
 	}
+	return nil, true
+}
 
-	if m.queue.Focused() {
-		return m.queueKey(ks)
-	}
-
+// editorKey handles a key for the editor: Esc abandons an edit, cancels
+// the running turn or dismisses a problem; Enter submits; any other key
+// edits.
+func (m *Model) editorKey(k tea.KeyPressMsg, ks string) tea.Cmd {
 	switch ks {
 	case "esc":
 		switch {

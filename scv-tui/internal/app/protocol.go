@@ -141,7 +141,8 @@ func (m *Model) clearProblem() {
 	}
 }
 
-// event applies one server event.
+// event applies one server event: an event of the session or an answer
+// to a request, a queue event, or an event of a turn.
 func (m *Model) event(e protocol.Event) tea.Cmd {
 	if s, ok := e.(protocol.Sequenced); ok {
 		if s.Session() != m.sessionID || m.sessionID == "" {
@@ -152,12 +153,24 @@ func (m *Model) event(e protocol.Event) tea.Cmd {
 		}
 	}
 	var cmd tea.Cmd
+	if !m.sessionEvent(e) && !m.queueEvent(e) {
+		// A later server may send events this client does not know;
+		// turnEvent skips them (the wire layer reports undecodable ones).
+		cmd = m.turnEvent(e)
+	}
+	m.layout()
+	return cmd
+}
+
+// sessionEvent applies an event of the session or an answer to a
+// request; it reports whether e was one.
+func (m *Model) sessionEvent(e protocol.Event) bool {
 	switch e := e.(type) {
 	case *protocol.Initialized:
 		m.take(e.RequestID)
 		if e.ProtocolVersion != protocol.Version3 {
 			m.setProblem(fmt.Sprintf("The server answered with protocol version %d; this client speaks version 3. Update scv-server, then press Ctrl+R.", e.ProtocolVersion))
-			return nil
+			return true
 		}
 		m.startSession(m.resumeID, false)
 	case *protocol.SessionStarted:
@@ -174,6 +187,30 @@ func (m *Model) event(e protocol.Event) tea.Cmd {
 		m.showRules(e.Rules)
 	case *protocol.Error:
 		m.serverError(e)
+	case *protocol.SessionPaused:
+		m.take(e.RequestID)
+		m.queue.SetPaused(e.Paused)
+	case *protocol.SessionCleared:
+		m.take(e.RequestID)
+		m.transcript.Clear()
+		m.queue.Clear()
+		m.ctxUsed = 0
+		m.transcript.AddNotice(transcript.Info, "The conversation was cleared: the model starts afresh, and the queue and session rules were dropped.")
+	case *protocol.SessionTrimmed:
+		m.transcript.AddNotice(transcript.Info, fmt.Sprintf("The oldest turns left the model's history to keep it within its bound (%d messages dropped; %s kept). They are still shown here.", e.RemovedMessages, sizeWords(e.HistoryBytes)))
+	case *protocol.ContextCompacted:
+		m.ctxUsed = e.AfterTokens
+		m.transcript.AddNotice(transcript.Info, fmt.Sprintf("The context was compacted: about %d tokens became %d (%d older messages were summarized).", e.BeforeTokens, e.AfterTokens, e.RemovedMessages))
+	default:
+		return false
+	}
+	return true
+}
+
+// queueEvent applies an event of the prompt queue; it reports whether e
+// was one.
+func (m *Model) queueEvent(e protocol.Event) bool {
+	switch e := e.(type) {
 	case *protocol.QueueSnapshot:
 		m.queue.Snapshot(e.Entries)
 	case *protocol.QueueEnqueued:
@@ -191,19 +228,19 @@ func (m *Model) event(e protocol.Event) tea.Cmd {
 	case *protocol.QueueDequeued:
 		m.queue.Removed(e.Entry)
 		m.dequeued[e.RequestID] = e.Entry.Prompt
-	case *protocol.SessionPaused:
-		m.take(e.RequestID)
-		m.queue.SetPaused(e.Paused)
-	case *protocol.SessionCleared:
-		m.take(e.RequestID)
-		m.transcript.Clear()
-		m.queue.Clear()
-		m.ctxUsed = 0
-		m.transcript.AddNotice(transcript.Info, "The conversation was cleared: the model starts afresh, and the queue and session rules were dropped.")
-	case *protocol.SessionTrimmed:
-		m.transcript.AddNotice(transcript.Info, fmt.Sprintf("The oldest turns left the model's history to keep it within its bound (%d messages dropped; %s kept). They are still shown here.", e.RemovedMessages, sizeWords(e.HistoryBytes)))
+	default:
+		return false
+	}
+	return true
+}
+
+// turnEvent applies an event of a turn: its start and end, the
+// assistant's text, and its tool calls. It skips an event it does not
+// know.
+func (m *Model) turnEvent(e protocol.Event) tea.Cmd {
+	switch e := e.(type) {
 	case *protocol.TurnStarted:
-		cmd = m.turnStarted(e)
+		return m.turnStarted(e)
 	case *protocol.AssistantDelta:
 		if e.TurnID == m.turnID {
 			m.transcript.Delta(e.Content)
@@ -222,21 +259,12 @@ func (m *Model) event(e protocol.Event) tea.Cmd {
 			rule = e.Rule.Description
 		}
 		m.updateCard(e.TurnID, e.CallID, e.Name, func(c *toolcard.Card) { c.Start(rule) })
-		m.closeDialogFor(e.CallID)
-		if m.turnState == stateWaiting {
-			m.turnState = stateRunning
-		}
+		m.toolSettled(e.CallID)
 	case *protocol.ToolProgress:
 		m.updateCard(e.TurnID, e.CallID, e.Name, func(c *toolcard.Card) { c.AddProgress(e.Line) })
 	case *protocol.ToolCompleted:
 		m.updateCard(e.TurnID, e.CallID, e.Name, func(c *toolcard.Card) { c.Complete(e.Success, e.Output, e.Truncated) })
-		m.closeDialogFor(e.CallID)
-		if m.turnState == stateWaiting {
-			m.turnState = stateRunning
-		}
-	case *protocol.ContextCompacted:
-		m.ctxUsed = e.AfterTokens
-		m.transcript.AddNotice(transcript.Info, fmt.Sprintf("The context was compacted: about %d tokens became %d (%d older messages were summarized).", e.BeforeTokens, e.AfterTokens, e.RemovedMessages))
+		m.toolSettled(e.CallID)
 	case *protocol.TurnCompleted:
 		if e.Usage != nil {
 			// input_tokens sums every request of the turn; per request it
@@ -244,28 +272,36 @@ func (m *Model) event(e protocol.Event) tea.Cmd {
 			steps := int64(max(e.Steps, 1))
 			m.ctxUsed = e.Usage.InputTokens/steps + e.Usage.OutputTokens
 		}
-		if e.TurnID == m.turnID {
-			m.take(m.turnReq)
-			m.endTurn()
-		}
+		m.turnEnded(e.TurnID, transcript.Info, "")
 	case *protocol.TurnCancelled:
-		if e.TurnID == m.turnID {
-			m.take(m.turnReq)
-			m.endTurn()
-			m.transcript.AddNotice(transcript.Info, "The turn was cancelled.")
-		}
+		m.turnEnded(e.TurnID, transcript.Info, "The turn was cancelled.")
 	case *protocol.TurnFailed:
-		if e.TurnID == m.turnID {
-			m.take(m.turnReq)
-			m.endTurn()
-			m.transcript.AddNotice(transcript.Error, failureText(e.Code, e.Message))
-		}
-	default:
-		// A later server may send events this client does not know; they
-		// are skipped (the wire layer reports undecodable ones).
+		m.turnEnded(e.TurnID, transcript.Error, failureText(e.Code, e.Message))
 	}
-	m.layout()
-	return cmd
+	return nil
+}
+
+// toolSettled closes the approval dialog of call (it was answered, here or
+// elsewhere) and, when the turn was waiting for an answer, marks it
+// running again.
+func (m *Model) toolSettled(call string) {
+	m.closeDialogFor(call)
+	if m.turnState == stateWaiting {
+		m.turnState = stateRunning
+	}
+}
+
+// turnEnded ends the view's turn when turn is it, with a notice of level
+// unless notice is "".
+func (m *Model) turnEnded(turn string, level transcript.Level, notice string) {
+	if turn != m.turnID {
+		return
+	}
+	m.take(m.turnReq)
+	m.endTurn()
+	if notice != "" {
+		m.transcript.AddNotice(level, notice)
+	}
 }
 
 // checkSeq checks a session event's seq against the last one: a gap means
