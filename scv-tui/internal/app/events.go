@@ -1,0 +1,376 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/scv-cli/scv/shared/protocol"
+
+	"github.com/scv-cli/scv/scv-tui/internal/ui/approval"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/toolcard"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/transcript"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/wrap"
+)
+
+// event applies one server event: an event of the session or an answer
+// to a request, a queue event, or an event of a turn.
+func (m *Model) event(e protocol.Event) tea.Cmd {
+	if s, ok := e.(protocol.Sequenced); ok {
+		if s.Session() != m.sessionID || m.sessionID == "" {
+			return nil // an event of a session this view left
+		}
+		if !m.checkSeq(s.SeqNum()) {
+			return nil
+		}
+	}
+	var cmd tea.Cmd
+	if !m.sessionEvent(e) && !m.queueEvent(e) {
+		// A later server may send events this client does not know;
+		// turnEvent skips them (the wire layer reports undecodable ones).
+		cmd = m.turnEvent(e)
+	}
+	m.layout()
+	return cmd
+}
+
+// sessionEvent applies an event of the session or an answer to a
+// request; it reports whether e was one.
+func (m *Model) sessionEvent(e protocol.Event) bool {
+	switch e := e.(type) {
+	case *protocol.Initialized:
+		m.take(e.RequestID)
+		if e.ProtocolVersion != protocol.Version3 {
+			m.setProblem(fmt.Sprintf("The server answered with protocol version %d; this client speaks version 3. Update scv-server, then press Ctrl+R.", e.ProtocolVersion))
+			return true
+		}
+		m.startSession(m.resumeID, false)
+	case *protocol.SessionStarted:
+		m.sessionStarted(e)
+	case *protocol.SessionReplay:
+		if e.SessionID == m.sessionID {
+			m.replay(e.Items)
+		}
+	case *protocol.SessionListed:
+		m.take(e.RequestID)
+		m.openPicker(e.Sessions)
+	case *protocol.RulesListed:
+		m.take(e.RequestID)
+		m.showRules(e.Rules)
+	case *protocol.Error:
+		m.serverError(e)
+	case *protocol.SessionPaused:
+		m.take(e.RequestID)
+		m.queue.SetPaused(e.Paused)
+	case *protocol.SessionCleared:
+		m.take(e.RequestID)
+		m.transcript.Clear()
+		m.queue.Clear()
+		m.ctxUsed = 0
+		m.transcript.AddNotice(transcript.Info, "The conversation was cleared: the model starts afresh, and the queue and session rules were dropped.")
+	case *protocol.SessionTrimmed:
+		m.transcript.AddNotice(transcript.Info, fmt.Sprintf("The oldest turns left the model's history to keep it within its bound (%d messages dropped; %s kept). They are still shown here.", e.RemovedMessages, sizeWords(e.HistoryBytes)))
+	case *protocol.ContextCompacted:
+		m.ctxUsed = e.AfterTokens
+		m.transcript.AddNotice(transcript.Info, fmt.Sprintf("The context was compacted: about %d tokens became %d (%d older messages were summarized).", e.BeforeTokens, e.AfterTokens, e.RemovedMessages))
+	default:
+		return false
+	}
+	return true
+}
+
+// queueEvent applies an event of the prompt queue; it reports whether e
+// was one.
+func (m *Model) queueEvent(e protocol.Event) bool {
+	switch e := e.(type) {
+	case *protocol.QueueSnapshot:
+		m.queue.Snapshot(e.Entries)
+	case *protocol.QueueEnqueued:
+		m.take(e.RequestID)
+		m.queue.Enqueued(e.Entry)
+	case *protocol.QueueUpdated:
+		m.take(e.RequestID)
+		m.queue.Updated(e.Entry)
+	case *protocol.QueueMoved:
+		m.take(e.RequestID)
+		m.queue.Moved(e.Entry)
+	case *protocol.QueueRemoved:
+		m.take(e.RequestID)
+		m.queue.Removed(e.Entry)
+	case *protocol.QueueDequeued:
+		m.queue.Removed(e.Entry)
+		m.dequeued[e.RequestID] = e.Entry.Prompt
+	default:
+		return false
+	}
+	return true
+}
+
+// turnEvent applies an event of a turn: its start and end, the
+// assistant's text, and its tool calls. It skips an event it does not
+// know.
+func (m *Model) turnEvent(e protocol.Event) tea.Cmd {
+	switch e := e.(type) {
+	case *protocol.TurnStarted:
+		return m.turnStarted(e)
+	case *protocol.AssistantDelta:
+		if e.TurnID == m.turnID {
+			m.transcript.Delta(e.Content)
+		}
+	case *protocol.AssistantCompleted:
+		if e.TurnID == m.turnID {
+			m.transcript.Complete(e.Content)
+		}
+	case *protocol.ToolProposed:
+		m.transcript.AddCard(cardKey(e.TurnID, e.CallID), toolcard.New(e.CallID, e.Name, e.Arguments))
+	case *protocol.ApprovalRequested:
+		m.approvalRequested(e)
+	case *protocol.ToolStarted:
+		rule := ""
+		if e.Rule != nil {
+			rule = e.Rule.Description
+		}
+		m.updateCard(e.TurnID, e.CallID, e.Name, func(c *toolcard.Card) { c.Start(rule) })
+		m.toolSettled(e.CallID)
+	case *protocol.ToolProgress:
+		m.updateCard(e.TurnID, e.CallID, e.Name, func(c *toolcard.Card) { c.AddProgress(e.Line) })
+	case *protocol.ToolCompleted:
+		m.updateCard(e.TurnID, e.CallID, e.Name, func(c *toolcard.Card) { c.Complete(e.Success, e.Output, e.Truncated) })
+		m.toolSettled(e.CallID)
+	case *protocol.TurnCompleted:
+		if e.Usage != nil {
+			// input_tokens sums every request of the turn; per request it
+			// is the context then in use.
+			steps := int64(max(e.Steps, 1))
+			m.ctxUsed = e.Usage.InputTokens/steps + e.Usage.OutputTokens
+		}
+		m.turnEnded(e.TurnID, transcript.Info, "")
+	case *protocol.TurnCancelled:
+		m.turnEnded(e.TurnID, transcript.Info, "The turn was cancelled.")
+	case *protocol.TurnFailed:
+		m.turnEnded(e.TurnID, transcript.Error, failureText(e.Code, e.Message))
+	}
+	return nil
+}
+
+// toolSettled closes the approval dialog of call (it was answered, here or
+// elsewhere) and, when the turn was waiting for an answer, marks it
+// running again.
+func (m *Model) toolSettled(call string) {
+	m.closeDialogFor(call)
+	if m.turnState == stateWaiting {
+		m.turnState = stateRunning
+	}
+}
+
+// turnEnded ends the view's turn when turn is it, with a notice of level
+// unless notice is "".
+func (m *Model) turnEnded(turn string, level transcript.Level, notice string) {
+	if turn != m.turnID {
+		return
+	}
+	m.take(m.turnReq)
+	m.endTurn()
+	if notice != "" {
+		m.transcript.AddNotice(level, notice)
+	}
+}
+
+// checkSeq checks a session event's seq against the last one: a gap means
+// lost events, a repeat a duplicated one (which is dropped). It reports
+// whether to apply the event.
+func (m *Model) checkSeq(seq uint64) bool {
+	want := m.lastSeq + 1
+	switch {
+	case seq == want:
+		m.lastSeq = seq
+		return true
+	case seq < want:
+		m.warning = fmt.Sprintf("a duplicate event (seq %d) was ignored", seq)
+		m.setProblem(fmt.Sprintf("The server sent event %d twice (the last was %d); the copy was ignored. If the view looks wrong, press Ctrl+R to restart the server.", seq, m.lastSeq))
+		return false
+	default:
+		m.warning = fmt.Sprintf("events %d to %d were lost", want, seq-1)
+		m.setProblem(fmt.Sprintf("Events were lost: the server's sequence jumped from %d to %d, so part of the conversation may be missing here. Press Ctrl+R to restart the server and reload the session.", m.lastSeq, seq))
+		m.lastSeq = seq
+		return true
+	}
+}
+
+func (m *Model) sessionStarted(e *protocol.SessionStarted) {
+	r, _ := m.take(e.RequestID)
+	if r.kind != reqSessionStart {
+		return // not an answer to this client's session.start
+	}
+	m.sessionID = e.SessionID
+	m.resumeID = e.SessionID
+	m.model = e.Model
+	m.demo = e.Model == demoModel
+	m.cwd = e.Cwd
+	m.ctxMax = e.ContextMaxTokens
+	m.ctxUsed = 0
+	m.lastSeq = 0
+	m.phase = ready
+	m.queue.Clear()
+	m.queue.SetPaused(false)
+	m.transcript.SetBounds(e.MaxTranscriptBytes, int(min(e.MaxTranscriptItems, 1<<30)))
+	if m.opts.History != nil {
+		m.opts.History.SetBounds(e.MaxPromptHistoryBytes, int(min(e.MaxPromptHistoryItems, 1<<30)))
+		m.editor.SetHistory(m.opts.History.Entries())
+	}
+	if e.Resumed {
+		// The replay that follows is the server's transcript: it replaces
+		// the one shown, which may be partial after a server restart.
+		m.transcript.Clear()
+		m.transcript.AddNotice(transcript.Info, "Resumed session "+e.SessionID+".")
+		if e.Usage != nil {
+			m.ctxUsed = 0 // the totals are of every turn, not the context now
+		}
+	}
+	if m.demo {
+		m.transcript.AddNotice(transcript.Warn, demoBanner)
+	}
+}
+
+// demoBanner tells a user of the demo provider how to get a real one.
+const demoBanner = "This is the built-in demo provider: replies are scripted, not from a real model. " +
+	"To use a real model, run `scv config path` to find your config file and add a provider, for example:\n" +
+	"  [providers.openai]\n  api_key_env = \"OPENAI_API_KEY\"\n" +
+	"then set that variable and restart scv. docs/configuration.md lists every provider setting."
+
+func (m *Model) replay(items []protocol.ReplayItem) {
+	for i, it := range items {
+		switch it.Kind {
+		case "user":
+			m.transcript.AddUser(it.Text)
+		case "assistant":
+			m.transcript.AddReply(it.Text)
+		case "tool":
+			c := toolcard.New(it.CallID, it.Name, it.Arguments)
+			ok := it.Success != nil && *it.Success
+			c.Complete(ok, it.Text, false)
+			m.transcript.AddCard(fmt.Sprintf("replay/%s/%s/%d", it.TurnID, it.CallID, i), c)
+		default:
+			level := transcript.Info
+			if it.Interrupted {
+				level = transcript.Warn
+			}
+			m.transcript.AddNotice(level, it.Text)
+		}
+	}
+}
+
+// Turn states shown in the status bar.
+const (
+	stateRunning    = "running"
+	stateWaiting    = "waiting for approval"
+	stateCancelling = "cancelling"
+	stateCompacting = "compacting"
+)
+
+func (m *Model) turnStarted(e *protocol.TurnStarted) tea.Cmd {
+	if m.turnID != "" {
+		m.endTurn() // a terminal event was lost; start clean
+	}
+	m.turnID = e.TurnID
+	m.turnReq = e.RequestID
+	m.turnStart = m.now()
+	m.turnState = stateRunning
+	m.compacting = false
+	r := m.pending[e.RequestID]
+	switch {
+	case e.Origin != nil:
+		text := "The server started a turn by itself (" + wrap.OneLine(e.Origin.Kind) + ")"
+		if len(e.Origin.Jobs) > 0 {
+			text += " to report the jobs " + wrap.OneLine(strings.Join(e.Origin.Jobs, ", "))
+		}
+		m.transcript.AddNotice(transcript.Info, text+".")
+	case r.kind == reqCompact:
+		m.compacting = true
+		m.turnState = stateCompacting
+		m.transcript.AddNotice(transcript.Info, "Compacting the conversation…")
+	default:
+		prompt, ok := m.dequeued[e.RequestID]
+		if ok {
+			delete(m.dequeued, e.RequestID)
+		} else {
+			prompt = r.prompt
+		}
+		if prompt != "" {
+			m.transcript.AddUser(prompt)
+		}
+	}
+	return m.startTicking()
+}
+
+// endTurn forgets the running turn: its live reply stays as a preview, an
+// open approval closes.
+func (m *Model) endTurn() {
+	m.transcript.Interrupt()
+	m.dialog = nil
+	m.turnID = ""
+	m.turnReq = ""
+	m.turnState = ""
+	m.compacting = false
+}
+
+func cardKey(turnID, callID string) string { return turnID + "/" + callID }
+
+// updateCard applies f to a call's card, creating the card if its
+// tool.proposed never came (so no result is lost).
+func (m *Model) updateCard(turnID, callID, name string, f func(*toolcard.Card)) {
+	key := cardKey(turnID, callID)
+	if !m.transcript.UpdateCard(key, f) {
+		c := toolcard.New(callID, name, []byte("{}"))
+		f(c)
+		m.transcript.AddCard(key, c)
+	}
+}
+
+func (m *Model) approvalRequested(e *protocol.ApprovalRequested) {
+	key := cardKey(e.TurnID, e.CallID)
+	args := ""
+	if !m.transcript.UpdateCard(key, func(c *toolcard.Card) { c.State = toolcard.Waiting; args = c.Arguments }) {
+		c := toolcard.New(e.CallID, e.Name, []byte("{}"))
+		c.State = toolcard.Waiting
+		m.transcript.AddCard(key, c)
+	}
+	m.dialog = approval.New(*e, args)
+	if m.turnState == stateRunning {
+		m.turnState = stateWaiting
+	}
+	m.transcript.End() // the dialog's card is at the bottom
+}
+
+func (m *Model) closeDialogFor(callID string) {
+	if m.dialog != nil && m.dialog.Request.CallID == callID {
+		m.dialog = nil
+	}
+}
+
+// resolve answers the open approval.
+func (m *Model) resolve(approved bool, scope string) {
+	d := m.dialog
+	if d == nil {
+		return
+	}
+	m.dialog = nil
+	ok := m.send(&protocol.ApprovalResolve{
+		RequestID:  m.newID(),
+		SessionID:  m.sessionID,
+		ApprovalID: d.Request.ApprovalID,
+		Approved:   approved,
+		Scope:      scope,
+	}, request{kind: reqApproval, dialog: d})
+	if !ok {
+		m.dialog = d // still unanswered
+		return
+	}
+	if m.turnState == stateWaiting {
+		m.turnState = stateRunning
+	}
+	if !approved {
+		m.transcript.UpdateCard(cardKey(d.Request.TurnID, d.Request.CallID), func(c *toolcard.Card) { c.State = toolcard.Proposed })
+	}
+}
