@@ -49,6 +49,6 @@ var Table = []Layer{
 }
 
 // TestOnly are the packages only tests use: the scripted fake model
-// server and this table. Any test may import them; no program links
-// them, and no package of Table imports them.
-var TestOnly = []string{"fakeopenai", "layers"}
+// server, the test kit and this table. Any test may import them; no
+// program links them, and no package of Table imports them.
+var TestOnly = []string{"fakeopenai", "testkit/...", "layers"}
