@@ -12,9 +12,9 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs/jobstest"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/scv-server/internal/tools/toolstest"
-	"github.com/scv-cli/scv/shared/protocol"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -166,51 +166,6 @@ func fakes(names ...string) ([]delegate.Backend, map[string]*fake) {
 	return bs, m
 }
 
-// host is a fake Host: it keeps the build functions it is given.
-type host struct {
-	mu     sync.Mutex
-	builds []func() (protocol.Origin, string, bool)
-	kick   chan struct{}
-	err    error
-}
-
-func newHost() *host { return &host{kick: make(chan struct{}, 64)} }
-
-func (h *host) ScheduleServerTurn(build func() (protocol.Origin, string, bool)) error {
-	h.mu.Lock()
-	h.builds = append(h.builds, build)
-	h.mu.Unlock()
-	h.kick <- struct{}{}
-	return h.err
-}
-
-func (h *host) scheduled() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.builds)
-}
-
-// waitScheduled waits until n report turns have been asked for.
-func (h *host) waitScheduled(t *testing.T, n int) {
-	t.Helper()
-	deadline := time.After(hang)
-	for h.scheduled() < n {
-		select {
-		case <-h.kick:
-		case <-deadline:
-			t.Fatalf("%d report turns were asked for, want %d", h.scheduled(), n)
-		}
-	}
-}
-
-func (h *host) build(t *testing.T, i int) (protocol.Origin, string, bool) {
-	t.Helper()
-	h.mu.Lock()
-	b := h.builds[i]
-	h.mu.Unlock()
-	return b()
-}
-
 // clock is a settable test clock.
 type clock struct {
 	mu  sync.Mutex
@@ -237,7 +192,7 @@ type fixture struct {
 	set   *Set
 	env   tools.Env
 	fakes map[string]*fake
-	host  *host
+	host  *jobstest.Host
 	clock *clock
 }
 
@@ -246,7 +201,7 @@ func newFixture(t testing.TB, names []string, mod func(*Options)) *fixture {
 	t.Helper()
 	env := toolstest.Env(t, map[string]string{"proj/": "", "proj/sub/": "", "file.txt": "x"})
 	bs, fs := fakes(names...)
-	h, c := newHost(), newClock()
+	h, c := jobstest.New(), newClock()
 	opts := Options{
 		Backends: bs, Workspace: env.Workspace, SessionID: "s1", Depth: 0, MaxDepth: 2,
 		DefaultTimeout: time.Hour, MaxTimeout: 4 * time.Hour, MaxBackground: 4,

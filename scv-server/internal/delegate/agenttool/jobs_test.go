@@ -64,8 +64,8 @@ func TestBackgroundJob(t *testing.T) {
 		t.Fatalf("finished: %s", w.Output)
 	}
 	// The model saw it through agent_wait: any report is skipped.
-	fx.host.waitScheduled(t, 1)
-	if _, _, ok := fx.host.build(t, 0); ok {
+	fx.host.WaitScheduled(t, 1)
+	if _, _, ok := fx.host.Build(t, 0); ok {
 		t.Fatal("a report was built for a job the model already waited for")
 	}
 	// The conversation continues in the foreground.
@@ -127,7 +127,7 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("cancel: %s", res.Output)
 	}
 	// No report follows a cancel the model asked for.
-	if n := fx.host.scheduled(); n != 0 {
+	if n := fx.host.Scheduled(); n != 0 {
 		t.Fatalf("%d report turns after a cancel", n)
 	}
 	// A cancelled first turn reported its CLI session: the conversation
@@ -159,7 +159,7 @@ func TestCancelAgentThatDoesNotStop(t *testing.T) {
 	}
 	close(f.gate)
 	fx.call(NameWait, map[string]any{"job": "job-1"})
-	if n := fx.host.scheduled(); n != 0 {
+	if n := fx.host.Scheduled(); n != 0 {
 		t.Fatalf("%d report turns after a cancel", n)
 	}
 }
@@ -230,11 +230,11 @@ func TestReports(t *testing.T) {
 		fx.call(NameAgent, map[string]any{"agent": "codex", "prompt": prompt, "background": true})
 		fx.waitJob(fmt.Sprintf("job-%d", i))
 	}
-	fx.host.waitScheduled(t, 6) // one request per finished job
+	fx.host.WaitScheduled(t, 6) // one request per finished job
 	if n := fx.set.Outstanding(); n != 6 {
 		t.Fatalf("outstanding %d, want 6", n)
 	}
-	origin, prompt, ok := fx.host.build(t, 0)
+	origin, prompt, ok := fx.host.Build(t, 0)
 	if !ok || origin.Kind != "background" || len(origin.Jobs) != 4 {
 		t.Fatalf("first report: %v %+v", ok, origin)
 	}
@@ -258,12 +258,12 @@ func TestReports(t *testing.T) {
 	}
 	// The model reads job-6 through agent_status before the next report.
 	fx.call(NameStatus, map[string]any{"job": "job-6"})
-	origin, prompt, ok = fx.host.build(t, 1)
+	origin, prompt, ok = fx.host.Build(t, 1)
 	if !ok || !slices.Equal(origin.Jobs, []string{"job-5"}) || !strings.HasPrefix(prompt, "[SCV background report] A background agent job finished. ") {
 		t.Fatalf("second report: %v %+v %q", ok, origin, prompt)
 	}
 	for i := 2; i < 6; i++ {
-		if _, _, ok := fx.host.build(t, i); ok {
+		if _, _, ok := fx.host.Build(t, i); ok {
 			t.Fatalf("report %d built with nothing left to report", i)
 		}
 	}
@@ -278,9 +278,9 @@ func TestReportBoundsReplies(t *testing.T) {
 		return delegate.Result{Status: delegate.StatusCompleted, Reply: strings.Repeat("ü", 5000)}
 	}
 	fx.call(NameAgent, map[string]any{"prompt": "x", "background": true})
-	fx.host.waitScheduled(t, 1)
+	fx.host.WaitScheduled(t, 1)
 	fx.waitJob("job-1")
-	_, prompt, ok := fx.host.build(t, 0)
+	_, prompt, ok := fx.host.Build(t, 0)
 	if !ok || len(prompt) > 1500 || !strings.Contains(prompt, "[reply truncated; agent_status job-1 shows more]") {
 		t.Fatalf("report of %d bytes: %q", len(prompt), prompt)
 	}
@@ -288,9 +288,9 @@ func TestReportBoundsReplies(t *testing.T) {
 
 func TestReportHostError(t *testing.T) {
 	fx := newFixture(t, []string{"dsh"}, func(o *Options) { o.Prefer = []string{"dsh"} })
-	fx.host.err = errors.New("server-started turns need protocol version 3")
+	fx.host.Err = errors.New("server-started turns need protocol version 3")
 	fx.call(NameAgent, map[string]any{"prompt": "x", "background": true})
-	fx.host.waitScheduled(t, 1)
+	fx.host.WaitScheduled(t, 1)
 	fx.waitJob("job-1")
 	// The result stays available.
 	if v := view(t, fx.call(NameStatus, map[string]any{"job": "job-1"})); v.Status != delegate.StatusCompleted {
@@ -319,7 +319,7 @@ func TestCloseCancelsJobs(t *testing.T) {
 			t.Errorf("%s: %s", id, v.Status)
 		}
 	}
-	if n := fx.host.scheduled(); n != 0 {
+	if n := fx.host.Scheduled(); n != 0 {
 		t.Fatalf("%d reports of jobs the session's end cancelled", n)
 	}
 	if _, err := fx.prepare(NameAgent, map[string]any{"agent": "claude", "prompt": "x"}); err == nil {
@@ -383,14 +383,14 @@ func TestScheduleReportsAgain(t *testing.T) {
 		t.Fatal("asked with nothing to report")
 	}
 	fx.call(NameAgent, map[string]any{"prompt": "x", "background": true})
-	fx.host.waitScheduled(t, 1)
+	fx.host.WaitScheduled(t, 1)
 	fx.waitJob("job-1")
 	// The session dropped that turn (session.clear); asking again brings
 	// the report back.
 	if !fx.set.ScheduleReports() {
 		t.Fatal("did not ask again")
 	}
-	if origin, _, ok := fx.host.build(t, 1); !ok || !slices.Equal(origin.Jobs, []string{"job-1"}) {
+	if origin, _, ok := fx.host.Build(t, 1); !ok || !slices.Equal(origin.Jobs, []string{"job-1"}) {
 		t.Fatalf("report %v %+v", ok, origin)
 	}
 	if fx.set.ScheduleReports() {

@@ -77,13 +77,16 @@ func encode(v any) string {
 	return string(b)
 }
 
-// settled names j when it is settled: the model saw its result, so no
+// seeJob describes j to the model, fitted to the call's output limit, and
+// names it settled once it has finished: the model saw its result, so no
 // report turn will name it.
-func settled(j *jobs.Job, done bool) []string {
-	if !done {
-		return nil
+func (s *Set) seeJob(env tools.Env, j *jobs.Job) (v jobs.View, out string, cut bool, settled []string) {
+	v, done := s.jobs.See(j)
+	out, cut = fitView(&v, s.outputLimit(env))
+	if done {
+		settled = []string{j.ID()}
 	}
-	return []string{j.ID()}
+	return v, out, cut, settled
 }
 
 // waitTool is agent_wait.
@@ -116,9 +119,8 @@ func (t *waitTool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, err
 			if err := j.Await(ctx, wait); err != nil {
 				return tools.Result{}, err
 			}
-			v, done := s.jobs.See(j)
-			out, cut := fitView(&v, s.outputLimit(env))
-			return tools.Result{Success: v.Status == delegate.StatusRunning || v.Status == delegate.StatusCompleted, Output: out, Truncated: cut, Settled: settled(j, done)}, nil
+			v, out, cut, settled := s.seeJob(env, j)
+			return tools.Result{Success: v.Status == delegate.StatusRunning || v.Status == delegate.StatusCompleted, Output: out, Truncated: cut, Settled: settled}, nil
 		},
 	}, nil
 }
@@ -145,9 +147,8 @@ func (t *statusTool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, e
 		return nil, err
 	}
 	return &tools.Plan{Risk: protocol.RiskReadOnly, Summary: "Describe background job " + j.ID(), Run: func(context.Context) (tools.Result, error) {
-		v, done := s.jobs.See(j)
-		out, cut := fitView(&v, s.outputLimit(env))
-		return tools.Result{Success: true, Output: out, Truncated: cut, Settled: settled(j, done)}, nil
+		_, out, cut, settled := s.seeJob(env, j)
+		return tools.Result{Success: true, Output: out, Truncated: cut, Settled: settled}, nil
 	}}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs/jobstest"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/transport/oneshot"
 	"github.com/scv-cli/scv/scv-server/internal/tools/toolstest"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
@@ -60,7 +61,7 @@ func newRealSetOf(t *testing.T, names []string, stream string, extra ...string) 
 		bs = append(bs, b)
 	}
 	env := toolstest.Env(t, map[string]string{"proj/": ""})
-	s := New(Options{Backends: bs, Prefer: names[len(names)-1:], Workspace: env.Workspace, SessionID: "s1", MaxDepth: 2, MaxBackground: 2, Host: newHost()})
+	s := New(Options{Backends: bs, Prefer: names[len(names)-1:], Workspace: env.Workspace, SessionID: "s1", MaxDepth: 2, MaxBackground: 2, Host: jobstest.New()})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), hang)
 		defer cancel()

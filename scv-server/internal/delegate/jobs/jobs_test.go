@@ -6,60 +6,19 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
-	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs/jobstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // hang bounds every wait; it only guards against a hang.
 const hang = 30 * time.Second
-
-// host is a fake Host that keeps the build functions it is given.
-type host struct {
-	mu     sync.Mutex
-	builds []func() (protocol.Origin, string, bool)
-	err    error
-}
-
-func (h *host) ScheduleServerTurn(build func() (protocol.Origin, string, bool)) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.builds = append(h.builds, build)
-	return h.err
-}
-
-func (h *host) scheduled() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.builds)
-}
-
-// waitScheduled waits until n report turns have been asked for: a job
-// asks after it has finished.
-func (h *host) waitScheduled(t *testing.T, n int) {
-	t.Helper()
-	deadline := time.Now().Add(hang)
-	for h.scheduled() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d report requests, want %d", h.scheduled(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func (h *host) build(i int) (protocol.Origin, string, bool) {
-	h.mu.Lock()
-	b := h.builds[i]
-	h.mu.Unlock()
-	return b()
-}
 
 // report names the jobs of a report turn, as the prompt.
 func report(views []View) string {
@@ -146,7 +105,7 @@ func TestLimit(t *testing.T) {
 
 func TestSee(t *testing.T) {
 	t.Parallel()
-	h := &host{}
+	h := jobstest.New()
 	m := newManager(t, 4, h)
 	release := make(chan struct{})
 	j, _ := m.Start("codex", "codex-1", blocked(release))
@@ -175,8 +134,8 @@ func TestSee(t *testing.T) {
 	if n := m.Outstanding(); n != 0 {
 		t.Fatalf("outstanding %d", n)
 	}
-	h.waitScheduled(t, 1)
-	if _, _, ok := h.build(0); ok {
+	h.WaitScheduled(t, 1)
+	if _, _, ok := h.Build(t, 0); ok {
 		t.Fatal("a report names a job the model saw")
 	}
 }
@@ -219,17 +178,17 @@ func TestSeeAllOrder(t *testing.T) {
 
 func TestReports(t *testing.T) {
 	t.Parallel()
-	h := &host{}
+	h := jobstest.New()
 	m := newManager(t, 6, h)
 	for range 6 {
 		j, _ := m.Start("codex", "", finished(delegate.StatusCompleted))
 		wait(t, j)
 	}
-	h.waitScheduled(t, 6) // one request per finished job
+	h.WaitScheduled(t, 6) // one request per finished job
 	if n := m.Outstanding(); n != 6 {
 		t.Fatalf("outstanding %d", n)
 	}
-	origin, prompt, ok := h.build(0)
+	origin, prompt, ok := h.Build(t, 0)
 	if !ok || origin.Kind != "background" || !slices.Equal(origin.Jobs, []string{"job-1", "job-2", "job-3", "job-4"}) ||
 		prompt != "job-1:completed job-2:completed job-3:completed job-4:completed" {
 		t.Fatalf("first report %v %+v %q", ok, origin, prompt)
@@ -237,11 +196,11 @@ func TestReports(t *testing.T) {
 	// The model sees job-6 before the next report.
 	j6, _ := m.Lookup("job-6")
 	m.See(j6)
-	if origin, _, ok := h.build(1); !ok || !slices.Equal(origin.Jobs, []string{"job-5"}) {
+	if origin, _, ok := h.Build(t, 1); !ok || !slices.Equal(origin.Jobs, []string{"job-5"}) {
 		t.Fatalf("second report %v %+v", ok, origin)
 	}
 	for i := 2; i < 6; i++ {
-		if _, _, ok := h.build(i); ok {
+		if _, _, ok := h.Build(t, i); ok {
 			t.Fatalf("report %d built with nothing left", i)
 		}
 	}
@@ -252,16 +211,16 @@ func TestReports(t *testing.T) {
 
 func TestScheduleReportsAgain(t *testing.T) {
 	t.Parallel()
-	h := &host{}
+	h := jobstest.New()
 	m := newManager(t, 4, h)
 	j, _ := m.Start("codex", "", finished(delegate.StatusCompleted))
 	wait(t, j)
-	h.waitScheduled(t, 1)
+	h.WaitScheduled(t, 1)
 	// The session dropped the first request (session.clear): ask again.
 	if !m.ScheduleReports() {
 		t.Fatal("did not ask again")
 	}
-	h.err = errors.New("closed")
+	h.Err = errors.New("closed")
 	if m.ScheduleReports() {
 		t.Fatal("a refused request counts as asked")
 	}
@@ -269,7 +228,7 @@ func TestScheduleReportsAgain(t *testing.T) {
 
 func TestCancel(t *testing.T) {
 	t.Parallel()
-	h := &host{}
+	h := jobstest.New()
 	m := newManager(t, 4, h)
 	release := make(chan struct{})
 	j, _ := m.Start("codex", "", blocked(release))
@@ -277,7 +236,7 @@ func TestCancel(t *testing.T) {
 	if err != nil || v.Status != delegate.StatusCancelled || v.Note != "" || v.Result == nil {
 		t.Fatalf("Cancel: %+v %v", v, err)
 	}
-	if h.scheduled() != 0 || m.Outstanding() != 0 {
+	if h.Scheduled() != 0 || m.Outstanding() != 0 {
 		t.Fatal("a job the model cancelled is reported")
 	}
 	// An agent that ends otherwise as it is cancelled says so.
@@ -309,7 +268,7 @@ func TestCancel(t *testing.T) {
 
 func TestCloseCancelsAndDoesNotReport(t *testing.T) {
 	t.Parallel()
-	h := &host{}
+	h := jobstest.New()
 	m := New(Options{Max: 4, Host: h, Report: report})
 	release := make(chan struct{})
 	defer close(release)
@@ -325,7 +284,7 @@ func TestCloseCancelsAndDoesNotReport(t *testing.T) {
 	if v, _ := m.See(j); v.Status != delegate.StatusCancelled {
 		t.Fatalf("job %+v", v)
 	}
-	if h.scheduled() != 0 {
+	if h.Scheduled() != 0 {
 		t.Fatal("a job Close cancelled is reported")
 	}
 	if _, err := m.Start("codex", "", blocked(release)); err == nil || !strings.Contains(err.Error(), "closing") {
