@@ -44,7 +44,7 @@ func TestEstimatorAgainstATokenizer(t *testing.T) {
 	files, _ := filepath.Glob("../../../../shared/testdata/web-pages/*.html")
 	more, _ := filepath.Glob("../../../docs/*.md")
 	files = append(files, more...)
-	files = append(files, "../agent/loop.go", "tokens.go")
+	files = append(files, "../loop/loop.go", "tokens.go")
 	if len(files) < 10 {
 		// The spec pack's pages sit beside the checkout; the repository's
 		// own docs and code are always here.
