@@ -56,8 +56,19 @@ func startEnv(t *testing.T, home string, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--stdio"}, args...)...)
 	cmd.Env = append([]string{"SCV_HOME=" + home, "PATH=" + os.Getenv("PATH")}, env...)
+	return startCmd(t, cmd, nil)
+}
+
+// startCmd starts cmd (an scv-server --stdio) with pipes for stdin and
+// stdout; adjust, when not nil, changes the command first (for example
+// its stderr, which is captured otherwise).
+func startCmd(t *testing.T, cmd *exec.Cmd, adjust func(*exec.Cmd)) *proc {
+	t.Helper()
 	p := &proc{t: t, cmd: cmd}
 	cmd.Stderr = &p.stderr
+	if adjust != nil {
+		adjust(cmd)
+	}
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)

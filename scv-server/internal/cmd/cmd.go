@@ -15,10 +15,12 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
+	"github.com/scv-cli/scv/scv-server/internal/logwriter"
 	"github.com/scv-cli/scv/scv-server/internal/server"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol/schema"
@@ -43,16 +45,35 @@ type IO struct {
 }
 
 // Main runs the command with os.Args and returns the exit code.
+//
+// Before anything can write to stdout or stderr, SIGPIPE is asked for on a
+// channel: a write to a closed pipe on fd 1 or 2 then fails with EPIPE
+// instead of killing the process (os/signal), so neither a client that
+// closed stdout nor a stderr whose reader is gone can kill the server.
+// Notify, unlike Ignore, leaves children with the default SIGPIPE. The log
+// goes through a logwriter, so a stderr nobody reads never blocks it.
 func Main() int {
-	return Run(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Env: paths.OSEnv()})
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	errOut := logwriter.New(os.Stderr, 0)
+	code := Run(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, ErrOut: errOut, Env: paths.OSEnv()})
+	errOut.Close(logFlushTimeout)
+	return code
 }
+
+// logFlushTimeout bounds the wait at exit for the log to reach stderr.
+const logFlushTimeout = 2 * time.Second
+
+// shutdownSignals end the server the way the end of input does: running
+// turns are cancelled, their processes reaped and their ends written,
+// then the process exits 1. SIGHUP is the terminal closing.
+var shutdownSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 // usageError marks a command-line mistake.
 type usageError struct{ error }
 
 // Run runs the command with args and returns the exit code.
 func Run(args []string, stdio IO) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
 	defer stop()
 	root := NewCmdRoot(stdio)
 	root.SetArgs(args)
