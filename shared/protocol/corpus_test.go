@@ -15,6 +15,7 @@ func seedCorpora(t testing.TB) map[string]map[string]string {
 	str := func(s string) string { return "string(" + strconv.Quote(s) + ")\n" }
 	raw := func(s string) string { return "[]byte(" + strconv.Quote(s) + ")\n" }
 	u16 := func(n uint16) string { return "uint16(" + strconv.Itoa(int(n)) + ")\n" }
+	u8 := func(n uint8) string { return "uint8(" + strconv.Itoa(int(n)) + ")\n" }
 
 	decode := map[string]string{
 		"not-json":           raw(`{"type":`),
@@ -52,6 +53,13 @@ func seedCorpora(t testing.TB) map[string]map[string]string {
 			"small-buffer":    raw("1234567890123456\n12345678901234567\r\n") + u16(14) + raw("\x0f\x10\x11"),
 		},
 		"FuzzDecodeClientMessage": decode,
+		"FuzzStrictMembers": {
+			"duplicate":         raw(`{"type":"turn.start","request_id":"3","session_id":"s","prompt":"a","prompt":"b"}`) + u8(1),
+			"escaped-duplicate": raw(`{"a":{"b":1,"\u0062":2}}`) + u8(0),
+			"wrong-case":        raw(`{"type":"initialize","request_id":"1","protocol_version":3,"client":{"Name":"x"}}`) + u8(0),
+			"unicode-folding":   raw(`{"type":"session.clear","request_id":"1","ſession_id":"s"}`) + u8(0),
+			"strings":           raw(`{"s":"a\"b\\","t":"\"","u":[1,2.5e3,true,null,"x",{"k":[]}]}`) + u8(3),
+		},
 	}
 }
 

@@ -31,8 +31,10 @@ type probe struct {
 
 // DecodeClientMessage decodes one client frame. Unknown fields are ignored.
 // It returns a *DecodeError for a frame that is not JSON, not an object,
-// lacks a string type or request_id, names an unknown type, or has a field
-// of the wrong JSON type.
+// lacks a string type or request_id, names an unknown type, has a field
+// of the wrong JSON type, or breaks the strict member rules (strict.go): a
+// member given twice in one object, or a documented member spelled with
+// other letter case.
 //
 // Every field without omitempty in the message's Go type is required (the
 // JSON Schema says the same); a missing or null one is refused, naming it.
@@ -46,6 +48,16 @@ func DecodeClientMessage(frame []byte) (ClientMessage, error) {
 		return nil, err
 	}
 	m := NewClientMessage(kind)
+	var t reflect.Type
+	if m != nil {
+		t = reflect.TypeOf(m).Elem()
+	}
+	if me := checkMembers(frame, t); me != nil {
+		if me.touchesRequestID() {
+			reqID = "" // which of its values would the answer carry?
+		}
+		return nil, &DecodeError{Code: ErrInvalidRequest, RequestID: reqID, Message: me.message(kind)}
+	}
 	if m == nil {
 		return nil, &DecodeError{Code: ErrInvalidRequest, RequestID: reqID,
 			Message: fmt.Sprintf("unknown message type %q", kind)}

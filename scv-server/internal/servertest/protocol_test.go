@@ -107,7 +107,7 @@ func TestFrameAtLimitIsRead(t *testing.T) {
 	s := st.Start(t, st.Options{})
 	c := s.Client
 	c.Init(1)
-	prefix := `{"type":"session.start","request_id":"1","cwd":` + st.JSON(t.TempDir()) + `,"pad":"`
+	prefix := `{"type":"session.start","request_id":"s1","cwd":` + st.JSON(t.TempDir()) + `,"pad":"`
 	line := prefix + strings.Repeat("x", protocol.MaxClientFrameBytes-len(prefix)-2) + `"}`
 	if len(line) != protocol.MaxClientFrameBytes {
 		t.Fatalf("line is %d bytes", len(line))
@@ -129,21 +129,21 @@ func TestSessionStartCwd(t *testing.T) {
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
 	}
-	c.Send(&protocol.SessionStart{RequestID: "1", Cwd: file})
+	c.Send(&protocol.SessionStart{RequestID: "cwd1", Cwd: file})
 	if e := c.ExpectError(protocol.ErrInvalidRequest); !strings.Contains(e.Message, "not a directory") {
 		t.Fatalf("file cwd: %+v", e)
 	}
-	c.Send(&protocol.SessionStart{RequestID: "2", Cwd: filepath.Join(dir, "missing")})
+	c.Send(&protocol.SessionStart{RequestID: "cwd2", Cwd: filepath.Join(dir, "missing")})
 	if e := c.ExpectError(protocol.ErrInvalidRequest); !strings.Contains(e.Message, "does not exist") {
 		t.Fatalf("missing cwd: %+v", e)
 	}
-	c.Send(&protocol.SessionStart{RequestID: "3", Cwd: link + "/./"})
+	c.Send(&protocol.SessionStart{RequestID: "cwd3", Cwd: link + "/./"})
 	started := st.Expect[*protocol.SessionStarted](c)
 	real, _ := filepath.EvalSymlinks(dir)
 	if started.Cwd != real {
 		t.Fatalf("cwd = %q, want canonical %q", started.Cwd, real)
 	}
-	if started.RequestID != "3" || started.SessionID == "" || started.Model != "scv-demo" ||
+	if started.RequestID != "cwd3" || started.SessionID == "" || started.Model != "scv-demo" ||
 		started.MaxServerFrameBytes != protocol.MaxServerFrameBytes || started.MaxTranscriptBytes != 8<<20 ||
 		started.MaxTranscriptItems != 10000 || started.MaxPromptHistoryBytes != 1<<20 || started.MaxPromptHistoryItems != 200 ||
 		started.ContextMaxTokens <= 0 {
@@ -158,4 +158,61 @@ func TestEOFShutsDownCleanly(t *testing.T) {
 	if err := s.Done(); err != nil {
 		t.Fatalf("Serve after EOF = %v, want nil", err)
 	}
+}
+
+// TestStrictFrames: on the real dispatch path, a frame with a member given
+// twice or a documented member in other letter case is refused as
+// invalid_request and changes nothing; so is a request_id the connection
+// already used, answered without that id. The connection goes on.
+func TestStrictFrames(t *testing.T) {
+	t.Parallel()
+	s := st.Start(t, st.Options{})
+	c := s.Client
+	c.Init(3)
+	sid := c.StartSession(t.TempDir(), 3).SessionID
+	for _, tc := range []struct{ frame, reqID, want string }{
+		{`{"type":"turn.start","request_id":"d1","session_id":"` + sid + `","prompt":"a","prompt":"b"}`, "d1", `the member "prompt" appears twice`},
+		{`{"type":"turn.start","request_id":"d2","request_id":"d3","session_id":"` + sid + `","prompt":"a"}`, "", `the member "request_id" appears twice`},
+		{`{"type":"turn.start","request_id":"d4","session_id":"` + sid + `","Prompt":"a"}`, "d4", `member names are case-sensitive; send "prompt"`},
+		{`{"type":"session.clear","request_id":"d5","session_id":"` + sid + `","x":{"y":1,"y":2}}`, "d5", `the member "x.y" appears twice`},
+	} {
+		c.SendRaw(tc.frame)
+		e := c.ExpectError(protocol.ErrInvalidRequest)
+		if e.RequestID != tc.reqID || !strings.Contains(e.Message, tc.want) {
+			t.Fatalf("%s: error = %+v, want request_id %q and %q", tc.frame, e, tc.reqID, tc.want)
+		}
+	}
+	// None of them started a turn: the first real turn gets seq 2.
+	c.Send(&protocol.TurnStart{RequestID: "t1", SessionID: sid, Prompt: "hello"})
+	ts := st.Expect[*protocol.TurnStarted](c)
+	if ts.Seq != 2 {
+		t.Fatalf("turn.started = %+v, want seq 2", ts)
+	}
+	c.Send(&protocol.TurnCancel{RequestID: "c1", SessionID: sid, TurnID: ts.TurnID})
+	st.Until[*protocol.TurnCancelled](c)
+
+	// A message the handler refused used its request_id too; one refused
+	// before it could be read as a message (d1 above) did not.
+	c.Send(&protocol.TurnStart{RequestID: "e1", SessionID: sid, Prompt: ""})
+	c.ExpectError(protocol.ErrInvalidRequest)
+	c.Send(&protocol.SessionRules{RequestID: "d1", SessionID: sid})
+	st.Expect[*protocol.RulesListed](c)
+
+	// A repeated request_id, of a finished turn or of any other message,
+	// is refused without echoing it, whatever the message.
+	for _, m := range []protocol.ClientMessage{
+		&protocol.TurnStart{RequestID: "t1", SessionID: sid, Prompt: "again"},
+		&protocol.SessionRules{RequestID: "t1", SessionID: sid},
+		&protocol.TurnStart{RequestID: "e1", SessionID: sid, Prompt: "now with a prompt"},
+		&protocol.SessionRules{RequestID: "d1", SessionID: sid},
+	} {
+		c.Send(m)
+		e := c.ExpectError(protocol.ErrInvalidRequest)
+		if e.RequestID != "" || !strings.Contains(e.Message, "was already used on this connection") {
+			t.Fatalf("%s: error = %+v", m.Kind(), e)
+		}
+	}
+	// A fresh id works.
+	c.Send(&protocol.SessionRules{RequestID: "r1", SessionID: sid})
+	st.Expect[*protocol.RulesListed](c)
 }

@@ -262,9 +262,9 @@ func TestApprovalFlow(t *testing.T) {
 			}
 		}
 		// A resolved id cannot be resolved again.
-		c.Send(&protocol.ApprovalResolve{RequestID: "b", SessionID: sid, ApprovalID: req.ApprovalID, Approved: true})
+		c.Send(&protocol.ApprovalResolve{RequestID: "b2", SessionID: sid, ApprovalID: req.ApprovalID, Approved: true})
 		c.ExpectError(protocol.ErrApprovalNotFound)
-		c.Send(&protocol.ApprovalResolve{RequestID: "b", SessionID: sid, ApprovalID: "00000000-0000-0000-0000-000000000000", Approved: true})
+		c.Send(&protocol.ApprovalResolve{RequestID: "b3", SessionID: sid, ApprovalID: "00000000-0000-0000-0000-000000000000", Approved: true})
 		c.ExpectError(protocol.ErrApprovalNotFound)
 	}
 }

@@ -107,6 +107,7 @@ type conn struct {
 
 	version int
 	client  protocol.ClientInfo
+	ids     *requestIDs // used by the dispatch goroutine only
 
 	mu       sync.Mutex
 	attached map[string]func() // guarded by mu; session id → unsubscribe
@@ -129,6 +130,7 @@ func Serve(ctx context.Context, mgr *session.Manager, t Transport, opts Options)
 		opts: opts, log: opts.Logger, mgr: mgr, ctx: connCtx,
 		q:        framequeue.New(QueueFrames, QueueBytes(opts.MaxServerFrameBytes)),
 		attached: map[string]func(){},
+		ids:      newRequestIDs(),
 	}
 
 	writerDone := make(chan error, 1)

@@ -20,6 +20,12 @@ func (c *conn) handle(frame []byte) error {
 		}
 		return c.sendError("", protocol.ErrInvalidRequest, err.Error(), nil)
 	}
+	if !c.ids.use(msg.Request()) {
+		// Answered without the request_id: the answer must not be taken
+		// for one to the earlier request that used it.
+		return c.sendError("", protocol.ErrInvalidRequest,
+			fmt.Sprintf("%s: request_id %q was already used on this connection; send a new request_id with every message", msg.Kind(), msg.Request()), nil)
+	}
 	if c.version == 0 {
 		init, ok := msg.(*protocol.Initialize)
 		if !ok {
