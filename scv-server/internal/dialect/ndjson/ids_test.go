@@ -20,7 +20,7 @@ func TestRequestIDsRefuseRepeats(t *testing.T) {
 			t.Fatalf("%.10q accepted twice", id)
 		}
 	}
-	if r.use(long[:len(long)-1]+"y") == false {
+	if !r.use(long[:len(long)-1] + "y") {
 		t.Fatal("an id differing in its last byte was refused")
 	}
 }
