@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"unicode/utf8"
@@ -371,10 +372,26 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	go func() {
 		defer m.turns.Done()
 		defer cancel()
-		out := work(turnCtx, cfg, history, &turnSink{s: s, t: t})
+		out := s.runRecovering(t, func() loop.Outcome { return work(turnCtx, cfg, history, &turnSink{s: s, t: t}) })
 		s.finish(t, out)
 	}()
 	return nil
+}
+
+// runRecovering runs a turn's work; a panic in it (a bug, in a tool say)
+// fails the turn with internal_error instead of ending the server with
+// every session in it. The turn's messages are then dropped, so the
+// history stays valid; the panic and its stack go to the log.
+func (s *Session) runRecovering(t *turn, work func() loop.Outcome) (out loop.Outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.mgr.log.Error("A turn panicked; it fails with internal_error and the server goes on",
+				"session", s.id, "turn", t.id, "panic", r, "stack", string(debug.Stack()))
+			out = loop.Outcome{Err: &loop.Failure{Code: protocol.FailInternal,
+				Message: fmt.Sprintf("internal error: the server failed unexpectedly during this turn (%v); the turn's messages were dropped, and the server log has the details", r)}}
+		}
+	}()
+	return work()
 }
 
 // finish records a turn's outcome, emits its terminal event and starts the

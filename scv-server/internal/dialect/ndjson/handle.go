@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -38,8 +39,22 @@ func (c *conn) handle(frame []byte) error {
 		return c.sendError(msg.Request(), protocol.ErrInvalidRequest,
 			fmt.Sprintf("unknown message type %q for protocol version %d (it needs version %d or later)", msg.Kind(), c.version, since), nil)
 	}
-	err = c.dispatch(msg)
+	err = c.dispatchRecovering(msg)
 	return c.answer(msg.Request(), err)
+}
+
+// dispatchRecovering dispatches msg; a handler that panics (a bug) fails
+// the request with internal_error instead of ending the server and every
+// session in it. The panic and its stack go to the log.
+func (c *conn) dispatchRecovering(msg protocol.ClientMessage) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("A request handler panicked; the request gets internal_error and the server goes on",
+				"type", msg.Kind(), "request_id", msg.Request(), "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("the server failed unexpectedly while handling %s (%v); it goes on, and its log has the details", msg.Kind(), r)
+		}
+	}()
+	return c.dispatch(msg)
 }
 
 // answer turns a request's error into an error event, or ends the
