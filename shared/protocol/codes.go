@@ -15,7 +15,11 @@ const (
 	ErrApprovalNotFound ErrorCode = "approval_not_found"
 	ErrQueueNotFound    ErrorCode = "queue_not_found"
 	ErrQueueConflict    ErrorCode = "queue_conflict"
-	ErrInternal         ErrorCode = "internal_error"
+	// ErrQueueFull refuses a prompt that would take a session's queue past
+	// MaxQueueEntries or MaxQueueBytes (new in this server version; only
+	// v2 and v3 connections queue).
+	ErrQueueFull ErrorCode = "queue_full"
+	ErrInternal  ErrorCode = "internal_error"
 )
 
 // FailureCode is a stable code carried by a "turn.failed" event.
@@ -48,7 +52,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	ErrInvalidJSON, ErrNotInitialized, ErrVersionMismatch, ErrInvalidRequest,
 	ErrSessionNotFound, ErrTurnActive, ErrTurnNotFound, ErrApprovalNotFound,
-	ErrQueueNotFound, ErrQueueConflict, ErrInternal,
+	ErrQueueNotFound, ErrQueueConflict, ErrQueueFull, ErrInternal,
 }
 
 // FailureCodes lists every stable turn.failed code.

@@ -66,6 +66,14 @@ const (
 	MaxServerFrameBytes = 8 << 20 // 8 MiB
 	MaxPromptBytes      = 256 << 10
 
+	// MaxQueueEntries and MaxQueueBytes bound a session's prompt queue:
+	// its entries, and the UTF-8 bytes of their prompts together. Past
+	// them a prompt is refused with queue_full. The byte bound keeps a
+	// queue.snapshot of a full queue within a server frame even when every
+	// byte needs a six-byte JSON escape.
+	MaxQueueEntries = 64
+	MaxQueueBytes   = 1 << 20 // 1 MiB
+
 	DefaultMaxTranscriptBytes    = 8 << 20
 	DefaultMaxTranscriptItems    = 10000
 	DefaultMaxPromptHistoryBytes = 1 << 20

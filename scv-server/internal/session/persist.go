@@ -124,9 +124,23 @@ func (m *Manager) persist(s *Session, resume string) error {
 	s.history = stored.History
 	s.usage = stored.Usage
 	s.rules = stored.Rules
-	for i, q := range stored.Queue {
+	kept, bytes := 0, 0
+	for _, q := range stored.Queue {
+		// Earlier servers had no bound: what a bounded queue cannot hold
+		// is dropped (and the log says so) rather than make the session
+		// unusable; a queue.snapshot must fit in a frame.
+		if kept == protocol.MaxQueueEntries || bytes+len(q.Prompt) > protocol.MaxQueueBytes {
+			m.log.Warn("A restored queued prompt is dropped: the queue is over its bounds", "session", resume,
+				"queue_id", q.QueueID, "max_entries", protocol.MaxQueueEntries, "max_bytes", protocol.MaxQueueBytes)
+			if err := log.QueueRemoved(q.QueueID); err != nil && !errors.Is(err, sessionstore.ErrStopped) {
+				m.log.Warn("Could not record a dropped queued prompt", "session", resume, "err", err)
+			}
+			continue
+		}
 		s.queue = append(s.queue, &queued{requestID: q.Request, entry: protocol.QueueEntry{
-			QueueID: q.QueueID, Revision: q.Revision, Prompt: q.Prompt, Submitter: q.Submitter, Position: i}})
+			QueueID: q.QueueID, Revision: q.Revision, Prompt: q.Prompt, Submitter: q.Submitter, Position: kept}})
+		kept++
+		bytes += len(q.Prompt)
 	}
 	if len(s.queue) > 0 {
 		// Not run on their own: the user may not want them any more.

@@ -46,28 +46,33 @@ func (s *Session) UpdateQueued(ctx context.Context, requestID, queueID string, r
 	if err := CheckPrompt(prompt); err != nil {
 		return err
 	}
-	return s.queueOp(ctx, func() (protocol.Sequenced, error) {
+	return s.queueOp(ctx, func() (protocol.Sequenced, logWrite, error) {
 		i, err := s.findLocked(queueID, revision)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		q := s.queue[i]
+		if err := s.roomLocked(0, len(prompt)-len(q.entry.Prompt)); err != nil {
+			return nil, nil, err
+		}
 		q.entry.Prompt = prompt
 		q.entry.Revision++
-		return &protocol.QueueUpdated{SessionHeader: s.header(requestID), Entry: q.entry}, nil
+		e := q.entry
+		return &protocol.QueueUpdated{SessionHeader: s.header(requestID), Entry: e},
+			func(l *sessionstore.Log) error { return l.QueueUpdated(e.QueueID, e.Revision, e.Prompt) }, nil
 	})
 }
 
 // MoveQueued moves a queued prompt before beforeID, or to the end when
 // beforeID is empty.
 func (s *Session) MoveQueued(ctx context.Context, requestID, queueID string, revision int64, beforeID string) error {
-	return s.queueOp(ctx, func() (protocol.Sequenced, error) {
+	return s.queueOp(ctx, func() (protocol.Sequenced, logWrite, error) {
 		i, err := s.findLocked(queueID, revision)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if beforeID == queueID {
-			return nil, errorf(protocol.ErrInvalidRequest, "before_queue_id names the entry being moved; name another entry, or omit it to move to the end")
+			return nil, nil, errorf(protocol.ErrInvalidRequest, "before_queue_id names the entry being moved; name another entry, or omit it to move to the end")
 		}
 		q := s.queue[i]
 		rest := append(append([]*queued(nil), s.queue[:i]...), s.queue[i+1:]...)
@@ -81,27 +86,30 @@ func (s *Session) MoveQueued(ctx context.Context, requestID, queueID string, rev
 				}
 			}
 			if at < 0 {
-				return nil, errorf(protocol.ErrQueueNotFound, "before_queue_id %q is not queued", beforeID)
+				return nil, nil, errorf(protocol.ErrQueueNotFound, "before_queue_id %q is not queued", beforeID)
 			}
 		}
 		s.queue = append(rest[:at:at], append([]*queued{q}, rest[at:]...)...)
 		q.entry.Revision++
 		s.renumberLocked()
-		return &protocol.QueueMoved{SessionHeader: s.header(requestID), Entry: q.entry}, nil
+		e := q.entry
+		return &protocol.QueueMoved{SessionHeader: s.header(requestID), Entry: e},
+			func(l *sessionstore.Log) error { return l.QueueMoved(e.QueueID, e.Revision, beforeID) }, nil
 	})
 }
 
 // RemoveQueued removes a queued prompt.
 func (s *Session) RemoveQueued(ctx context.Context, requestID, queueID string, revision int64) error {
-	return s.queueOp(ctx, func() (protocol.Sequenced, error) {
+	return s.queueOp(ctx, func() (protocol.Sequenced, logWrite, error) {
 		i, err := s.findLocked(queueID, revision)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		q := s.queue[i]
 		s.queue = append(s.queue[:i:i], s.queue[i+1:]...)
 		s.renumberLocked()
-		return &protocol.QueueRemoved{SessionHeader: s.header(requestID), Entry: q.entry}, nil
+		return &protocol.QueueRemoved{SessionHeader: s.header(requestID), Entry: q.entry},
+			func(l *sessionstore.Log) error { return l.QueueRemoved(queueID) }, nil
 	})
 }
 
@@ -136,35 +144,63 @@ func (s *Session) header(requestID string) protocol.SessionHeader {
 	return protocol.SessionHeader{RequestID: requestID, SessionID: s.id}
 }
 
-// queueOp runs op under both locks and emits its event.
-func (s *Session) queueOp(ctx context.Context, op func() (protocol.Sequenced, error)) error {
+// logWrite is one write of the session's log.
+type logWrite func(*sessionstore.Log) error
+
+// queueOp runs op under both locks, records the change it returns and
+// emits its event.
+func (s *Session) queueOp(ctx context.Context, op func() (protocol.Sequenced, logWrite, error)) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.unlock()
 	s.mu.Lock()
-	ev, err := op()
+	ev, write, err := op()
 	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	s.recordQueue()
+	s.recordQueue(write)
 	return s.emitLocked(ctx, ev)
 }
 
-// recordQueue records the whole queue in the session's log, so that a
-// resumed session gets its queued prompts back. The emit lock must be
-// held, s.mu not.
-func (s *Session) recordQueue() {
+// recordQueue records one change of the queue in the session's log, so
+// that a resumed session gets its queued prompts back. The emit lock must
+// be held (it orders the records as the changes), s.mu not.
+func (s *Session) recordQueue(write logWrite) {
 	if s.rec == nil {
 		return
 	}
-	s.mu.Lock()
-	q := make([]sessionstore.Queued, len(s.queue))
-	for i, e := range s.queue {
-		q[i] = sessionstore.Queued{QueueID: e.entry.QueueID, Revision: e.entry.Revision, Prompt: e.entry.Prompt,
-			Submitter: e.entry.Submitter, Request: e.requestID}
+	s.record("the queue", write)
+}
+
+// queueBytesLocked returns the bytes of the queued prompts. s.mu must be
+// held.
+func (s *Session) queueBytesLocked() int {
+	n := 0
+	for _, q := range s.queue {
+		n += len(q.entry.Prompt)
 	}
-	s.mu.Unlock()
-	s.record("the queue", func(l *sessionstore.Log) error { return l.QueueChanged(q) })
+	return n
+}
+
+// roomLocked refuses with queue_full a change that adds entries to the
+// queue and grows its prompts by bytes past MaxQueueEntries or
+// MaxQueueBytes. s.mu must be held.
+func (s *Session) roomLocked(entries, bytes int) error {
+	if entries > 0 && len(s.queue)+entries > protocol.MaxQueueEntries {
+		return errorf(protocol.ErrQueueFull, "the queue of this session is full: it holds %d prompts, its limit; wait for a queued prompt to run, or remove one with queue.remove",
+			len(s.queue))
+	}
+	if total := s.queueBytesLocked() + bytes; bytes > 0 && total > protocol.MaxQueueBytes {
+		return errorf(protocol.ErrQueueFull, "the queued prompts would come to %d bytes, over the queue's limit of %d bytes; wait for a queued prompt to run, remove one with queue.remove, or shorten this prompt",
+			total, protocol.MaxQueueBytes)
+	}
+	return nil
+}
+
+// queuedRecord is the log's form of q.
+func queuedRecord(q *queued) sessionstore.Queued {
+	return sessionstore.Queued{QueueID: q.entry.QueueID, Revision: q.entry.Revision, Prompt: q.entry.Prompt,
+		Submitter: q.entry.Submitter, Request: q.requestID}
 }

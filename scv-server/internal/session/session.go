@@ -16,6 +16,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/loop"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
+	"github.com/scv-cli/scv/scv-server/internal/sessionstore"
 	"github.com/scv-cli/scv/scv-server/internal/tokens"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -248,13 +249,18 @@ func (s *Session) StartTurn(ctx context.Context, requestID, prompt, submitter st
 			s.mu.Unlock()
 			return errorf(protocol.ErrTurnActive, "a turn is already running in this session; wait for it to end or cancel it with turn.cancel")
 		}
+		if err := s.roomLocked(1, len(prompt)); err != nil {
+			s.mu.Unlock()
+			return err
+		}
 		q := &queued{requestID: requestID, entry: protocol.QueueEntry{
 			QueueID: uuid.NewString(), Revision: 1, Prompt: prompt, Submitter: submitter, Position: len(s.queue),
 		}}
 		s.queue = append(s.queue, q)
 		entry := q.entry
 		s.mu.Unlock()
-		s.recordQueue()
+		rec := queuedRecord(q)
+		s.recordQueue(func(l *sessionstore.Log) error { return l.QueueAdded(rec) })
 		return s.emitLocked(ctx, &protocol.QueueEnqueued{
 			SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id}, Entry: entry})
 	}
@@ -497,7 +503,7 @@ func (s *Session) dequeueLocked(ctx context.Context) {
 	entry := q.entry
 	entry.Position = 0
 	s.mu.Unlock()
-	s.recordQueue()
+	s.recordQueue(func(l *sessionstore.Log) error { return l.QueueRemoved(entry.QueueID) })
 	if err := s.emitLocked(ctx, &protocol.QueueDequeued{
 		SessionHeader: protocol.SessionHeader{RequestID: q.requestID, SessionID: s.id}, Entry: entry}); err != nil {
 		return

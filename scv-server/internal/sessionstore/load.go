@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -226,6 +227,11 @@ func (r *replayer) apply(rec *record) error {
 		r.interruptOpen()
 	case recQueue:
 		r.queue = rec.Queue
+	case recQueueAdd, recQueueUpdate, recQueueMove, recQueueRemove:
+		if rec.Q == nil || rec.Q.QueueID == "" {
+			return fmt.Errorf("a %s record without a queue entry", rec.T)
+		}
+		r.queueChange(rec)
 	case recRule:
 		if rec.Rule == nil || rec.Rule.Key == "" {
 			return errors.New("a rule record without a rule key")
@@ -235,6 +241,44 @@ func (r *replayer) apply(rec *record) error {
 		// A record type of a later format: skipped.
 	}
 	return nil
+}
+
+// queueChange applies one queue record. A change to an entry the queue
+// does not hold (which the server never writes) is ignored: the queue is
+// what the log's records leave, and the history does not depend on it.
+func (r *replayer) queueChange(rec *record) {
+	at := slices.IndexFunc(r.queue, func(q Queued) bool { return q.QueueID == rec.Q.QueueID })
+	switch rec.T {
+	case recQueueAdd:
+		if at < 0 {
+			r.queue = append(r.queue, *rec.Q)
+		}
+		return
+	case recQueueRemove:
+		if at >= 0 {
+			r.queue = slices.Delete(r.queue, at, at+1)
+		}
+		return
+	}
+	if at < 0 {
+		return
+	}
+	q := &r.queue[at]
+	q.Revision = rec.Q.Revision
+	switch rec.T {
+	case recQueueUpdate:
+		q.Prompt = rec.Q.Prompt
+	case recQueueMove:
+		moved := *q
+		r.queue = slices.Delete(r.queue, at, at+1)
+		to := len(r.queue)
+		if rec.Before != "" {
+			if i := slices.IndexFunc(r.queue, func(q Queued) bool { return q.QueueID == rec.Before }); i >= 0 {
+				to = i
+			}
+		}
+		r.queue = slices.Insert(r.queue, to, moved)
+	}
 }
 
 // grant adds rule, replacing a rule with the same key.

@@ -25,7 +25,14 @@ const (
 	recCompact = "compact" // part of the history is replaced: from, removed, messages, at
 	recResume  = "resume"  // a server resumed the session: model, at
 	recRule    = "rule"    // a session approval rule was granted: rule, at
-	recQueue   = "queue"   // the prompt queue changed: queue (the whole queue, in order), at
+	// recQueue is the record of earlier servers, which wrote the whole
+	// queue at every change (quadratic in the queue's size); it is still
+	// read. Queue changes are now written as one record each, below.
+	recQueue       = "queue"   // the prompt queue changed: queue (the whole queue, in order), at
+	recQueueAdd    = "qadd"    // a prompt joined the end of the queue: q (the whole entry), at
+	recQueueUpdate = "qupdate" // a queued prompt was replaced: q (queue_id, revision, prompt), at
+	recQueueMove   = "qmove"   // a queued prompt moved: q (queue_id, revision), before (the entry it now precedes; none: the end), at
+	recQueueRemove = "qremove" // a prompt left the queue, removed or taken to run: q (queue_id), at
 )
 
 // Outcomes of a turn, in its end record.
@@ -73,15 +80,22 @@ type record struct {
 	// Rule is a granted session approval rule.
 	Rule *protocol.Rule `json:"rule,omitempty"`
 	// Queue is the whole prompt queue after a change, in order (a queue
-	// record without it: the queue is empty).
+	// record without it: the queue is empty). Only earlier servers write
+	// it.
 	Queue []Queued `json:"queue,omitempty"`
+	// Q is the queue entry a qadd, qupdate, qmove or qremove record is
+	// about: whole for qadd, the fields that changed otherwise.
+	Q *Queued `json:"q,omitempty"`
+	// Before is the queue_id a qmove record's entry now precedes; empty:
+	// it moved to the end.
+	Before string `json:"before,omitempty"`
 }
 
 // Queued is one queued prompt as the log keeps it.
 type Queued struct {
 	QueueID   string `json:"queue_id"`
-	Revision  int64  `json:"revision"`
-	Prompt    string `json:"prompt"`
+	Revision  int64  `json:"revision,omitempty"`
+	Prompt    string `json:"prompt,omitempty"`
 	Submitter string `json:"submitter,omitempty"`
 	// Request is the request_id of the turn.start that queued it; its turn
 	// starts with that request_id.
@@ -268,11 +282,32 @@ func (l *Log) TurnEnded(turnID string, e End) error {
 		Steps: e.Steps, Usage: e.Usage, At: stamp(now())})
 }
 
-// QueueChanged records the whole prompt queue after a change (empty: the
-// queue was emptied), without an fsync of its own: the next turn boundary
-// makes it durable. A resumed session gets the last queue recorded.
-func (l *Log) QueueChanged(q []Queued) error {
-	return l.append(false, &record{T: recQueue, At: stamp(now()), Queue: q})
+// Queue changes are recorded one record each, so the log grows with what
+// changed, not with the size of the queue, and without an fsync of their
+// own: the next turn boundary makes them durable. A resumed session gets
+// the queue they leave (a clear empties it).
+
+// QueueAdded records a prompt that joined the end of the queue.
+func (l *Log) QueueAdded(q Queued) error {
+	return l.append(false, &record{T: recQueueAdd, At: stamp(now()), Q: &q})
+}
+
+// QueueUpdated records that the queued prompt id was replaced by prompt,
+// at its new revision.
+func (l *Log) QueueUpdated(id string, revision int64, prompt string) error {
+	return l.append(false, &record{T: recQueueUpdate, At: stamp(now()), Q: &Queued{QueueID: id, Revision: revision, Prompt: prompt}})
+}
+
+// QueueMoved records that the queued prompt id, at its new revision, now
+// precedes the entry before ("": it is last).
+func (l *Log) QueueMoved(id string, revision int64, before string) error {
+	return l.append(false, &record{T: recQueueMove, At: stamp(now()), Q: &Queued{QueueID: id, Revision: revision}, Before: before})
+}
+
+// QueueRemoved records that the prompt id left the queue: removed, or
+// taken to run.
+func (l *Log) QueueRemoved(id string) error {
+	return l.append(false, &record{T: recQueueRemove, At: stamp(now()), Q: &Queued{QueueID: id}})
 }
 
 // RuleGranted records a session approval rule the user granted, and

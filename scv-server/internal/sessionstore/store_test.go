@@ -542,34 +542,109 @@ func TestQueueRecords(t *testing.T) {
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	a := sessionstore.Queued{QueueID: "q-a", Revision: 1, Prompt: "a", Submitter: "scv-tui", Request: "r1"}
-	b := sessionstore.Queued{QueueID: "q-b", Revision: 2, Prompt: "b", Request: "r2"}
+	b := sessionstore.Queued{QueueID: "q-b", Revision: 1, Prompt: "b", Request: "r2"}
+	c := sessionstore.Queued{QueueID: "q-c", Revision: 1, Prompt: "c", Request: "r3"}
 	// A log without a turn is not kept (nothing to resume), and prompts
 	// are queued only behind a turn.
 	turn(t, l, "t1", "p", completed(1, 1), assistant("x"))
-	must(t, l.QueueChanged([]sessionstore.Queued{a}))
-	must(t, l.QueueChanged([]sessionstore.Queued{a, b}))
-	must(t, l.QueueChanged([]sessionstore.Queued{b})) // a started
+	must(t, l.QueueAdded(a))
+	must(t, l.QueueAdded(b))
+	must(t, l.QueueAdded(c))
+	must(t, l.QueueUpdated("q-b", 2, "b2"))
+	must(t, l.QueueMoved("q-c", 2, "q-a")) // c a b
+	must(t, l.QueueMoved("q-a", 2, ""))    // c b a
+	must(t, l.QueueRemoved("q-c"))         // c started
+	must(t, l.QueueUpdated("q-gone", 5, "ignored"))
 	must(t, l.Close())
 	s, err := st.Load(id(l))
 	must(t, err)
-	if !reflect.DeepEqual(s.Queue, []sessionstore.Queued{b}) {
-		t.Fatalf("queue = %+v, want the last one recorded", s.Queue)
+	b.Revision, b.Prompt = 2, "b2"
+	a.Revision = 2
+	if !reflect.DeepEqual(s.Queue, []sessionstore.Queued{b, a}) {
+		t.Fatalf("queue = %+v, want b then a", s.Queue)
 	}
 
 	l2 := create(t, st, ws)
 	turn(t, l2, "t1", "p", completed(1, 1), assistant("x"))
-	must(t, l2.QueueChanged([]sessionstore.Queued{a}))
+	must(t, l2.QueueAdded(a))
 	must(t, l2.Cleared())
 	must(t, l2.Close())
 	if s, err := st.Load(id(l2)); err != nil || len(s.Queue) != 0 {
 		t.Fatalf("queue after a clear = %+v, %v", s.Queue, err)
 	}
-	l3 := create(t, st, ws)
-	turn(t, l3, "t1", "p", completed(1, 1), assistant("x"))
-	must(t, l3.QueueChanged([]sessionstore.Queued{a}))
-	must(t, l3.QueueChanged(nil))
-	must(t, l3.Close())
-	if s, err := st.Load(id(l3)); err != nil || len(s.Queue) != 0 {
-		t.Fatalf("queue after it was emptied = %+v, %v", s.Queue, err)
+}
+
+// TestQueueRecordsOfEarlierServers: logs of earlier servers recorded the
+// whole queue at every change; they still load, and changes recorded the
+// new way after them apply to the queue they left.
+func TestQueueRecordsOfEarlierServers(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	turn(t, l, "t1", "p", completed(1, 1), assistant("x"))
+	must(t, l.Close())
+	appendLines(t, st.LogPath(id(l)),
+		`{"t":"queue","at":"2026-11-30T10:00:00Z","queue":[{"queue_id":"q-a","revision":1,"prompt":"a","request":"r1"}]}`,
+		`{"t":"queue","at":"2026-11-30T10:00:01Z","queue":[{"queue_id":"q-a","revision":1,"prompt":"a","request":"r1"},{"queue_id":"q-b","revision":1,"prompt":"b","submitter":"tui","request":"r2"}]}`,
+	)
+	s, err := st.Load(id(l))
+	must(t, err)
+	want := []sessionstore.Queued{{QueueID: "q-a", Revision: 1, Prompt: "a", Request: "r1"}, {QueueID: "q-b", Revision: 1, Prompt: "b", Submitter: "tui", Request: "r2"}}
+	if !reflect.DeepEqual(s.Queue, want) {
+		t.Fatalf("queue = %+v", s.Queue)
+	}
+	l2, _, err := st.Open(id(l))
+	must(t, err)
+	must(t, l2.Resume("m"))
+	must(t, l2.QueueRemoved("q-a"))
+	must(t, l2.Close())
+	if s, err = st.Load(id(l)); err != nil || !reflect.DeepEqual(s.Queue, want[1:]) {
+		t.Fatalf("queue = %+v, %v", s.Queue, err)
+	}
+	appendLines(t, st.LogPath(id(l)), `{"t":"qmove","at":"2026-11-30T10:00:02Z"}`)
+	if _, err := st.Load(id(l)); err == nil || !strings.Contains(err.Error(), "a qmove record without a queue entry") {
+		t.Fatalf("a queue record without its entry: %v", err)
+	}
+}
+
+// TestQueueLogGrowsLinearly: twenty prompts of the largest size queued,
+// moved and removed make a log of about their size once, not of the
+// queue's size at every change (earlier servers wrote 95 MB for this).
+func TestQueueLogGrowsLinearly(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	turn(t, l, "t1", "p", completed(1, 1), assistant("x"))
+	prompt := strings.Repeat("p", protocol.MaxPromptBytes)
+	const n = 20
+	for i := range n {
+		must(t, l.QueueAdded(sessionstore.Queued{QueueID: fmt.Sprint("q", i), Revision: 1, Prompt: prompt}))
+	}
+	for i := range n {
+		must(t, l.QueueMoved(fmt.Sprint("q", i), 2, "q0"))
+	}
+	for i := range n {
+		must(t, l.QueueRemoved(fmt.Sprint("q", i)))
+	}
+	must(t, l.Close())
+	fi, err := os.Stat(st.LogPath(id(l)))
+	must(t, err)
+	if limit := int64(n*protocol.MaxPromptBytes + 64<<10); fi.Size() > limit {
+		t.Fatalf("the log is %d bytes, more than the prompts once (%d)", fi.Size(), limit)
+	}
+	s, err := st.Load(id(l))
+	must(t, err)
+	if len(s.Queue) != 0 {
+		t.Fatalf("queue = %d entries", len(s.Queue))
+	}
+}
+
+func appendLines(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	defer f.Close()
+	for _, line := range lines {
+		if _, err := f.WriteString(line + "\n"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
