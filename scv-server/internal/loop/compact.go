@@ -24,7 +24,11 @@ const (
 const SummaryPrefix = "[Summary of the earlier conversation: SCV compacted the messages it replaces to fit the model's context]"
 
 // summarizerInstructions is the system prompt of a compaction request.
-const summarizerInstructions = `You summarize the earlier part of a conversation between a user and SCV, a coding agent working in the user's workspace, so that the conversation can go on in a smaller context. Write a concise summary in plain text that keeps: the user's goals, constraints and preferences; decisions made and why; the files, commands and tools involved and what came of them (including errors); and what was left open or planned next. Keep exact names, paths, identifiers and numbers. Do not invent anything, and do not address the user. At most about 500 words.`
+const summarizerInstructions = `You summarize the earlier part of a conversation between a user and SCV, a coding agent working in the user's workspace, so that the conversation can go on in a smaller context. Write a concise summary in plain text that keeps: the user's goals, constraints and preferences; decisions made and why; the files, commands and tools involved and what came of them (including errors); and what was left open or planned next. Keep exact names, paths, identifiers and numbers. When the request starts with a summary of an even earlier part, your summary replaces it: carry forward everything it holds that still matters, so that nothing from before is forgotten. Do not invent anything, and do not address the user. At most about 500 words.`
+
+// earlierSummaryHeader introduces, in a compaction request, the summary an
+// earlier compaction left.
+const earlierSummaryHeader = "Summary of the conversation before the transcript below (carry forward what still matters):"
 
 // maxRenderedResult bounds each tool result in the transcript a compaction
 // summarizes; the model rarely needs more to remember what happened.
@@ -67,7 +71,7 @@ func worthCompacting(old []provider.Message) bool {
 	if len(old) == 0 {
 		return false
 	}
-	if len(old) == 1 && strings.HasPrefix(old[0].Content, SummaryPrefix) {
+	if len(old) == 1 && isSummary(old[0]) {
 		return false
 	}
 	return true
@@ -85,7 +89,7 @@ func (l *loop) compact(ctx context.Context, history []provider.Message, keep int
 	req := provider.Request{
 		Model:    l.cfg.Model,
 		System:   summarizerInstructions,
-		Messages: []provider.Message{{Role: provider.RoleUser, Content: render(old, budget)}},
+		Messages: []provider.Message{{Role: provider.RoleUser, Content: renderForSummary(old, budget)}},
 	}
 	resp, err := l.cfg.Provider.Stream(ctx, req, provider.HandlerFunc(func(string) error { return nil }))
 	if err != nil {
@@ -100,6 +104,35 @@ func (l *loop) compact(ctx context.Context, history []provider.Message, keep int
 	out = append(out, provider.Message{Role: provider.RoleUser, Content: SummaryPrefix + "\n\n" + summary})
 	out = append(out, recent...)
 	return &compaction{history: out, removed: len(old)}, nil
+}
+
+// isSummary reports whether m is the message an earlier compaction left.
+func isSummary(m provider.Message) bool {
+	return m.Role == provider.RoleUser && strings.HasPrefix(m.Content, SummaryPrefix)
+}
+
+// renderForSummary writes the request of a compaction of old within about
+// budget tokens. An earlier summary at the start of old (what the last
+// compaction left) is not a transcript line to drop when the transcript is
+// too long: it comes first, whole unless it alone takes more than half the
+// budget, and the transcript after it gets the rest, losing its oldest
+// lines first. So each summary carries the earlier ones forward, and a
+// session that compacts again and again does not forget its beginning.
+func renderForSummary(old []provider.Message, budget int64) string {
+	if len(old) == 0 || !isSummary(old[0]) {
+		return render(old, budget)
+	}
+	earlier := strings.TrimSpace(strings.TrimPrefix(old[0].Content, SummaryPrefix))
+	if budget > 0 {
+		whole := earlier
+		for n := len(whole); tokens.Estimate(earlier) > budget/2 && n > 0; {
+			n = n * 3 / 4
+			earlier = clip(whole, n)
+		}
+		budget -= tokens.Estimate(earlier) + tokens.Estimate(earlierSummaryHeader)
+		budget = max(budget, 1)
+	}
+	return earlierSummaryHeader + "\n\n" + earlier + "\n\n" + render(old[1:], budget)
 }
 
 // render writes messages as a plain transcript of at most budget tokens,

@@ -1,6 +1,7 @@
 package servertest_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -189,5 +190,68 @@ func TestTrimAndHistoryLimit(t *testing.T) {
 	}
 	if !sawPrompt {
 		t.Fatal("the failed turn's prompt was dropped too")
+	}
+}
+
+// TestCompactionCarriesEarlierSummaries: three compactions in a row. Each
+// compacts more history than half the window, so the transcript it
+// summarizes is cut; the earlier summary must still reach the model whole,
+// so that what the first summary held survives the second and the third.
+func TestCompactionCarriesEarlierSummaries(t *testing.T) {
+	t.Parallel()
+	// A 3,000-token window: compaction starts past 2,400 and a compaction
+	// request holds at most 1,500 tokens of transcript. Every reply, an
+	// answer or a summary, is about 430 tokens; the script has replies to
+	// spare, so a turn that compacts (two requests) takes its answer from
+	// the next turn's.
+	f, s := small(t, 3000, st.Options{})
+	sid := toolFree(t, s)
+	c := s.Client
+	replyText := func(i int) string { return fmt.Sprintf("R%d-", i) }
+	const spare = 4
+	for i := range spare {
+		f.Enqueue(reply(replyText(i), 1500))
+	}
+	var compactions []int // request indices
+	for turn := 1; len(compactions) < 3; turn++ {
+		if turn > 40 {
+			t.Fatalf("only %d compactions after 40 turns", len(compactions))
+		}
+		f.Enqueue(reply(replyText(turn+spare-1), 1500))
+		n := len(f.Requests())
+		c.Turn(sid, fmt.Sprint("turn ", turn))
+		evs, _ := st.Until[*protocol.TurnCompleted](c)
+		if strings.Contains(st.Kinds(evs), "context.compacted") {
+			compactions = append(compactions, n)
+		}
+	}
+	reqs := f.Requests()
+	for i, at := range compactions {
+		req := reqs[at]
+		if !strings.Contains(req.Messages[0].Content, "You summarize the earlier part") {
+			t.Fatalf("request %d is not a summary request: %.80q", at, req.Messages[0].Content)
+		}
+		prompt := req.Messages[len(req.Messages)-1].Content
+		if !strings.Contains(prompt, "earlier entries omitted") {
+			t.Fatalf("compaction %d fit its transcript whole; the test needs a longer one:\n%.300s", i+1, prompt)
+		}
+		if i == 0 {
+			continue
+		}
+		// The reply to the previous compaction request was its summary.
+		earlier := replyText(compactions[i-1])
+		if !strings.HasPrefix(prompt, "Summary of the conversation before the transcript below") ||
+			!strings.Contains(prompt, "\n\n"+earlier) {
+			t.Fatalf("compaction %d does not carry summary %d (%s) forward:\n%.400s", i+1, i, earlier, prompt)
+		}
+	}
+	// The conversation goes on from the third summary.
+	f.Enqueue(reply("last", 10))
+	c.Turn(sid, "last turn")
+	st.Until[*protocol.TurnCompleted](c)
+	reqs = f.Requests()
+	third := replyText(compactions[2])
+	if m := reqs[len(reqs)-1].Messages; !strings.HasPrefix(m[1].Content, loop.SummaryPrefix) || !strings.Contains(m[1].Content, third) {
+		t.Fatalf("the turn after three compactions starts with %.120q, want summary %s", m[1].Content, third)
 	}
 }
