@@ -126,6 +126,23 @@ func (q *Queue) signal() {
 	}
 }
 
+// Room reports whether a frame of n bytes would be queued now without
+// waiting: true when it fits, and when the queue is closed (Push fails at
+// once). It is a hint: another producer may take the room first.
+func (q *Queue) Room(n int) bool {
+	select {
+	case <-q.done:
+		return true
+	default:
+	}
+	if len(q.frames) >= cap(q.frames) {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.bytes+int64(n) <= q.maxBytes
+}
+
 // Pop returns the next frame, waiting until one is queued, ctx ends, or the
 // queue is closed and drained. ok is false in the last two cases.
 func (q *Queue) Pop(ctx context.Context) (frame []byte, ok bool) {

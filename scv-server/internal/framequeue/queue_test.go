@@ -563,3 +563,26 @@ func TestCancelledWaiterPassesTheWakeUpOn(t *testing.T) {
 	}
 	<-quitter
 }
+
+func TestRoom(t *testing.T) {
+	t.Parallel()
+	q := New(2, 10)
+	if !q.Room(10) || q.Room(11) {
+		t.Fatal("an empty queue: room for its byte bound, not for more")
+	}
+	mustPush(t, q, "12345")
+	if !q.Room(5) || q.Room(6) {
+		t.Fatal("five bytes queued: room for five more, not six")
+	}
+	mustPush(t, q, "1")
+	if q.Room(1) {
+		t.Fatal("two frames queued: no room for a third, however small")
+	}
+	if _, ok := q.TryPop(); !ok || !q.Room(4) {
+		t.Fatal("no room after a pop")
+	}
+	q.Close()
+	if !q.Room(100) {
+		t.Fatal("a closed queue does not make a pusher wait")
+	}
+}

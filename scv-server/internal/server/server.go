@@ -44,9 +44,10 @@ type Options struct {
 	// (tests only; zero keeps the protocol's transcript bounds).
 	MaxHistoryBytes int64
 	MaxHistoryItems int
-	// Grace and SendTimeout override the protocol's 3 s (tests only).
-	Grace       time.Duration
-	SendTimeout time.Duration
+	// Grace overrides the protocol's 3 s and StallLimit the slow-client
+	// limit (ndjson.DefaultStallLimit); tests only.
+	Grace      time.Duration
+	StallLimit time.Duration
 
 	// WebPolicy replaces web_fetch's address policy (tests: a policy that
 	// treats the test's loopback servers as public).
@@ -249,7 +250,7 @@ func (r *Runtime) Serve(ctx context.Context, t ndjson.Transport) error {
 	return ndjson.Serve(ctx, r.Manager, t, ndjson.Options{
 		MaxClientFrameBytes: protocol.MaxClientFrameBytes,
 		MaxServerFrameBytes: protocol.MaxServerFrameBytes,
-		SendTimeout:         r.opts.SendTimeout,
+		StallLimit:          r.opts.StallLimit,
 		Grace:               r.opts.Grace,
 		ServerName:          "scv-server",
 		Logger:              r.log,

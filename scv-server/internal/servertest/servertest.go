@@ -46,7 +46,7 @@ type Options struct {
 	MaxHistoryBytes int64
 	MaxHistoryItems int
 	Grace           time.Duration
-	SendTimeout     time.Duration
+	StallLimit      time.Duration
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
 	// WebPolicy, BraveURL, Adapters and AgentEnv are passed to the server
@@ -128,7 +128,7 @@ func Start(t testing.TB, opts Options) *Server {
 		MaxHistoryBytes: opts.MaxHistoryBytes,
 		MaxHistoryItems: opts.MaxHistoryItems,
 		Grace:           opts.Grace,
-		SendTimeout:     opts.SendTimeout,
+		StallLimit:      opts.StallLimit,
 		Logger:          opts.Logger,
 		WebPolicy:       opts.WebPolicy,
 		BraveURL:        opts.BraveURL,

@@ -467,7 +467,7 @@ func TestBrokenOutputCleansUp(t *testing.T) {
 }
 
 func TestBackpressureTimeoutEndsConnection(t *testing.T) {
-	f, s := fake(t, "", st.Options{SendTimeout: 200 * time.Millisecond, Grace: 200 * time.Millisecond})
+	f, s := fake(t, "", st.Options{StallLimit: 200 * time.Millisecond, Grace: 200 * time.Millisecond})
 	sid, _ := session(t, s, 1)
 	// Far more output than the queue's 256 frames, to a client that stops
 	// reading.

@@ -52,7 +52,7 @@ func (s *Session) UpdateQueued(ctx context.Context, requestID, queueID string, r
 			return nil, nil, err
 		}
 		q := s.queue[i]
-		if err := s.roomLocked(0, len(prompt)-len(q.entry.Prompt)); err != nil {
+		if err := s.queueRoomLocked(0, len(prompt)-len(q.entry.Prompt)); err != nil {
 			return nil, nil, err
 		}
 		q.entry.Prompt = prompt
@@ -184,10 +184,10 @@ func (s *Session) queueBytesLocked() int {
 	return n
 }
 
-// roomLocked refuses with queue_full a change that adds entries to the
+// queueRoomLocked refuses with queue_full a change that adds entries to the
 // queue and grows its prompts by bytes past MaxQueueEntries or
 // MaxQueueBytes. s.mu must be held.
-func (s *Session) roomLocked(entries, bytes int) error {
+func (s *Session) queueRoomLocked(entries, bytes int) error {
 	if entries > 0 && len(s.queue)+entries > protocol.MaxQueueEntries {
 		return errorf(protocol.ErrQueueFull, "the queue of this session is full: it holds %d prompts, its limit; wait for a queued prompt to run, or remove one with queue.remove",
 			len(s.queue))

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -23,9 +24,12 @@ import (
 )
 
 // Subscriber receives a session's events. Deliver must keep events in the
-// order it is called and may block for backpressure until ctx ends.
+// order it is called and may block for backpressure until ctx ends. Room
+// reports whether a frame of about size bytes would be taken now without
+// waiting (a hint; see coalesce.go).
 type Subscriber interface {
 	Deliver(ctx context.Context, ev protocol.Sequenced) error
+	Room(size int) bool
 }
 
 // Session is one conversation in one workspace.
@@ -92,8 +96,16 @@ type turn struct {
 	id        string
 	requestID string
 	origin    *protocol.Origin // set for a turn the server started
+	ctx       context.Context  // the turn's; ends when it is cancelled
 	cancel    context.CancelFunc
 	rec       *turnRecord // what the session log has of the turn; nil when not stored
+
+	// Streamed events coalesced while a subscriber lags (coalesce.go).
+	pendMu     sync.Mutex
+	pending    []pendingEvent // guarded by pendMu
+	retry      *time.Timer    // guarded by pendMu
+	retryArmed bool           // guarded by pendMu
+	ended      bool           // guarded by pendMu; no retry after the end
 }
 
 // serverTurn is a turn the server asked for, waiting for an idle session.
@@ -182,15 +194,6 @@ func (s *Session) emitLocked(ctx context.Context, ev protocol.Sequenced) error {
 	return nil
 }
 
-// emit takes the emit lock and emits ev.
-func (s *Session) emit(ctx context.Context, ev protocol.Sequenced) error {
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	defer s.unlock()
-	return s.emitLocked(ctx, ev)
-}
-
 // EmitSnapshot emits queue.snapshot, for a client that just attached.
 func (s *Session) EmitSnapshot(ctx context.Context, requestID string) error {
 	if err := s.lock(ctx); err != nil {
@@ -249,7 +252,7 @@ func (s *Session) StartTurn(ctx context.Context, requestID, prompt, submitter st
 			s.mu.Unlock()
 			return errorf(protocol.ErrTurnActive, "a turn is already running in this session; wait for it to end or cancel it with turn.cancel")
 		}
-		if err := s.roomLocked(1, len(prompt)); err != nil {
+		if err := s.queueRoomLocked(1, len(prompt)); err != nil {
 			s.mu.Unlock()
 			return err
 		}
@@ -335,7 +338,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 		return errorf(protocol.ErrInternal, "the server is shutting down; no new turn starts")
 	}
 	turnCtx, cancel := context.WithCancel(m.ctx)
-	t := &turn{id: uuid.NewString(), requestID: requestID, origin: origin, cancel: cancel}
+	t := &turn{id: uuid.NewString(), requestID: requestID, origin: origin, ctx: turnCtx, cancel: cancel}
 	started := &protocol.TurnStarted{TurnHeader: protocol.TurnHeader{RequestID: requestID, SessionID: s.id, TurnID: t.id}, Origin: origin}
 	if err := s.emitLocked(ctx, started); err != nil {
 		cancel()
@@ -420,12 +423,17 @@ func (s *Session) finish(t *turn, out loop.Outcome) {
 		terminal = &protocol.TurnCancelled{TurnHeader: hdr, Origin: t.origin}
 	}
 	// The terminal event waits for the client like any other, bounded by
-	// the manager's lifetime rather than the (already ended) turn.
+	// the manager's lifetime rather than the (already ended) turn. The
+	// turn's coalesced text goes first, unless it was cancelled: then,
+	// like any event still waiting, it is not sent.
+	_, cancelled := terminal.(*protocol.TurnCancelled)
 	if err := s.lock(m.ctx); err != nil {
+		s.dropPending(t)
 		s.clearActive(t, out, history)
 		return
 	}
 	defer s.unlock()
+	s.endPendingLocked(m.ctx, t, cancelled)
 	// Commit before the client hears of the end, so whatever it does next
 	// sees the turn's history; holding the emit lock, no turn can start in
 	// between.
@@ -601,7 +609,13 @@ func (k *turnSink) Emit(ctx context.Context, ev protocol.TurnEvent) error {
 	h := ev.Turn()
 	h.RequestID, h.SessionID, h.TurnID = k.t.requestID, k.s.id, k.t.id
 	k.s.noteEvent(k.t, ev)
-	if err := k.s.emit(ctx, ev); err != nil {
+	var err error
+	if coalescing(ev) {
+		err = k.s.emitStreamed(ctx, k.t, ev)
+	} else {
+		err = k.s.emitTurnEvent(ctx, k.t, ev)
+	}
+	if err != nil {
 		return fmt.Errorf("emitting %s: %w", ev.Kind(), err)
 	}
 	return nil

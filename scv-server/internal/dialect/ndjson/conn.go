@@ -10,9 +10,22 @@
 //   - Serve's own goroutine dispatches frames and watches both.
 //
 // Shutdown: at end of input the running turns are cancelled and their
-// terminal events flushed; on a write failure or a connection-level send
-// stuck for SendTimeout the same cleanup runs. Either way turns get Grace
-// to end before their work is aborted and joined.
+// terminal events flushed; on a write failure, or when the client is too
+// slow (see below), the same cleanup runs. Either way turns get Grace to
+// end before their work is aborted and joined.
+//
+// Slow clients. The writer queue is bounded, so a client that reads
+// slowly holds back what the server produces instead of growing its
+// memory: requests and turn events wait for room (the session coalesces
+// a turn's streamed text meanwhile, see package session). A client is
+// too slow only when the writer has had output for it and none of it
+// could be written for StallLimit (ten minutes by default): a paused
+// terminal or a laptop lid costs nothing. That decision is the writer's
+// watchdog; what is done about it is separate: the connection ends. With
+// stdio (CloseManager) that ends the server, after the usual cleanup; a
+// server that keeps sessions beyond their connections (a daemon, serving
+// without CloseManager) thereby detaches the client, and its sessions and
+// their turns go on for the next client to attach.
 package ndjson
 
 import (
@@ -39,12 +52,18 @@ type Transport interface {
 	Close() error
 }
 
+// DefaultStallLimit is how long the writer may have output for the client
+// and write none of it before the client counts as too slow.
+const DefaultStallLimit = 10 * time.Minute
+
 // Options configure a connection.
 type Options struct {
 	MaxClientFrameBytes int
 	MaxServerFrameBytes int
-	// SendTimeout bounds a connection-level send waiting for room.
-	SendTimeout time.Duration
+	// StallLimit is how long the client may leave the server's output
+	// unread, with output waiting, before it counts as too slow
+	// (DefaultStallLimit when 0).
+	StallLimit time.Duration
 	// Grace is how long work may take to wind down in cleanup.
 	Grace time.Duration
 	// ServerName is reported in initialized.
@@ -63,8 +82,8 @@ func (o Options) withDefaults() Options {
 	if o.MaxServerFrameBytes <= 0 {
 		o.MaxServerFrameBytes = protocol.MaxServerFrameBytes
 	}
-	if o.SendTimeout <= 0 {
-		o.SendTimeout = 3 * time.Second
+	if o.StallLimit <= 0 {
+		o.StallLimit = DefaultStallLimit
 	}
 	if o.Grace <= 0 {
 		o.Grace = 3 * time.Second
@@ -92,8 +111,9 @@ var (
 	// ErrVersionMismatch ends a connection whose client speaks a version
 	// this server does not.
 	ErrVersionMismatch = errors.New("client protocol version not supported")
-	// ErrBackpressure ends a connection whose client stopped reading.
-	ErrBackpressure = errors.New("client stopped reading: a send waited too long for room")
+	// ErrBackpressure ends a connection whose client is too slow: it left
+	// the server's output unread for the stall limit.
+	ErrBackpressure = errors.New("client stopped reading")
 )
 
 type conn struct {
@@ -101,9 +121,16 @@ type conn struct {
 	log  *slog.Logger
 	mgr  *session.Manager
 	q    *framequeue.Queue
-	// ctx ends when the connection is torn down; every wait of a send ends
-	// with it.
+	// ctx ends when the connection is torn down; the writer's and the
+	// reader's waits end with it.
 	ctx context.Context
+	// waitCtx bounds the waits of requests for room: it ends when the
+	// client is found too slow (cause ErrBackpressure) or Serve's context
+	// ends (a signal).
+	waitCtx  context.Context
+	tooSlow  func()        // the slow-client rule fired: ends waitCtx, wakes Serve
+	slow     chan struct{} // closed by tooSlow
+	slowOnce sync.Once
 
 	version int
 	client  protocol.ClientInfo
@@ -126,16 +153,24 @@ func Serve(ctx context.Context, mgr *session.Manager, t Transport, opts Options)
 	opts = opts.withDefaults()
 	connCtx, abort := context.WithCancel(context.Background())
 	defer abort()
+	waitCtx, stopWaits := context.WithCancelCause(ctx)
+	defer stopWaits(nil)
 	c := &conn{
-		opts: opts, log: opts.Logger, mgr: mgr, ctx: connCtx,
+		opts: opts, log: opts.Logger, mgr: mgr, ctx: connCtx, waitCtx: waitCtx,
 		q:        framequeue.New(QueueFrames, QueueBytes(opts.MaxServerFrameBytes)),
 		attached: map[string]func(){},
 		ids:      newRequestIDs(),
+		slow:     make(chan struct{}),
+	}
+	c.tooSlow = func() {
+		c.slowOnce.Do(func() {
+			stopWaits(ErrBackpressure)
+			close(c.slow)
+		})
 	}
 
 	writerDone := make(chan error, 1)
-	stuck := make(chan struct{}, 1)
-	go func() { writerDone <- c.writeLoop(t, stuck) }()
+	go func() { writerDone <- c.writeLoop(t) }()
 
 	frames := make(chan inbound)
 	readerDone := make(chan struct{})
@@ -144,7 +179,7 @@ func Serve(ctx context.Context, mgr *session.Manager, t Transport, opts Options)
 		c.readLoop(t, frames)
 	}()
 
-	endErr := c.dispatchLoop(ctx, frames, writerDone, stuck)
+	endErr := c.dispatchLoop(ctx, frames, writerDone)
 
 	// Cleanup: detach, cancel this connection's turns, give them the grace
 	// period to emit their ends, then abort the rest.
@@ -179,14 +214,13 @@ func Serve(ctx context.Context, mgr *session.Manager, t Transport, opts Options)
 	return endErr
 }
 
-// dispatchLoop selects over input, writer failure and ctx.
-func (c *conn) dispatchLoop(ctx context.Context, frames <-chan inbound, writerDone chan error, stuck <-chan struct{}) error {
+// dispatchLoop selects over input, writer failure, the slow-client rule
+// and ctx.
+func (c *conn) dispatchLoop(ctx context.Context, frames <-chan inbound, writerDone chan error) error {
 	for {
 		select {
-		case <-stuck:
-			c.log.Error("The client has not read its output for the send timeout; cleaning up", "timeout", c.opts.SendTimeout)
-			c.cleanupTurns()
-			return fmt.Errorf("%w: a write to the client was blocked for %v", ErrBackpressure, c.opts.SendTimeout)
+		case <-c.slow:
+			return c.endTooSlow()
 		case in, ok := <-frames:
 			if !ok {
 				c.log.Info("Client input ended; shutting down")
@@ -223,6 +257,16 @@ func (c *conn) dispatchLoop(ctx context.Context, frames <-chan inbound, writerDo
 			return ctx.Err()
 		}
 	}
+}
+
+// endTooSlow is what is done about a client the slow-client rule found too
+// slow: the connection ends. With CloseManager (stdio) its turns are
+// cancelled and the server ends; otherwise its sessions keep running,
+// detached from it.
+func (c *conn) endTooSlow() error {
+	c.log.Error("The client has left the server's output unread for the stall limit; ending the connection", "limit", c.opts.StallLimit)
+	c.cleanupTurns()
+	return fmt.Errorf("%w: no output could be written to it for %v", ErrBackpressure, c.opts.StallLimit)
 }
 
 // finishTurns cancels the turns and waits (up to the grace period) for
@@ -267,20 +311,17 @@ func (c *conn) readLoop(r io.Reader, out chan<- inbound) {
 
 // writeLoop drains the queue to w. Frames already queued are written
 // together, through a buffer flushed whenever the queue runs dry, so a
-// burst of deltas costs a few system calls rather than one each. A write
-// blocked for SendTimeout (the client stopped reading) is reported on
-// stuck; the write itself cannot be interrupted, so cleanup proceeds
-// around it.
-func (c *conn) writeLoop(w io.Writer, stuck chan<- struct{}) error {
-	watchdog := time.AfterFunc(time.Hour, func() {
-		select {
-		case stuck <- struct{}{}:
-		default:
-		}
-	})
+// burst of deltas costs a few system calls rather than one each.
+//
+// Its watchdog is the slow-client rule: a write to the client blocked
+// for StallLimit (output waiting, none of it read) makes the client too
+// slow. The write itself cannot be interrupted, so cleanup proceeds around
+// it.
+func (c *conn) writeLoop(w io.Writer) error {
+	watchdog := time.AfterFunc(time.Hour, c.tooSlow)
 	watchdog.Stop()
 	defer watchdog.Stop()
-	bw := bufio.NewWriterSize(&watchedWriter{w: w, watchdog: watchdog, timeout: c.opts.SendTimeout}, writeBuffer)
+	bw := bufio.NewWriterSize(&watchedWriter{w: w, watchdog: watchdog, timeout: c.opts.StallLimit}, writeBuffer)
 	for {
 		frame, ok := c.q.Pop(c.ctx)
 		if !ok {
@@ -328,37 +369,57 @@ func (c *conn) encode(ev protocol.Event) ([]byte, error) {
 }
 
 // Deliver implements session.Subscriber: session events wait for room
-// until ctx (the turn's or the request's) ends or the connection closes
-// its queue.
+// until ctx (the turn's or the request's) ends. A connection that is
+// closing has been detached from its sessions: what is delivered to it
+// then is dropped, and the session goes on.
 func (c *conn) Deliver(ctx context.Context, ev protocol.Sequenced) error {
 	frame, err := c.encode(ev)
 	if err != nil {
 		return err
 	}
-	return c.q.Push(ctx, frame)
+	if err := c.q.Push(ctx, frame); err != nil && !errors.Is(err, framequeue.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
-// send queues a connection-level event, waiting at most SendTimeout.
+// Room implements session.Subscriber.
+func (c *conn) Room(size int) bool { return c.q.Room(size) }
+
+// send queues a connection-level event, waiting for room until the client
+// is found too slow or Serve's context ends.
 func (c *conn) send(ev protocol.Event) error {
 	frame, err := c.encode(ev)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.opts.SendTimeout)
-	defer cancel()
-	if err := c.q.Push(ctx, frame); err != nil {
-		return fmt.Errorf("%w (%v)", ErrBackpressure, err)
+	if err := c.q.Push(c.waitCtx, frame); err != nil {
+		return c.waitErr(err)
 	}
 	return nil
+}
+
+// waitErr is the error of a request whose wait for room ended: the client
+// was too slow, or Serve's context ended.
+func (c *conn) waitErr(err error) error {
+	if cause := context.Cause(c.waitCtx); cause != nil {
+		if errors.Is(cause, ErrBackpressure) {
+			return fmt.Errorf("%w: a request's answer could not be queued", ErrBackpressure)
+		}
+		return cause
+	}
+	return err
 }
 
 func (c *conn) sendError(requestID string, code protocol.ErrorCode, msg string, entry *protocol.QueueEntry) error {
 	return c.send(&protocol.Error{RequestID: requestID, Code: code, Message: msg, Entry: entry})
 }
 
-// requestCtx bounds a request's wait on the session to SendTimeout.
+// requestCtx is the context of a request's waits on the session (for the
+// emit lock, for room): they end when the client is too slow or Serve's
+// context ends.
 func (c *conn) requestCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.ctx, c.opts.SendTimeout)
+	return context.WithCancel(c.waitCtx)
 }
 
 func (c *conn) attach(s *session.Session) error {

@@ -67,8 +67,10 @@ func (c *conn) answer(requestID string, err error) error {
 	switch {
 	case errors.As(err, &se):
 		return c.sendError(requestID, se.Code, se.Message, se.Entry)
-	case errors.Is(err, ErrBackpressure), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return fmt.Errorf("%w: %v", ErrBackpressure, err)
+	case errors.Is(err, ErrBackpressure):
+		return err
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return c.waitErr(err)
 	default:
 		c.log.Error("Request failed", "request_id", requestID, "err", err)
 		return c.sendError(requestID, protocol.ErrInternal, err.Error(), nil)
@@ -145,8 +147,8 @@ func (c *conn) dispatch(msg protocol.ClientMessage) error {
 	return &session.Error{Code: protocol.ErrInvalidRequest, Message: fmt.Sprintf("unknown message type %q", msg.Kind())}
 }
 
-// withSession runs op on an attached session, with a context that bounds
-// the request's wait on the session to SendTimeout.
+// withSession runs op on an attached session, with the context of a
+// request's waits (requestCtx).
 func (c *conn) withSession(id string, op func(context.Context, *session.Session) error) error {
 	s, err := c.session(id)
 	if err != nil {
