@@ -111,7 +111,7 @@ func BenchmarkTurn10kDeltas(b *testing.B) {
 	var elapsed time.Duration
 	for i := range b.N {
 		start := time.Now()
-		s.send(b, &protocol.TurnStart{RequestID: strconv.Itoa(i), SessionID: sid, Prompt: "stream"})
+		s.send(b, &protocol.TurnStart{RequestID: "t" + strconv.Itoa(i), SessionID: sid, Prompt: "stream"})
 		s.until(b, protocol.TypeTurnCompleted)
 		elapsed += time.Since(start)
 		// Every turn starts from an empty history, so the figure is the
