@@ -15,6 +15,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // Environment variables Load reads.
@@ -127,7 +128,7 @@ func Load(opts LoadOptions) (*Config, []Diagnostic, error) {
 	l := &loader{cfg: Defaults(), env: env}
 
 	userPath := paths.ConfigFile(opts.Home)
-	user, err := readLayer(SourceUser, userPath)
+	user, err := readLayer(SourceUser, opts.Home, paths.ConfigFileName, statefile.AnyLinks)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -143,7 +144,8 @@ func Load(opts LoadOptions) (*Config, []Diagnostic, error) {
 		// With the workspace at the user's home directory, the project file
 		// is the user file: read it once, as the user file.
 		if !sameFile(projPath, userPath) {
-			proj, err := readLayer(SourceProject, projPath)
+			rel, _ := filepath.Rel(opts.Workspace, projPath)
+			proj, err := readLayer(SourceProject, opts.Workspace, rel, statefile.LinksInside)
 			if err != nil {
 				return nil, l.diags, err
 			}
@@ -176,12 +178,26 @@ func sameFile(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
-// readLayer reads one configuration file; a missing file gives nil, nil.
-func readLayer(kind SourceKind, path string) (*layer, error) {
-	f, err := os.Open(path)
+// readLayer reads one configuration file, name inside dir, following
+// symbolic links as links says: anywhere for the user file (dotfiles
+// managers link it), only inside the workspace for a project file. A
+// missing file gives nil, nil; anything but a regular file (a FIFO would
+// hang the read) is an error.
+func readLayer(kind SourceKind, dir, name string, links statefile.Links) (*layer, error) {
+	path := filepath.Join(dir, name)
+	f, err := statefile.Open(dir, name, os.O_RDONLY, 0, links)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		var nr *statefile.NotRegularError
+		var out *statefile.OutsideError
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			return nil, nil
+		case errors.As(err, &nr) && nr.Mode.IsDir():
+			return nil, &Error{File: path, Message: "is a directory, not a configuration file; remove it or replace it with a TOML file"}
+		case errors.As(err, &nr):
+			return nil, &Error{File: path, Message: nr.What(), Err: err}
+		case errors.As(err, &out):
+			return nil, &Error{File: path, Message: out.What() + "; a repository cannot make SCV read files outside it", Err: err}
 		}
 		return nil, &Error{File: path, Message: fmt.Sprintf("cannot read the %s: %v", kind, err), Err: err}
 	}
@@ -189,9 +205,6 @@ func readLayer(kind SourceKind, path string) (*layer, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, &Error{File: path, Message: fmt.Sprintf("cannot read the %s: %v", kind, err), Err: err}
-	}
-	if fi.IsDir() {
-		return nil, &Error{File: path, Message: "is a directory, not a configuration file; remove it or replace it with a TOML file"}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {

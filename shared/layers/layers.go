@@ -29,10 +29,11 @@ var Table = []Layer{
 	// codec and generated JSON Schema) and the version every binary
 	// reports.
 	{Name: "protocol", Packages: []string{"protocol", "protocol/schema", "version"}},
-	// Where SCV keeps its files and how it writes them: SCV_HOME paths,
-	// atomic state files, tagged processes (the bash tool's process
-	// groups and delegated runs both use them).
-	{Name: "local state", Packages: []string{"paths", "atomicfile", "proctag"}},
+	// Where SCV keeps its files and how it writes and opens them: SCV_HOME
+	// paths, atomic state files, state files opened without trusting
+	// them, tagged processes (the bash tool's process groups and
+	// delegated runs both use them).
+	{Name: "local state", Packages: []string{"paths", "atomicfile", "statefile", "proctag"}},
 	// The table of delegated agent CLIs: data and pure functions over
 	// paths (command lines, private environments, the model and effort
 	// checks). The configuration validates [agents.<name>] against it,

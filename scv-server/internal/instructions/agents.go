@@ -8,8 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"unicode/utf8"
+
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // AgentsFileName is the name of a project instructions file.
@@ -119,7 +120,7 @@ func readAgents(p, top string, max int) (AgentsFile, error) {
 	if !inside(top, canon) {
 		return AgentsFile{}, fmt.Errorf("resolves to %s, outside %s", canon, top)
 	}
-	f, err := os.OpenFile(canon, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := statefile.Open(filepath.Dir(canon), filepath.Base(canon), os.O_RDONLY, 0, statefile.NoLinks)
 	if err != nil {
 		return AgentsFile{}, fmt.Errorf("cannot open: %v", err)
 	}
@@ -127,9 +128,6 @@ func readAgents(p, top string, max int) (AgentsFile, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return AgentsFile{}, fmt.Errorf("cannot stat: %v", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return AgentsFile{}, fmt.Errorf("is not a regular file (%s)", fi.Mode().Type())
 	}
 	data, err := io.ReadAll(io.LimitReader(f, int64(max)))
 	if err != nil {

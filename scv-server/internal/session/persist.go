@@ -19,6 +19,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	"github.com/scv-cli/scv/scv-server/internal/sessionstore"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // Bounds of session.list.
@@ -94,6 +95,7 @@ func (m *Manager) persist(s *Session, resume string) error {
 
 	log, stored, err := m.store.Open(resume)
 	var corrupt *sessionstore.CorruptError
+	var notRegular *statefile.NotRegularError
 	switch {
 	case err == nil:
 	case errors.Is(err, sessionstore.ErrNotFound):
@@ -105,6 +107,9 @@ func (m *Manager) persist(s *Session, resume string) error {
 	case errors.As(err, &corrupt):
 		release()
 		return errorf(protocol.ErrInvalidRequest, "session %s cannot be resumed: its log is corrupt (%v); it was left as it is", resume, err)
+	case errors.As(err, &notRegular):
+		release()
+		return errorf(protocol.ErrInvalidRequest, "session %s cannot be resumed: %v; it was left as it is", resume, err)
 	default:
 		release()
 		return errorf(protocol.ErrInternal, "session %s cannot be resumed: %v", resume, err)

@@ -1,6 +1,7 @@
 package sessionstore
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -32,49 +33,52 @@ const (
 	NoticeCleared     = "The conversation was cleared here; earlier turns are not shown."
 )
 
-// load reads the whole log in f and replays it. It returns the session
-// with an open last turn repaired in memory, the records that make the
-// repair durable, and the offset where the valid records end (a torn last
-// line starts there).
+// MaxRecordBytes bounds one record of a log, a line. The largest records
+// the server writes hold one model response (at most 4 MiB on the wire,
+// where it is already JSON-escaped) or one tool result (at most 1 MiB,
+// six times that with every byte escaped); the writer refuses a larger
+// one, and a load refuses a longer line without reading it whole.
+const MaxRecordBytes = 16 << 20
+
+// loadWindow is how much of a log is read and decoded at a time, so that
+// a log of any size is loaded in bounded memory (beyond the session it
+// holds).
+const loadWindow = 8 << 20
+
+// load reads the log in f and replays it, a window of lines at a time. It
+// returns the session with an open last turn repaired in memory, the
+// records that make the repair durable, and the offset where the valid
+// records end (a torn last line starts there).
 func load(id, path string, f *os.File) (*Session, []*record, int64, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("reading %s: %w", path, err)
 	}
-	data := make([]byte, fi.Size())
-	if _, err := io.ReadFull(io.NewSectionReader(f, 0, fi.Size()), data); err != nil {
-		return nil, nil, 0, fmt.Errorf("reading %s: %w", path, err)
-	}
-	// Everything after the last newline is a torn write.
-	end := bytes.LastIndexByte(data, '\n') + 1
-	recs, err := decodeRecords(path, data[:end])
+	r := &replayer{}
+	lines := 0
+	end, err := scanRecords(path, io.NewSectionReader(f, 0, fi.Size()), fi.Size(), func(recs []record, first int) error {
+		for i := range recs {
+			rec, line := &recs[i], first+i+1
+			switch {
+			case line == 1 && rec.T != recMeta:
+				return &CorruptError{Path: path, Line: line, Err: errors.New("the first record is not the session's meta record")}
+			case line == 1 && rec.ID != id:
+				return &CorruptError{Path: path, Line: line, Err: fmt.Errorf("the meta record names session %q, not %q", rec.ID, id)}
+			case line > 1 && rec.T == recMeta:
+				return &CorruptError{Path: path, Line: line, Err: errors.New("a second meta record")}
+			}
+			if err := r.apply(rec); err != nil {
+				return &CorruptError{Path: path, Line: line, Err: err}
+			}
+			lines = line
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	data = nil // the records hold copies of their strings
-	if len(recs) == 0 {
+	if lines == 0 {
 		return nil, nil, 0, &CorruptError{Path: path, Line: 1, Err: errors.New("the log has no complete meta record")}
-	}
-	msgs := 0
-	for i := range recs {
-		if recs[i].T == recMsg {
-			msgs++
-		}
-	}
-	r := &replayer{history: make([]provider.Message, 0, msgs), items: make([]protocol.ReplayItem, 0, msgs)}
-	for i := range recs {
-		rec, line := &recs[i], i+1
-		switch {
-		case line == 1 && rec.T != recMeta:
-			return nil, nil, 0, &CorruptError{Path: path, Line: line, Err: errors.New("the first record is not the session's meta record")}
-		case line == 1 && rec.ID != id:
-			return nil, nil, 0, &CorruptError{Path: path, Line: line, Err: fmt.Errorf("the meta record names session %q, not %q", rec.ID, id)}
-		case line > 1 && rec.T == recMeta:
-			return nil, nil, 0, &CorruptError{Path: path, Line: line, Err: errors.New("a second meta record")}
-		}
-		if err := r.apply(rec); err != nil {
-			return nil, nil, 0, &CorruptError{Path: path, Line: line, Err: err}
-		}
 	}
 	var repair []*record
 	interrupted := ""
@@ -101,16 +105,120 @@ func load(id, path string, f *os.File) (*Session, []*record, int64, error) {
 	if s.Replay == nil {
 		s.Replay = []protocol.ReplayItem{}
 	}
-	return s, repair, int64(end), nil
+	return s, repair, end, nil
+}
+
+// scanRecords reads whole lines of rd (size bytes, a hint), decodes them a
+// window at a time and
+// hands each window's records, in order, to apply with the number of lines
+// before them. A last line without its newline is a torn write and is not
+// decoded. A line longer than MaxRecordBytes is never held whole: a
+// complete one makes the log corrupt, a torn one is ignored. It returns
+// the offset after the last complete line.
+func scanRecords(path string, rd io.Reader, size int64, apply func(recs []record, first int) error) (int64, error) {
+	br := bufio.NewReaderSize(rd, 64<<10)
+	var (
+		// chunk holds complete lines, then the start of the current one;
+		// sized for the whole log when it fits in a window.
+		chunk     = make([]byte, 0, min(size, loadWindow+64<<10))
+		lineStart int   // where the current line starts in chunk
+		inChunk   int   // complete lines in chunk
+		lines     int   // lines decoded and applied before chunk
+		end       int64 // offset after the last complete line
+	)
+	flush := func() error {
+		if inChunk == 0 {
+			return nil
+		}
+		recs, err := decodeRecords(path, chunk[:lineStart], lines)
+		if err != nil {
+			return err
+		}
+		if err := apply(recs, lines); err != nil {
+			return err
+		}
+		lines += inChunk
+		inChunk = 0
+		// The records hold copies of their strings: the buffer is reused.
+		n := copy(chunk, chunk[lineStart:])
+		chunk, lineStart = chunk[:n], 0
+		return nil
+	}
+	for {
+		piece, err := br.ReadSlice('\n')
+		if len(chunk)-lineStart+len(piece) > MaxRecordBytes+1 {
+			if err == nil || skipLine(br, rd) {
+				return 0, &CorruptError{Path: path, Line: lines + inChunk + 1,
+					Err: fmt.Errorf("the line is longer than the %d bytes a record may have", MaxRecordBytes)}
+			}
+			chunk = chunk[:lineStart] // a torn last line
+			break
+		}
+		chunk = grow(chunk, len(piece), lineStart+MaxRecordBytes+1)
+		chunk = append(chunk, piece...)
+		switch {
+		case err == nil:
+			end += int64(len(chunk) - lineStart)
+			inChunk++
+			lineStart = len(chunk)
+			if lineStart >= loadWindow {
+				if err := flush(); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			chunk = chunk[:lineStart] // a torn last line, or nothing
+		default:
+			return 0, fmt.Errorf("reading %s: %w", path, err)
+		}
+		break
+	}
+	return end, flush()
+}
+
+// grow makes room for n more bytes in b, doubling its capacity up to
+// limit, so that a long line costs about twice its size in allocations,
+// not a hundred small copies.
+func grow(b []byte, n, limit int) []byte {
+	if len(b)+n <= cap(b) {
+		return b
+	}
+	c := make([]byte, len(b), max(min(2*cap(b), limit), len(b)+n, 64<<10))
+	copy(c, b)
+	return c
+}
+
+// skipLine discards the rest of the current line of br, which reads rd,
+// and reports whether it ended with a newline (false: the input ended
+// first). Nothing is read after it, so it reads rd directly, in large
+// blocks.
+func skipLine(br *bufio.Reader, rd io.Reader) bool {
+	if buffered, _ := br.Peek(br.Buffered()); bytes.IndexByte(buffered, '\n') >= 0 {
+		return true
+	}
+	block := make([]byte, 1<<20)
+	for {
+		n, err := rd.Read(block)
+		if bytes.IndexByte(block[:n], '\n') >= 0 {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
 }
 
 // parallelChunk is the least data worth a decoding goroutine of its own.
 const parallelChunk = 512 << 10
 
-// decodeRecords decodes data, whole lines of records, in order. Chunks of
-// lines are decoded in parallel, one goroutine each (joined before it
-// returns), since decoding is nearly all the time a resume takes.
-func decodeRecords(path string, data []byte) ([]record, error) {
+// decodeRecords decodes data, whole lines of records that follow first
+// earlier lines, in order. Chunks of lines are decoded in parallel, one
+// goroutine each (joined before it returns), since decoding is nearly all
+// the time a resume takes.
+func decodeRecords(path string, data []byte, first int) ([]record, error) {
 	n := min(runtime.GOMAXPROCS(0), 8, len(data)/parallelChunk+1)
 	recs := make([]record, bytes.Count(data, []byte{'\n'}))
 	type chunk struct {
@@ -133,7 +241,7 @@ func decodeRecords(path string, data []byte) ([]record, error) {
 	var wg sync.WaitGroup
 	for i := range chunks {
 		c := &chunks[i]
-		wg.Go(func() { c.err = decodeChunk(path, c.data, c.first, recs) })
+		wg.Go(func() { c.err = decodeChunk(path, c.data, c.first, first, recs) })
 	}
 	wg.Wait()
 	for _, c := range chunks {
@@ -145,13 +253,13 @@ func decodeRecords(path string, data []byte) ([]record, error) {
 }
 
 // decodeChunk decodes whole lines of records, each a JSON object on its
-// own line, into recs from index first (line first+1).
-func decodeChunk(path string, data []byte, first int, recs []record) error {
-	i := first
+// own line, into recs from index at; the log has base lines before recs.
+func decodeChunk(path string, data []byte, at, base int, recs []record) error {
+	i := at
 	for off := 0; off < len(data); i++ {
 		nl := off + bytes.IndexByte(data[off:], '\n')
 		if err := decodeRecord(data[off:nl], &recs[i]); err != nil {
-			return &CorruptError{Path: path, Line: i + 1, Err: fmt.Errorf("the line is not a valid record: %v", err)}
+			return &CorruptError{Path: path, Line: base + i + 1, Err: fmt.Errorf("the line is not a valid record: %v", err)}
 		}
 		off = nl + 1
 	}

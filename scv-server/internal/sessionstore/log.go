@@ -13,6 +13,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // Record types (record.T).
@@ -151,7 +152,7 @@ func (st *Store) Create(m Meta) (*Log, error) {
 		return nil, err
 	}
 	path := st.LogPath(m.ID)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, FileMode)
+	f, err := statefile.Open(st.dir, st.logName(m.ID), os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, FileMode, statefile.NoLinks)
 	if err != nil {
 		return nil, fmt.Errorf("creating the session log: %w", err)
 	}
@@ -194,7 +195,7 @@ func (st *Store) Open(id string) (*Log, *Session, error) {
 		return nil, nil, fmt.Errorf("%q is not a session id", id)
 	}
 	path := st.LogPath(id)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := statefile.Open(st.dir, st.logName(id), os.O_RDWR|os.O_APPEND, 0, statefile.NoLinks)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, ErrNotFound
 	}
@@ -402,8 +403,17 @@ func (l *Log) appendLocked(sync bool, recs ...*record) error {
 	}
 	l.buf.Reset()
 	for _, r := range recs {
+		start := l.buf.Len()
 		if err := l.enc.Encode(r); err != nil {
 			return fmt.Errorf("encoding a %s record: %w", r.T, err)
+		}
+		if n := l.buf.Len() - start; n > MaxRecordBytes {
+			// A record no load would read: stop here, keeping a log
+			// that resumes up to its last record, rather than leave a
+			// hole in the history.
+			err := fmt.Errorf("a %s record of %d bytes is over the %d bytes a record may have", r.T, n, MaxRecordBytes)
+			l.stopped = err
+			return fmt.Errorf("writing %s: %w", l.path, err)
 		}
 	}
 	n, err := l.f.Write(l.buf.Bytes())

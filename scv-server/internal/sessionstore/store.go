@@ -57,6 +57,7 @@ import (
 	"github.com/scv-cli/scv/shared/atomicfile"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // File and directory names of a stored session.
@@ -117,6 +118,11 @@ func (st *Store) SessionDir(id string) string { return filepath.Join(st.dir, id)
 
 // LogPath is the log of session id.
 func (st *Store) LogPath(id string) string { return filepath.Join(st.dir, id, LogName) }
+
+// logName is the log of session id, relative to the sessions directory:
+// every file of the store is opened inside that directory (statefile),
+// never through a symbolic link.
+func (st *Store) logName(id string) string { return filepath.Join(id, LogName) }
 
 // ValidID reports whether id is a session id: a UUID in its canonical
 // lowercase form, which is also a safe file name.
@@ -192,13 +198,18 @@ func (st *Store) List(cwd string, limit int) ([]protocol.SessionSummary, error) 
 		sum     protocol.SessionSummary
 		updated time.Time
 	}
+	dir, err := statefile.OpenDir(st.dir, statefile.NoLinks)
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	defer dir.Close()
 	var all []found
 	for _, ent := range ents {
 		id := ent.Name()
 		if !ent.IsDir() || !ValidID(id) {
 			continue
 		}
-		sum, ok := st.readSummary(id)
+		sum, ok := readSummary(dir, id)
 		if !ok {
 			s, err := st.Load(id)
 			if err != nil {
@@ -209,9 +220,9 @@ func (st *Store) List(cwd string, limit int) ([]protocol.SessionSummary, error) 
 		if sum.Cwd != cwd || sum.Turns == 0 || sum.SessionID != id {
 			continue
 		}
-		fi, err := os.Stat(st.LogPath(id))
-		if err != nil {
-			continue
+		fi, err := os.Lstat(st.LogPath(id))
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // a log that cannot be resumed is not listed
 		}
 		all = append(all, found{updated: fi.ModTime(), sum: protocol.SessionSummary{
 			SessionID: id, Cwd: sum.Cwd, Title: sum.Title, CreatedAt: sum.CreatedAt,
@@ -237,8 +248,12 @@ func (st *Store) List(cwd string, limit int) ([]protocol.SessionSummary, error) 
 	return out, nil
 }
 
-func (st *Store) readSummary(id string) (summary, bool) {
-	b, err := os.ReadFile(filepath.Join(st.dir, id, SummaryName))
+// maxSummaryBytes bounds summary.json: a title of 80 characters, a
+// workspace path and a few numbers.
+const maxSummaryBytes = 64 << 10
+
+func readSummary(dir *statefile.Dir, id string) (summary, bool) {
+	b, err := dir.ReadFile(filepath.Join(id, SummaryName), maxSummaryBytes)
 	if err != nil {
 		return summary{}, false
 	}
@@ -256,7 +271,7 @@ func (st *Store) Load(id string) (*Session, error) {
 		return nil, fmt.Errorf("%q is not a session id", id)
 	}
 	path := st.LogPath(id)
-	f, err := os.Open(path)
+	f, err := statefile.Open(st.dir, st.logName(id), os.O_RDONLY, 0, statefile.NoLinks)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNotFound
 	}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -646,5 +647,155 @@ func appendLines(t *testing.T, path string, lines ...string) {
 		if _, err := f.WriteString(line + "\n"); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestUntrustedLogFiles: a session's files are not trusted to be what the
+// store wrote. A log replaced by a symbolic link is refused, never
+// followed or appended to; a FIFO in place of a log or of summary.json
+// never blocks (listing falls back to the log; loading refuses it).
+func TestUntrustedLogFiles(t *testing.T) {
+	t.Parallel()
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	turn(t, l, "t1", "p", completed(1, 1), assistant("x"))
+	must(t, l.Close())
+	sid := id(l)
+	log := st.LogPath(sid)
+
+	// A link to a file outside the state directory.
+	victim := filepath.Join(t.TempDir(), "victim")
+	must(t, os.WriteFile(victim, []byte("precious\n"), 0o600))
+	saved := log + ".saved"
+	must(t, os.Rename(log, saved))
+	must(t, os.Symlink(victim, log))
+	if _, err := st.Load(sid); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Fatalf("Load through a link: %v", err)
+	}
+	if l2, _, err := st.Open(sid); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+		if l2 != nil {
+			_ = l2.Resume("m")
+			_ = l2.Close()
+		}
+		t.Fatalf("Open through a link: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+	if got, err := st.List(ws, 0); err != nil || len(got) != 0 {
+		t.Fatalf("List shows a session whose log is a link: %+v, %v", got, err)
+	}
+
+	// A FIFO as the log, then as the summary.
+	must(t, os.Remove(log))
+	must(t, syscall.Mkfifo(log, 0o600))
+	done := make(chan error, 1)
+	go func() { _, err := st.Load(sid); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "named pipe") {
+			t.Fatalf("Load of a FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Load blocked on a FIFO")
+	}
+	must(t, os.Remove(log))
+	must(t, os.Rename(saved, log))
+	summary := filepath.Join(st.SessionDir(sid), sessionstore.SummaryName)
+	must(t, os.Remove(summary))
+	must(t, syscall.Mkfifo(summary, 0o600))
+	go func() { _, err := st.List(ws, 0); done <- err }()
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("List blocked on a FIFO summary")
+	}
+	if got, err := st.List(ws, 0); err != nil || len(got) != 1 || got[0].Title != "p" {
+		t.Fatalf("List with a FIFO summary = %+v, %v; want the session, from its log", got, err)
+	}
+}
+
+// TestOverlongLineIsNotReadWhole: a line of 64 MiB (a sparse file, so it
+// costs no disk) makes the log corrupt, naming the line, without being
+// read into memory: loading allocates less than the line (about three
+// times a record's bound, the buffer grown by doubling; reading the line
+// whole would take 64 MiB on its own).
+func TestOverlongLineIsNotReadWhole(t *testing.T) {
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	turn(t, l, "t1", "p", completed(1, 1), assistant("x"))
+	must(t, l.Close())
+	log := st.LogPath(id(l))
+	fi, err := os.Stat(log)
+	must(t, err)
+	const long = 64 << 20
+	f, err := os.OpenFile(log, os.O_WRONLY, 0)
+	must(t, err)
+	must(t, f.Truncate(fi.Size()+long)) // NUL bytes, no newline
+	_, err = f.WriteAt([]byte("\n{\"t\":\"clear\"}\n"), fi.Size()+long)
+	must(t, err)
+	must(t, f.Close())
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = st.Load(id(l))
+	runtime.ReadMemStats(&after)
+	var ce *sessionstore.CorruptError
+	if !errors.As(err, &ce) || ce.Line != 6 || !strings.Contains(err.Error(), "longer than the 16777216 bytes a record may have") {
+		t.Fatalf("Load = %v, want line 6 refused as too long", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 56<<20 {
+		t.Fatalf("loading allocated %d MiB for a %d MiB line", alloc>>20, long>>20)
+	}
+	// At the bound: a line of exactly MaxRecordBytes is read (and is not
+	// a record); one byte more is refused as too long.
+	for _, n := range []int64{sessionstore.MaxRecordBytes, sessionstore.MaxRecordBytes + 1} {
+		f, err = os.OpenFile(log, os.O_WRONLY, 0)
+		must(t, err)
+		must(t, f.Truncate(fi.Size()))
+		must(t, f.Truncate(fi.Size()+n))
+		_, err = f.WriteAt([]byte("\n{\"t\":\"clear\"}\n"), fi.Size()+n)
+		must(t, err)
+		must(t, f.Close())
+		_, err = st.Load(id(l))
+		want := "not a valid record"
+		if n > sessionstore.MaxRecordBytes {
+			want = "longer than"
+		}
+		if !errors.As(err, &ce) || ce.Line != 6 || !strings.Contains(err.Error(), want) {
+			t.Fatalf("a line of %d bytes: %v, want line 6 refused (%s)", n, err, want)
+		}
+	}
+	// The same line without its newline is a torn write: ignored.
+	f, err = os.OpenFile(log, os.O_WRONLY, 0)
+	must(t, err)
+	must(t, f.Truncate(fi.Size()))
+	must(t, f.Truncate(fi.Size()+long))
+	must(t, f.Close())
+	if s, err := st.Load(id(l)); err != nil || len(s.History) != 2 {
+		t.Fatalf("a torn over-long last line: %v", err)
+	}
+}
+
+// TestOverlongRecordStopsTheLog: the writer never writes a record a load
+// would refuse; it stops the log there, which resumes up to what came
+// before.
+func TestOverlongRecordStopsTheLog(t *testing.T) {
+	t.Parallel()
+	st := sessionstore.New(t.TempDir())
+	l := create(t, st, ws)
+	turn(t, l, "t1", "p", completed(1, 1), assistant("x"))
+	huge := provider.Message{Role: provider.RoleTool, ToolCallID: "c", Content: strings.Repeat("\x01", sessionstore.MaxRecordBytes/6+1)}
+	if err := l.Message("t2", huge, false); err == nil || !strings.Contains(err.Error(), "a record may have") {
+		t.Fatalf("writing an over-long record: %v", err)
+	}
+	if err := l.Message("t2", provider.Message{Role: provider.RoleUser, Content: "later"}, false); !errors.Is(err, sessionstore.ErrStopped) {
+		t.Fatalf("a write after the stop: %v", err)
+	}
+	must(t, l.Close())
+	if s, err := st.Load(id(l)); err != nil || len(s.History) != 2 {
+		t.Fatalf("Load = %v, %v", s, err)
 	}
 }

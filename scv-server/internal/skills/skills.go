@@ -30,6 +30,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // FileName is the name of a skill's file.
@@ -435,7 +437,7 @@ func Inside(dir, path string) bool {
 // following a final symlink and without blocking on a FIFO; truncated says
 // the file is longer.
 func readRegular(path string, max int64) (data []byte, truncated bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := statefile.Open(filepath.Dir(path), filepath.Base(path), os.O_RDONLY, 0, statefile.NoLinks)
 	if err != nil {
 		return nil, false, fmt.Errorf("cannot open: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/scv-cli/scv/scv-tui/internal/client"
 	"github.com/scv-cli/scv/scv-tui/internal/history"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // closeTimeout bounds the shutdown of the server after the UI has ended:
@@ -73,7 +74,7 @@ func setup(f Flags, env paths.Env) (*session, error) {
 	if err := paths.EnsureDir(filepath.Dir(s.logPath)); err != nil {
 		return nil, fmt.Errorf("the log file: %w", err)
 	}
-	s.logFile, err = os.OpenFile(s.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	s.logFile, err = statefile.Open(filepath.Dir(s.logPath), filepath.Base(s.logPath), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600, statefile.NoLinks)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the log file: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/scv-cli/scv/shared/atomicfile"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // Default bounds, the protocol's advisory max_prompt_history_bytes and
@@ -90,11 +92,12 @@ func OpenFile(path string) (*Store, error) {
 		return nil, fmt.Errorf("prompt history: %w", err)
 	}
 	s := &Store{path: path, maxBytes: DefaultMaxBytes, maxItems: DefaultMaxItems}
-	data, err := os.ReadFile(path)
+	data, cut, err := readTail(path, maxReadBytes)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("cannot read the prompt history: %w", err)
 	}
 	entries, clean := Parse(data)
+	clean = clean && !cut
 	s.fileLines, s.fileBytes, s.dirty = len(entries), int64(len(data)), !clean
 	for _, e := range entries {
 		s.entries = append(s.entries, e)
@@ -167,8 +170,42 @@ func (s *Store) trim() {
 	}
 }
 
+// maxReadBytes bounds what is read of a history file: several times what
+// the bounds keep. A longer file (it is never written so long) is read
+// from its end, the newest prompts, and rewritten at the next Add.
+const maxReadBytes = 8 * DefaultMaxBytes
+
+// readTail reads the history file at path, never through a symbolic link
+// nor blocking on a FIFO: whole when it holds at most limit bytes,
+// otherwise its last limit bytes from the first line that starts in them
+// (cut true).
+func readTail(path string, limit int64) (data []byte, cut bool, err error) {
+	f, err := statefile.Open(filepath.Dir(path), filepath.Base(path), os.O_RDONLY, 0, statefile.NoLinks)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	off := max(fi.Size()-limit, 0)
+	data, err = io.ReadAll(io.NewSectionReader(f, off, limit))
+	if err != nil {
+		return nil, false, err
+	}
+	if off > 0 {
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
+		} else {
+			data = nil
+		}
+	}
+	return data, off > 0, nil
+}
+
 func (s *Store) append(line []byte) error {
-	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := statefile.Open(filepath.Dir(s.path), filepath.Base(s.path), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600, statefile.NoLinks)
 	if err != nil {
 		return fmt.Errorf("cannot save the prompt history: %w", err)
 	}

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -289,5 +291,64 @@ func BenchmarkOpen(b *testing.B) {
 		if _, err := OpenFile(path); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestUntrustedHistoryFile: the history file is a state file: a FIFO in
+// its place is refused at once (it used to hang the TUI's start), a link
+// in its place is neither read nor appended to, and a file far larger
+// than SCV ever writes is read from its end only (the newest prompts) and
+// rewritten at the next Add.
+func TestUntrustedHistoryFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := OpenFile(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "named pipe") {
+			t.Fatalf("OpenFile of a FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OpenFile blocked on a FIFO")
+	}
+
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte(`{"prompt":"not yours"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.jsonl")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenFile(link); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("OpenFile of a link: %v", err)
+	}
+
+	big := filepath.Join(dir, "big.jsonl")
+	var b strings.Builder
+	for i := 0; int64(b.Len()) < maxReadBytes+(1<<20); i++ {
+		fmt.Fprintf(&b, `{"prompt":"prompt %d %s"}`+"\n", i, strings.Repeat("x", 200))
+	}
+	b.WriteString(`{"prompt":"the newest"}` + "\n")
+	if err := os.WriteFile(big, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenFile(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := s.Entries(); len(e) == 0 || e[len(e)-1] != "the newest" {
+		t.Fatalf("the newest prompt was lost: %d entries", len(e))
+	}
+	if err := s.Add("one more"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(big); err != nil || fi.Size() > 2*DefaultMaxBytes {
+		t.Fatalf("the file was not rewritten to its bounds: %v, %v", fi.Size(), err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/scv-cli/scv/shared/atomicfile"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // Marker is a live conversation's marker: the CLI's own session id (the
@@ -72,7 +73,7 @@ func Markers(home string) ([]Marker, error) {
 			continue
 		}
 		p := filepath.Join(ConversationsDir(home), name)
-		data, err := os.ReadFile(p)
+		data, err := statefile.ReadFile(ConversationsDir(home), name, maxRecordBytes, statefile.NoLinks)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("cannot read conversation marker %s: %w", p, err))

@@ -172,6 +172,18 @@ func TestListReportsCorruptRecords(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "adir.json"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// A FIFO would hang a plain read; a link would be followed out of
+	// SCV_HOME.
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo-1.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "linked-1.json")
+	if err := os.WriteFile(outside, []byte(`{"handle":"linked-1","owner":{"pid":1}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "linked-1.json")); err != nil {
+		t.Fatal(err)
+	}
 	recs, err := List(home)
 	if len(recs) != 1 || recs[0] != good {
 		t.Fatalf("List records = %+v, want only the good one", recs)
@@ -188,8 +200,8 @@ func TestListReportsCorruptRecords(t *testing.T) {
 			t.Errorf("error %q does not say how to remove it", e)
 		}
 	}
-	if n != 6 {
-		t.Fatalf("List reported %d corrupt files, want 6: %v", n, err)
+	if n != 8 || !strings.Contains(err.Error(), "named pipe") || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("List reported %d corrupt files, want 8 (the FIFO and the link among them): %v", n, err)
 	}
 	// Reconcile leaves them in place.
 	if _, err := Reconcile(context.Background(), home, nil); err == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/scv-cli/scv/shared/atomicfile"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // Names of the state directories and files of this package.
@@ -126,23 +127,17 @@ func (e *CorruptError) Error() string {
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 func readRecord(p, handle string) (Record, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return Record{}, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return Record{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		return Record{}, &CorruptError{Path: p, Handle: handle, Err: errors.New("not a regular file")}
-	}
-	if fi.Size() > maxRecordBytes {
+	data, err := statefile.ReadFile(filepath.Dir(p), filepath.Base(p), maxRecordBytes, statefile.NoLinks)
+	var nr *statefile.NotRegularError
+	var big *statefile.TooLargeError
+	switch {
+	case errors.As(err, &nr):
+		return Record{}, &CorruptError{Path: p, Handle: handle, Err: errors.New(nr.What())}
+	case errors.As(err, &big):
 		return Record{}, &CorruptError{Path: p, Handle: handle, Err: fmt.Errorf("larger than %d bytes", maxRecordBytes)}
-	}
-	data := make([]byte, fi.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && fi.Size() > 0 {
+	case errors.Is(err, fs.ErrNotExist):
+		return Record{}, err
+	case err != nil:
 		return Record{}, fmt.Errorf("cannot read delegation record %s: %w", p, err)
 	}
 	r, err := ParseRecord(data)

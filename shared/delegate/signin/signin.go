@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -24,6 +23,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/statefile"
 	"go.yaml.in/yaml/v4"
 )
 
@@ -86,19 +86,10 @@ func agentFile(home, agent, file string) string {
 }
 
 // readSmall reads a regular file of at most maxFile bytes, never through
-// a symbolic link. A missing file is an error wrapping fs.ErrNotExist.
+// a symbolic link and never blocking on a FIFO. A missing file is an error
+// wrapping fs.ErrNotExist.
 func readSmall(p string) ([]byte, error) {
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	if fi.Size() > maxFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxFile)
-	}
-	return os.ReadFile(p)
+	return statefile.ReadFile(filepath.Dir(p), filepath.Base(p), maxFile, statefile.NoLinks)
 }
 
 func signedOut(reason string) State { return State{Checked: true, Summary: reason} }

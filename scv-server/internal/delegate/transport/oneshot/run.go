@@ -15,6 +15,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // Run implements delegate.Backend: it prepares the launch the approval
@@ -299,12 +300,13 @@ func (b *backend) hint(res *delegate.Result) {
 }
 
 // readBounded reads at most limit bytes of a file (the Codex -o file),
-// cut on a character boundary.
+// cut on a character boundary. The agent wrote it, so it is opened as a
+// state file: never through a link, never blocking on a FIFO.
 func readBounded(path string, limit int) (string, bool, bool) {
 	if limit <= 0 {
 		limit = output.DefaultLimit
 	}
-	f, err := os.Open(path)
+	f, err := statefile.Open(filepath.Dir(path), filepath.Base(path), os.O_RDONLY, 0, statefile.NoLinks)
 	if err != nil {
 		return "", false, false
 	}
