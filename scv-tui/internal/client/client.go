@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/shared/paths"
-	"github.com/scv-cli/scv/shared/statefile"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // Defaults of Config.
