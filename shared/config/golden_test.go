@@ -61,6 +61,23 @@ func TestValidationMessagesGolden(t *testing.T) {
 		{name: "web_provider_search_chat_wire", user: "[providers.openai]\nmodel = \"m\"\n\n[web]\nsearch = \"provider\"\n"},
 		{name: "web_fetch_max_bytes_low", user: "[web]\nfetch_max_bytes = 10\n"},
 		{name: "several_errors", user: "[tools]\noutput_limit_bytes = 1\ncommand_timeout_seconds = 0\n"},
+		// Every problem of a file in one pass: an unknown key does not
+		// hide the values of the wrong type, nor those out of range.
+		{name: "one_pass_user", user: "[tools]\naproval_policy = \"never\"\noutput_limit_bytes = \"64k\"\ncommand_timeout_seconds = 0\n" +
+			"[agent]\nmax_steps = 2.5\ncompact_threshold_percent = 99\nprefer = [\"codex\", 3]\n" +
+			"[providers.openai]\nheaders = { X-Org = 1, X-Team = \"ok\" }\nmax_retries = -1\nmodle = \"m\"\n"},
+		// And of every file: the user file, the project file and the
+		// environment, in that order.
+		{name: "one_pass_all_sources",
+			user:    "[tools]\nzzz = 1\nspill_max_bytes = -5\n",
+			project: "[tools]\ncommand_timeout_seconds = \"soon\"\noutput_limit_bytes = 2\n[provider]\nactive = \"x\"\n",
+			env:     map[string]string{"SCV_APPROVAL_POLICY": "yolo"}},
+		// A file that is not TOML hides only its own other problems.
+		{name: "one_pass_syntax_error", user: "[tools]\noutput_limit_bytes = 5\n[agent\n",
+			project: "[tools]\nunknown_key = 1\n", env: map[string]string{"SCV_APPROVAL_POLICY": "yolo"}},
+		// A value of the wrong type is reported once, not again through
+		// the default it leaves (here: which provider is active).
+		{name: "one_pass_no_follow_on", user: "[provider]\nactive = 3\n\n[providers.a]\nmodel = \"m\"\n\n[providers.b]\nmodel = \"m\"\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,11 +1,12 @@
 package config
 
 import (
-	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -92,13 +93,18 @@ type layer struct {
 	data []byte
 	mode fs.FileMode
 	ix   *keyIndex
+	// rejected holds the keys whose values had the wrong type: left out
+	// of the merge, and of validation.
+	rejected map[string]bool
 }
 
 type loader struct {
 	cfg   *Config
 	env   paths.Env
 	diags []Diagnostic
-	user  *layer // nil when there is no user file
+	user  *layer // nil when there is no user file, or it could not be read
+	// rejected is the union of the layers' rejected keys.
+	rejected map[string]bool
 }
 
 // Load reads the user file Home/config.toml and, when Workspace is set, the
@@ -108,9 +114,12 @@ type loader struct {
 //
 // Problems that make the configuration unusable (TOML syntax, unknown keys,
 // wrong types, out-of-range values, an active provider that does not exist)
-// are returned as an error (one *Error, or several joined) naming the file,
-// line and key. Warnings, such as keys a project file may not set, are
-// returned as Diagnostics; Load never logs.
+// are returned as an error naming the file, line and key: one *Error, or
+// several joined, all of them in one pass, ordered by file and line. Only
+// a file that is not TOML (a syntax error, a key defined twice) hides the
+// rest of its own problems; the other files and the environment are still
+// checked. Warnings, such as keys a project file may not set, are returned
+// as Diagnostics; Load never logs.
 func Load(opts LoadOptions) (*Config, []Diagnostic, error) {
 	env := opts.Env
 	if env == nil {
@@ -125,18 +134,16 @@ func Load(opts LoadOptions) (*Config, []Diagnostic, error) {
 	if opts.Workspace != "" && !filepath.IsAbs(opts.Workspace) {
 		return nil, nil, fmt.Errorf("config: the workspace %q is not an absolute path", opts.Workspace)
 	}
-	l := &loader{cfg: Defaults(), env: env}
+	l := &loader{cfg: Defaults(), env: env, rejected: map[string]bool{}}
+	var errs []error
 
 	userPath := paths.ConfigFile(opts.Home)
 	user, err := readLayer(SourceUser, opts.Home, paths.ConfigFileName, statefile.AnyLinks)
 	if err != nil {
-		return nil, nil, err
+		errs = append(errs, err)
 	}
 	if user != nil {
-		l.user = user
-		if err := l.applyUser(user); err != nil {
-			return nil, l.diags, err
-		}
+		errs = append(errs, l.applyUser(user)...)
 	}
 
 	if opts.Workspace != "" {
@@ -147,26 +154,72 @@ func Load(opts LoadOptions) (*Config, []Diagnostic, error) {
 			rel, _ := filepath.Rel(opts.Workspace, projPath)
 			proj, err := readLayer(SourceProject, opts.Workspace, rel, statefile.LinksInside)
 			if err != nil {
-				return nil, l.diags, err
+				errs = append(errs, err)
 			}
 			if proj != nil {
-				if err := l.applyProject(proj); err != nil {
-					return nil, l.diags, err
-				}
+				errs = append(errs, l.applyProject(proj)...)
 			}
 		}
 	}
 
 	if err := l.resolveProvider(); err != nil {
-		return nil, l.diags, err
+		errs = append(errs, err)
 	}
-	if errs := l.validate(); len(errs) > 0 {
-		return nil, l.diags, errors.Join(errs...)
-	}
+	errs = append(errs, l.validate()...)
 	if err := l.applyEnv(); err != nil {
-		return nil, l.diags, err
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, l.diags, joinInOrder(errs, userPath)
 	}
 	return l.cfg, l.diags, nil
+}
+
+// joinInOrder joins errs (flattening joined ones) ordered by where they
+// are: the user file, the project file, then the environment; by line
+// within a file, a problem without a line last.
+func joinInOrder(errs []error, userFile string) error {
+	var flat []error
+	var walk func(err error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		flat = append(flat, err)
+	}
+	for _, err := range errs {
+		walk(err)
+	}
+	rank := func(err error) (int, int) {
+		var e *Error
+		if !errors.As(err, &e) {
+			return 3, 0
+		}
+		file := 2
+		switch {
+		case e.File == userFile:
+			file = 0
+		case e.File != "":
+			file = 1
+		}
+		line := e.Line
+		if line == 0 {
+			line = math.MaxInt
+		}
+		return file, line
+	}
+	slices.SortStableFunc(flat, func(a, b error) int {
+		fa, la := rank(a)
+		fb, lb := rank(b)
+		if fa != fb {
+			return fa - fb
+		}
+		return cmp.Compare(la, lb)
+	})
+	return errors.Join(flat...)
 }
 
 func sameFile(a, b string) bool {
@@ -216,23 +269,27 @@ func readLayer(kind SourceKind, dir, name string, links statefile.Links) (*layer
 	return &layer{kind: kind, file: path, data: data, mode: fi.Mode(), ix: indexKeys(data)}, nil
 }
 
-// applyUser decodes the user file and merges every key it sets.
-func (l *loader) applyUser(u *layer) error {
+// applyUser decodes the user file and merges every key it sets whose value
+// fits; it returns the file's problems.
+func (l *loader) applyUser(u *layer) []error {
 	var fc Config
-	if err := l.decode(u, &fc); err != nil {
-		return err
+	errs, ok := l.decode(u, &fc)
+	if !ok {
+		return errs
 	}
+	l.user = u
 	l.merge(configSchema(), reflect.ValueOf(l.cfg).Elem(), reflect.ValueOf(&fc).Elem(), nil, u, nil)
 	l.checkKeyFileMode(u)
-	return nil
+	return errs
 }
 
 // applyProject decodes the project file, warns about the keys a project may
-// not set, and merges the rest.
-func (l *loader) applyProject(p *layer) error {
+// not set, and merges the rest; it returns the file's problems.
+func (l *loader) applyProject(p *layer) []error {
 	var pf projectFile
-	if err := l.decode(p, &pf); err != nil {
-		return err
+	errs, ok := l.decode(p, &pf)
+	if !ok {
+		return errs
 	}
 	l.warnForbidden(p)
 	allow := func(path []string) bool { return l.allowProjectValue(p, path, &pf) }
@@ -249,7 +306,7 @@ func (l *loader) applyProject(p *layer) error {
 		}
 		l.merge(cf.s, cv.Field(cf.index), pv.Field(f.index), []string{f.name}, p, allow)
 	}
-	return nil
+	return errs
 }
 
 func isProjectForbidden(path []string) bool {
@@ -334,44 +391,38 @@ func (l *loader) checkKeyFileMode(u *layer) {
 	}
 }
 
-// decode decodes a layer strictly into target (a pointer to a struct).
-//
-// Unknown keys are found first from the key index and the target's schema,
-// which gives full key paths (go-toml's are partial inside inline tables)
-// and costs linear time (go-toml renders a context for every unknown key,
-// which is quadratic on a big file). go-toml's own strict mode stays on as
-// a backstop.
-func (l *loader) decode(ly *layer, target any) error {
-	if ly.ix.complete {
-		if err := ly.unknownKeys(schemaOf(reflect.TypeOf(target).Elem())); err != nil {
-			return err
+// decode decodes a layer into target (a pointer to a struct) and returns
+// every problem of the file, in one pass: unknown keys (found from the key
+// index and the target's schema, which gives full key paths and costs
+// linear time) and values of the wrong type (assign.go), or, for a
+// document that is not TOML (a syntax error, a key defined twice), that
+// error and the unknown keys before it. ok is false when the document
+// could not be read: nothing of it is merged.
+func (l *loader) decode(ly *layer, target any) (errs []error, ok bool) {
+	s := schemaOf(reflect.TypeOf(target).Elem())
+	ly.rejected = map[string]bool{}
+	var doc map[string]any
+	if err := toml.Unmarshal(ly.data, &doc); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			errs = append(errs, ly.decodeError(de))
+		} else {
+			errs = append(errs, &Error{File: ly.file, Message: fmt.Sprintf("cannot be decoded: %v", err), Err: err})
 		}
-	}
-	dec := toml.NewDecoder(bytes.NewReader(ly.data))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(target)
-	if err == nil {
-		return nil
-	}
-	var strict *toml.StrictMissingError
-	if errors.As(err, &strict) {
-		var errs []error
-		for i := range strict.Errors {
-			if len(errs) == maxReported {
-				break
-			}
-			de := &strict.Errors[i]
-			path, e := ly.keyAt(de)
-			line, col := de.Position()
-			errs = append(errs, ly.unknownKeyError(path, e.table, line, col, de))
+		if uk := ly.unknownKeys(s); uk != nil {
+			errs = append(errs, uk)
 		}
-		return errors.Join(errs...)
+		return errs, false
 	}
-	var de *toml.DecodeError
-	if errors.As(err, &de) {
-		return ly.decodeError(de)
+	if uk := ly.unknownKeys(s); uk != nil {
+		errs = append(errs, uk)
 	}
-	return &Error{File: ly.file, Message: fmt.Sprintf("cannot be decoded: %v", err), Err: err}
+	a := &assigner{ly: ly}
+	a.assign(s, reflect.ValueOf(target).Elem(), doc, nil)
+	for k := range ly.rejected {
+		l.rejected[k] = true
+	}
+	return append(errs, a.result()...), true
 }
 
 // unknownKeys reports the keys of the layer that s does not know: each
@@ -438,11 +489,13 @@ func hasSuffix(path, suffix []string) bool {
 func (ly *layer) decodeError(de *toml.DecodeError) error {
 	line, col := de.Position()
 	msg := strings.TrimPrefix(de.Error(), "toml: ")
-	if len(de.Key()) == 0 {
+	path, found := ly.keyAt(de)
+	// A file whose keys all parsed (the key index is complete) fails on a
+	// value, such as a number too large: the key is known.
+	if len(de.Key()) == 0 && !(ly.ix.complete && found.line > 0) {
 		return &Error{File: ly.file, Line: line, Column: col, Err: de,
 			Message: fmt.Sprintf("invalid TOML: %s; fix the syntax (see %s)", msg, DocsRef)}
 	}
-	path, _ := ly.keyAt(de)
 	key := joinKey(path)
 	e := &Error{File: ly.file, Line: line, Column: col, Key: key, Err: de}
 	switch {
@@ -490,7 +543,7 @@ func (l *loader) merge(s *schema, dst, src reflect.Value, path []string, ly *lay
 	switch {
 	case s.isLeaf():
 		e, ok := ly.ix.first(path...)
-		if !ok || (allow != nil && !allow(path)) {
+		if !ok || ly.rejected[joinKey(path)] || (allow != nil && !allow(path)) {
 			return
 		}
 		dst.Set(src)
@@ -503,7 +556,7 @@ func (l *loader) merge(s *schema, dst, src reflect.Value, path []string, ly *lay
 		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
 		for _, k := range keys {
 			p := append(slices.Clip(path), k.String())
-			if !ly.ix.has(p...) || (allow != nil && !allow(p)) {
+			if !ly.ix.has(p...) || ly.rejected[joinKey(p)] || (allow != nil && !allow(p)) {
 				continue
 			}
 			if dst.IsNil() {

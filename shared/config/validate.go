@@ -59,10 +59,16 @@ type validator struct {
 	c    *Config
 	user *layer
 	errs []error
+	// rejected are keys whose values had the wrong type: their problem is
+	// reported already, and the value checked here is not theirs.
+	rejected map[string]bool
 }
 
 // fail records an error about key, located where its value came from.
 func (v *validator) fail(key string, format string, args ...any) {
+	if v.rejected[key] {
+		return
+	}
 	e := &Error{Key: key, Message: fmt.Sprintf("key %s ", quoteKey(key)) + fmt.Sprintf(format, args...)}
 	src, ok := v.c.Sources[key]
 	switch {
@@ -109,7 +115,7 @@ func (v *validator) from(key string) string {
 // validate checks every value of the merged configuration.
 func (l *loader) validate() []error {
 	c := l.cfg
-	v := &validator{c: c, user: l.user}
+	v := &validator{c: c, user: l.user, rejected: l.rejected}
 
 	// [provider]
 	if a := c.Provider.Active; a == "" {
