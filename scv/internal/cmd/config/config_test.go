@@ -233,7 +233,9 @@ func TestPath(t *testing.T) {
 }
 
 // TestConfigErrorExitsOne runs the whole command: a bad file is one line
-// of stderr naming the file, the line and the key, exit code 1.
+// of stderr per problem, naming the file, the line and the key (all of the
+// file's problems at once: the unknown key does not hide the value out of
+// range), exit code 1.
 func TestConfigErrorExitsOne(t *testing.T) {
 	for _, sub := range []string{"show", "path"} {
 		t.Run(sub, func(t *testing.T) {
@@ -250,7 +252,8 @@ func TestConfigErrorExitsOne(t *testing.T) {
 				return
 			}
 			got := in.placeholders(errOut.String())
-			want := `scv: $WS/.scv/config.toml:2: unknown key "tools.zzz"; see docs/configuration.md for the keys` + "\n"
+			want := `scv: $WS/.scv/config.toml:2: unknown key "tools.zzz"; see docs/configuration.md for the keys` + "\n" +
+				`$WS/.scv/config.toml:3: key "tools.output_limit_bytes" is 1, out of range: it must be a number of bytes from 1024 to 1048576` + "\n"
 			if code != exitcode.Failure || got != want || out.Len() != 0 {
 				t.Fatalf("code %d, stdout %q, stderr:\n%s\nwant:\n%s", code, out.String(), got, want)
 			}
