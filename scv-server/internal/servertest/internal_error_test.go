@@ -64,9 +64,7 @@ func (panicker) Spec() tools.Spec {
 
 func (panicker) Prepare(tools.Env, json.RawMessage) (*tools.Plan, error) {
 	return &tools.Plan{Risk: protocol.RiskReadOnly, Summary: "Boom", Run: func(context.Context) (tools.Result, error) {
-		var m map[string]int
-		m["x"] = 1 // assignment to a nil map
-		return tools.Result{}, nil
+		panic("the boom tool is broken")
 	}}, nil
 }
 
@@ -81,7 +79,7 @@ func TestInternalErrorOfATurn(t *testing.T) {
 	f.Enqueue(fo.Script(fo.ToolCall("call_1", "boom", `{}`)))
 	c.Turn(sid, "explode")
 	evs, fail := st.Until[*protocol.TurnFailed](c)
-	if fail.Code != protocol.FailInternal || !strings.Contains(fail.Message, "assignment to entry in nil map") {
+	if fail.Code != protocol.FailInternal || !strings.Contains(fail.Message, "the boom tool is broken") {
 		t.Fatalf("turn.failed = %+v after %s", fail, st.Kinds(evs))
 	}
 	f.Enqueue(fo.Script(fo.Text("still here")))
