@@ -215,20 +215,10 @@ func TestBadConfigIsReportedBeforeInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[tools]\naproval_policy = \"auto\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--stdio")
-	cmd.Env = []string{"SCV_HOME=" + home}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// No stdin is ever written: the error comes first.
-	in, _ := cmd.StdinPipe()
-	defer in.Close()
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 78 {
-		t.Fatalf("exit = %v, want 78", err)
-	}
-	if stdout.Len() != 0 || !strings.Contains(stderr.String(), "config.toml:2") || !strings.Contains(stderr.String(), "aproval_policy") {
-		t.Fatalf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	code, stdout, stderr := runBeforeInput(t, home)
+	if code != 78 || stdout != "" || !strings.Contains(stderr, "config.toml:2") || !strings.Contains(stderr, "aproval_policy") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
 

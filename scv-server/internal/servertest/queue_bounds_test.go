@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
-	fo "github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -18,12 +17,8 @@ import (
 // room comes back when an entry leaves.
 func TestQueueBounds(t *testing.T) {
 	t.Parallel()
-	f, s := fake(t, "", st.Options{})
-	sid, _ := session(t, s, 2)
+	_, s, sid, turn := busySession(t, 2)
 	c := s.Client
-	f.Enqueue(fo.Script(fo.Text("busy"), fo.Hang()))
-	turn := c.Turn(sid, "one")
-	st.Expect[*protocol.AssistantDelta](c)
 
 	var entries []protocol.QueueEntry
 	for i := range protocol.MaxQueueEntries {
@@ -77,12 +72,8 @@ func TestQueueBounds(t *testing.T) {
 // (earlier servers wrote the whole queue at every change: quadratic).
 func TestQueueLogStaysLinear(t *testing.T) {
 	t.Parallel()
-	f, s := fake(t, "", st.Options{})
-	sid, _ := session(t, s, 3)
+	_, s, sid, turn := busySession(t, 3)
 	c := s.Client
-	f.Enqueue(fo.Script(fo.Text("busy"), fo.Hang()))
-	turn := c.Turn(sid, "one")
-	st.Expect[*protocol.AssistantDelta](c)
 	var ids []string
 	for i := range 4 {
 		c.Send(&protocol.TurnStart{RequestID: fmt.Sprint("q", i), SessionID: sid, Prompt: strings.Repeat(fmt.Sprint(i), protocol.MaxPromptBytes)})
@@ -112,23 +103,12 @@ func TestQueueLogStaysLinear(t *testing.T) {
 // dropped, so a second resume agrees.
 func TestResumeBoundsAnOldQueue(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
-	cfg := st.FakeProviderConfig(f.URL(), "")
-	a := st.Start(t, st.Options{Config: cfg})
-	a.Client.Init(3)
-	dir := t.TempDir()
-	sid := a.Client.StartSession(dir, 3).SessionID
-	f.Enqueue(fo.Script(fo.Text("done")))
-	a.Client.Turn(sid, "first")
-	st.Until[*protocol.TurnCompleted](a.Client)
-	a.Stop()
-
+	_, cfg, home, dir, sid := storedSession(t)
 	var q []string
 	for i := range protocol.MaxQueueEntries + 6 {
 		q = append(q, fmt.Sprintf(`{"queue_id":"q%d","revision":1,"prompt":"p%d","request":"r%d"}`, i, i, i))
 	}
-	log := filepath.Join(a.Home, "state", "sessions", sid, "log.jsonl")
+	log := filepath.Join(home, "state", "sessions", sid, "log.jsonl")
 	lf, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +117,7 @@ func TestResumeBoundsAnOldQueue(t *testing.T) {
 	lf.Close()
 
 	for round := range 2 {
-		b := st.Start(t, st.Options{Config: cfg, Home: a.Home})
+		b := st.Start(t, st.Options{Config: cfg, Home: home})
 		c := b.Client
 		c.Init(3)
 		c.Send(&protocol.SessionStart{RequestID: c.ID(), Cwd: dir, Resume: sid})

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
-	fo "github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -19,19 +18,8 @@ import (
 // log.
 func TestUntrustedSessionFiles(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
-	cfg := st.FakeProviderConfig(f.URL(), "")
-	a := st.Start(t, st.Options{Config: cfg})
-	a.Client.Init(3)
-	dir := t.TempDir()
-	sid := a.Client.StartSession(dir, 3).SessionID
-	f.Enqueue(fo.Script(fo.Text("hello")))
-	a.Client.Turn(sid, "a title")
-	st.Until[*protocol.TurnCompleted](a.Client)
-	a.Stop()
-
-	sessionDir := filepath.Join(a.Home, "state", "sessions", sid)
+	_, cfg, home, dir, sid := storedSession(t)
+	sessionDir := filepath.Join(home, "state", "sessions", sid)
 	summary := filepath.Join(sessionDir, "summary.json")
 	if err := os.Remove(summary); err != nil {
 		t.Fatal(err)
@@ -39,7 +27,7 @@ func TestUntrustedSessionFiles(t *testing.T) {
 	if err := syscall.Mkfifo(summary, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := st.Start(t, st.Options{Config: cfg, Home: a.Home})
+	b := st.Start(t, st.Options{Config: cfg, Home: home})
 	c := b.Client
 	c.Init(3)
 	c.Send(&protocol.SessionList{RequestID: c.ID(), Cwd: dir})

@@ -25,6 +25,39 @@ func fake(t *testing.T, extra string, opts st.Options) (*fo.Server, *st.Server) 
 	return f, st.Start(t, opts)
 }
 
+// busySession starts a session of protocol version v in a server with a
+// fake provider, and a turn in it that streams a little and then hangs, so
+// that prompts sent meanwhile are queued.
+func busySession(t *testing.T, v int) (*fo.Server, *st.Server, string, *protocol.TurnStarted) {
+	t.Helper()
+	f, s := fake(t, "", st.Options{})
+	sid, _ := session(t, s, v)
+	f.Enqueue(fo.Script(fo.Text("busy"), fo.Hang()))
+	turn := s.Client.Turn(sid, "one")
+	st.Expect[*protocol.AssistantDelta](s.Client)
+	return f, s, sid, turn
+}
+
+// storedSession runs one completed turn ("a title") in a server that then
+// stops, and returns what a test needs to resume the stored session: the
+// fake provider, the configuration, the server's SCV_HOME, the workspace
+// and the session's id.
+func storedSession(t *testing.T) (f *fo.Server, cfg, home, dir, sid string) {
+	t.Helper()
+	f = fo.NewServer()
+	t.Cleanup(f.Close)
+	cfg = st.FakeProviderConfig(f.URL(), "")
+	a := st.Start(t, st.Options{Config: cfg})
+	a.Client.Init(3)
+	dir = t.TempDir()
+	sid = a.Client.StartSession(dir, 3).SessionID
+	f.Enqueue(fo.Script(fo.Text("done")))
+	a.Client.Turn(sid, "a title")
+	st.Until[*protocol.TurnCompleted](a.Client)
+	a.Stop()
+	return f, cfg, a.Home, dir, sid
+}
+
 func session(t *testing.T, s *st.Server, version int) (string, string) {
 	t.Helper()
 	s.Client.Init(version)
