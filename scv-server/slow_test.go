@@ -13,8 +13,8 @@ import (
 )
 
 // TestPausedClientKeepsItsTurn: the real server over real pipes, with a
-// client that stops reading its stdout for 4 seconds (a paused terminal)
-// while the model streams a 3 MB reply whose request has a 2-second
+// client that stops reading its stdout for 5 seconds (a paused terminal)
+// while the model streams a 3 MB reply whose request has a 3-second
 // deadline. The server neither ends the connection (it used to after 3 s,
 // and exit 1) nor stalls the provider's stream: once the client reads
 // again the whole reply arrives, the turn completes, and the server exits
@@ -29,7 +29,7 @@ func TestPausedClientKeepsItsTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintln(cfg, "timeout_seconds = 2")
+	fmt.Fprintln(cfg, "timeout_seconds = 3")
 	cfg.Close()
 	const chunks = 20000
 	f.Enqueue(fo.Script(fo.Repeat(chunks, "words go by "), fo.Usage(10, 10)))
@@ -40,7 +40,7 @@ func TestPausedClientKeepsItsTurn(t *testing.T) {
 	sid := nextOf[*protocol.SessionStarted](p).SessionID
 	nextOf[*protocol.QueueSnapshot](p)
 	p.send(&protocol.TurnStart{RequestID: "t", SessionID: sid, Prompt: "talk"})
-	time.Sleep(4 * time.Second) // not reading
+	time.Sleep(5 * time.Second) // not reading
 
 	var text strings.Builder
 	deltas := 0

@@ -10,17 +10,17 @@ import (
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
-// TestSlowClientKeepsItsTurn: a client stops reading for 4 seconds (more
+// TestSlowClientKeepsItsTurn: a client stops reading for 5 seconds (more
 // than the 3 s that used to end the connection) while the model streams a
 // long reply. The turn keeps running: the reply is read from the provider
-// in full within its 2-second request deadline (the streamed text waits,
+// in full within its 3-second request deadline (the streamed text waits,
 // coalesced, instead of stalling the stream), the next event that is not
 // streamed waits for the client, and a request sent meanwhile waits for
 // room. When the client reads again, everything arrives, in order, with
 // gapless seq and the whole text.
 func TestSlowClientKeepsItsTurn(t *testing.T) {
 	t.Parallel()
-	f, s := fake(t, "timeout_seconds = 2", st.Options{Tools: st.WithTools(&st.Waiter{})})
+	f, s := fake(t, "timeout_seconds = 3", st.Options{Tools: st.WithTools(&st.Waiter{})})
 	sid, _ := session(t, s, 3)
 	c := s.Client
 	const chunks = 5000
@@ -33,9 +33,9 @@ func TestSlowClientKeepsItsTurn(t *testing.T) {
 	if err := waitRequests(f, 1); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	time.Sleep(2500 * time.Millisecond)
 	c.Send(&protocol.SessionRules{RequestID: "r", SessionID: sid})
-	time.Sleep(2 * time.Second)
+	time.Sleep(2500 * time.Millisecond)
 	if n := len(f.Requests()); n != 1 {
 		t.Fatalf("%d model requests while the client was not reading: the tool ran before its events were read", n)
 	}
