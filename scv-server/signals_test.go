@@ -42,8 +42,9 @@ func TestClosedStderrDoesNotKill(t *testing.T) {
 
 // TestSIGHUPCleansUp: SIGHUP (the terminal closing) is handled like SIGTERM
 // and the end of input: the running turn is cancelled, the bash call's
-// process tree is killed and reaped, the turn's end is written, and the
-// server exits 1 instead of dying with the signal.
+// process tree is killed and reaped, the turn's end is written to the
+// client and to the session's log, and the server exits 1 instead of dying
+// with the signal.
 func TestSIGHUPCleansUp(t *testing.T) {
 	t.Parallel()
 	f := fo.NewServer()
@@ -94,6 +95,15 @@ func TestSIGHUPCleansUp(t *testing.T) {
 	}
 	if n := countSleeps(marker); n != 0 {
 		t.Fatalf("%d sleeps of the call still run after the server exited", n)
+	}
+	// The session's log was flushed: it ends with the turn's end.
+	log, err := os.ReadFile(filepath.Join(home, "state", "sessions", sid, "log.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(log), "\n"), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"t":"end"`) || !strings.Contains(last, `"outcome":"cancelled"`) {
+		t.Fatalf("the session log ends with %s, not the turn's end", last)
 	}
 }
 
