@@ -441,7 +441,7 @@ func (ly *layer) unknownKeys(s *schema) error {
 			continue
 		}
 		reported[joinKey(e.path)] = true
-		errs = append(errs, ly.unknownKeyError(e.path, e.table, e.line, e.col, nil))
+		errs = append(errs, ly.unknownKeyError(e.path, e.table, e.line, e.col))
 	}
 	if dropped > 0 {
 		errs = append(errs, &Error{File: ly.file, Message: fmt.Sprintf("and %d more unknown keys; see %s for the keys", dropped, DocsRef)})
@@ -449,7 +449,7 @@ func (ly *layer) unknownKeys(s *schema) error {
 	return errors.Join(errs...)
 }
 
-func (ly *layer) unknownKeyError(path []string, table bool, line, col int, cause error) error {
+func (ly *layer) unknownKeyError(path []string, table bool, line, col int) error {
 	key := joinKey(path)
 	var msg string
 	if table {
@@ -464,7 +464,7 @@ func (ly *layer) unknownKeyError(path []string, table bool, line, col int, cause
 			msg += fmt.Sprintf(" (did you mean %s?)", quoteKey(joinKey(sug)))
 		}
 	}
-	return &Error{File: ly.file, Line: line, Column: col, Key: key, Message: msg, Err: cause}
+	return &Error{File: ly.file, Line: line, Column: col, Key: key, Message: msg}
 }
 
 // keyAt returns the full key path a go-toml error is about, using the key
