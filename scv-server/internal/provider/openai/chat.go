@@ -45,7 +45,21 @@ type chatDecoder struct {
 	ch  chunk // reused between events
 }
 
-func (d *chatDecoder) event(data []byte) (bool, error) {
+// event reads one chunk. Chat Completions chunks are unnamed SSE events
+// (the default name, "message"); an event named "error" is a mid-stream
+// error whatever its data, and an event of any other name (a keep-alive
+// ping, a vendor's own event) is not a chunk and is ignored.
+func (d *chatDecoder) event(name, data []byte) (bool, error) {
+	switch string(name) {
+	case "", "message":
+	case "error":
+		if decodeChunk(data, &d.ch) == nil && d.ch.hasError() {
+			return false, d.p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", d.ch.errorMessage())
+		}
+		return false, d.p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", providerMessage(data))
+	default:
+		return false, nil
+	}
 	if err := decodeChunk(data, &d.ch); err != nil {
 		// encoding/json's errors quote at most one character or a
 		// number of the input, never a string, so the cause may be

@@ -313,7 +313,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, h provider.
 	sse := newSSEReader(resp.Body, p.limits.SSEEventBytes)
 	dec := p.wire.decoder(p, h)
 	for {
-		data, err := sse.next()
+		name, data, err := sse.next()
 		switch {
 		case err == io.EOF:
 			if ferr := body.failure(); ferr != nil {
@@ -325,7 +325,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, h provider.
 		case err != nil:
 			return nil, p.classify(ctx, sctx, c, err)
 		}
-		done, err := dec.event(data)
+		done, err := dec.event(name, data)
 		if err != nil {
 			return nil, err
 		}
@@ -348,9 +348,11 @@ type wire interface {
 // streamDecoder turns the events of one reply into a Response. Errors it
 // returns are *provider.Error values or the Handler's error.
 type streamDecoder interface {
-	// event handles the data of one SSE event; done reports that the
-	// reply is complete.
-	event(data []byte) (done bool, err error)
+	// event handles one SSE event, its name (empty for the default,
+	// "message") and its data; done reports that the reply is complete.
+	// Each wire decides which names it reads and ignores the others
+	// (keep-alive pings, a vendor's own events).
+	event(name, data []byte) (done bool, err error)
 	// end is called when the stream ends; sawDone says whether the
 	// server marked the end ("[DONE]", or a terminal event).
 	end(sawDone bool) (*provider.Response, error)

@@ -448,6 +448,54 @@ func TestSSEFraming(t *testing.T) {
 	}
 }
 
+// TestSSELineEndingsAndNamedEvents: a chat stream framed with bare CR line
+// ends (after a byte order mark), with keep-alive pings and a vendor's
+// named events whose data is not JSON, streams the same reply as one with
+// LF line ends; an "error" event fails the turn with its text, JSON or not.
+func TestSSELineEndingsAndNamedEvents(t *testing.T) {
+	const ev = `{"choices":[{"index":0,"delta":{"content":"%s"}}]}`
+	lf := "data: " + fmt.Sprintf(ev, "a") + "\n\n" +
+		": keep-alive\n\n" +
+		"event: ping\ndata: ping\n\n" +
+		"event: vendor.progress\ndata: 42% done <b>\n\n" +
+		"event: message\ndata: " + fmt.Sprintf(ev, "b") + "\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n" +
+		"data: [DONE]\n\n"
+	for name, raw := range map[string]string{
+		"LF":        lf,
+		"CR":        "\xEF\xBB\xBF" + strings.ReplaceAll(lf, "\n", "\r"),
+		"CRLF":      strings.ReplaceAll(lf, "\n", "\r\n"),
+		"CR and LF": strings.ReplaceAll(strings.ReplaceAll(lf, "\n\n", "\r\n\r"), "\n", "\r"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			fx := newFixture(t, nil)
+			resp, got, err := fx.stream(t, f.Raw([]byte(raw)), f.NoDone())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, "|") != "a|b" || resp.Content != "ab" || resp.FinishReason != "stop" {
+				t.Fatalf("deltas %q, response %+v", got, resp)
+			}
+		})
+	}
+	for _, tc := range []struct{ data, want string }{
+		{"upstream overloaded, try later", "provider reported an error in the stream: upstream overloaded, try later"},
+		{`{"error":{"message":"quota exceeded"}}`, "provider reported an error in the stream: quota exceeded"},
+		{`{"message":"bad gateway"}`, "provider reported an error in the stream: bad gateway"},
+	} {
+		fx := newFixture(t, nil)
+		resp, got, err := fx.stream(t, f.Text("a"), f.Raw([]byte("event: error\rdata: "+tc.data+"\r\r")), f.Text("never"))
+		if resp != nil || strings.Join(got, "") != "a" {
+			t.Fatalf("response %+v, deltas %q", resp, got)
+		}
+		wantError(t, err, provider.CodeProviderError, tc.want)
+	}
+	// An unnamed event whose data is not JSON is still a broken stream.
+	fx := newFixture(t, nil)
+	_, _, err := fx.stream(t, f.Text("a"), f.Raw([]byte("data: hello\r\r")))
+	wantError(t, err, provider.CodeProviderError, "malformed stream")
+}
+
 // A mid-stream error event is reported with the provider's text, whatever
 // its shape.
 func TestStreamErrorEvents(t *testing.T) {

@@ -237,70 +237,117 @@ type responsesDecoder struct {
 // citation is a url_citation annotation.
 type citation struct{ url, title string }
 
-func (d *responsesDecoder) event(data []byte) (bool, error) {
+// event reads one event. The Responses API names each SSE event after
+// the type its data declares; a named event the decoder does not read (a
+// lifecycle event, a keep-alive ping, a vendor's own event) is ignored
+// without decoding its data, which need not be JSON. An unnamed event (or
+// one named "message", the SSE default) is decoded and read by its type.
+func (d *responsesDecoder) event(name, data []byte) (bool, error) {
+	if len(name) > 0 && string(name) != "message" {
+		if _, ok := respHandlers[string(name)]; !ok {
+			return false, nil
+		}
+	}
 	ev := &d.ev
 	if err := decodeEvent(data, ev); err != nil {
+		if string(name) == "error" {
+			return false, d.p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", providerMessage(data))
+		}
 		return false, d.p.wrapf(provider.CodeProviderError, err, "malformed stream: %v", err)
 	}
-	switch ev.Type {
-	case "response.output_text.delta", "response.refusal.delta":
-		// A refusal is what the model says instead of an answer: show it.
-		d.streamed[ev.ItemID] = true
-		return false, d.acc.addText(ev.Delta)
-	case "response.function_call_arguments.delta":
-		t, err := d.call(ev.ItemID, ev.OutputIndex, nil)
-		if err != nil {
-			return false, err
-		}
-		return false, d.acc.appendArgs(t, ev.Delta)
-	case "response.function_call_arguments.done":
-		t, err := d.call(ev.ItemID, ev.OutputIndex, nil)
-		if err != nil {
-			return false, err
-		}
-		return false, d.setArgs(t, ev.Arguments)
-	case "response.output_item.added", "response.output_item.done":
-		return false, d.item(ev)
-	case "response.output_text.annotation.added":
-		if a := ev.Annotation; a != nil {
-			d.cite(*a)
-		}
-	case "response.content_part.done":
-		if pt := ev.Part; pt != nil {
-			for _, a := range pt.Annotations {
-				d.cite(a)
-			}
-		}
-	case "response.completed", "response.incomplete":
-		return true, d.complete(ev)
-	case "response.failed":
-		msg := "the response failed"
-		if r := ev.Response; r != nil {
-			if m := errorText(r.Error); m != "" {
-				msg = m
-			}
-		}
-		return false, d.p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", msg)
-	case "error":
-		msg := errorText(ev.Error)
-		if msg == "" {
-			msg = rawText(ev.Message)
-			if c := rawText(ev.Code); c != "" && msg != "" {
-				msg += " (" + c + ")"
-			} else if msg == "" {
-				msg = c
-			}
-		}
-		if msg == "" {
-			msg = "unknown error"
-		}
-		return false, d.p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", msg)
+	if h := respHandlers[ev.Type]; h != nil {
+		return h(d, ev)
 	}
 	// Lifecycle events (response.created, content_part.added, the
 	// web_search_call progress events, reasoning summary deltas, whose
 	// text the reasoning item's done event repeats...) carry nothing
 	// else the Response needs.
 	return false, nil
+}
+
+// respHandlers are the events the decoder reads, by type.
+var respHandlers = map[string]func(*responsesDecoder, *respEvent) (done bool, err error){
+	"response.output_text.delta":             (*responsesDecoder).textDelta,
+	"response.refusal.delta":                 (*responsesDecoder).textDelta,
+	"response.function_call_arguments.delta": (*responsesDecoder).argsDelta,
+	"response.function_call_arguments.done":  (*responsesDecoder).argsDone,
+	"response.output_item.added":             (*responsesDecoder).itemEvent,
+	"response.output_item.done":              (*responsesDecoder).itemEvent,
+	"response.output_text.annotation.added":  (*responsesDecoder).annotation,
+	"response.content_part.done":             (*responsesDecoder).partDone,
+	"response.completed":                     (*responsesDecoder).completed,
+	"response.incomplete":                    (*responsesDecoder).completed,
+	"response.failed":                        (*responsesDecoder).failed,
+	"error":                                  (*responsesDecoder).errorEvent,
+}
+
+// textDelta streams text; a refusal is what the model says instead of an
+// answer, so it is shown too.
+func (d *responsesDecoder) textDelta(ev *respEvent) (bool, error) {
+	d.streamed[ev.ItemID] = true
+	return false, d.acc.addText(ev.Delta)
+}
+
+func (d *responsesDecoder) argsDelta(ev *respEvent) (bool, error) {
+	t, err := d.call(ev.ItemID, ev.OutputIndex, nil)
+	if err != nil {
+		return false, err
+	}
+	return false, d.acc.appendArgs(t, ev.Delta)
+}
+
+func (d *responsesDecoder) argsDone(ev *respEvent) (bool, error) {
+	t, err := d.call(ev.ItemID, ev.OutputIndex, nil)
+	if err != nil {
+		return false, err
+	}
+	return false, d.setArgs(t, ev.Arguments)
+}
+
+func (d *responsesDecoder) itemEvent(ev *respEvent) (bool, error) { return false, d.item(ev) }
+
+func (d *responsesDecoder) annotation(ev *respEvent) (bool, error) {
+	if a := ev.Annotation; a != nil {
+		d.cite(*a)
+	}
+	return false, nil
+}
+
+func (d *responsesDecoder) partDone(ev *respEvent) (bool, error) {
+	if pt := ev.Part; pt != nil {
+		for _, a := range pt.Annotations {
+			d.cite(a)
+		}
+	}
+	return false, nil
+}
+
+func (d *responsesDecoder) completed(ev *respEvent) (bool, error) { return true, d.complete(ev) }
+
+func (d *responsesDecoder) failed(ev *respEvent) (bool, error) {
+	msg := "the response failed"
+	if r := ev.Response; r != nil {
+		if m := errorText(r.Error); m != "" {
+			msg = m
+		}
+	}
+	return false, d.p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", msg)
+}
+
+func (d *responsesDecoder) errorEvent(ev *respEvent) (bool, error) {
+	msg := errorText(ev.Error)
+	if msg == "" {
+		msg = rawText(ev.Message)
+		if c := rawText(ev.Code); c != "" && msg != "" {
+			msg += " (" + c + ")"
+		} else if msg == "" {
+			msg = c
+		}
+	}
+	if msg == "" {
+		msg = "unknown error"
+	}
+	return false, d.p.errorf(provider.CodeProviderError, "provider reported an error in the stream: %s", msg)
 }
 
 // item handles output_item.added and output_item.done.

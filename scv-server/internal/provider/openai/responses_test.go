@@ -542,7 +542,7 @@ func FuzzResponsesEvents(fz *testing.F) {
 			return nil
 		}))
 		for line := range strings.SplitSeq(in, "\n") {
-			done, err := d.event([]byte(line))
+			done, err := d.event(nil, []byte(line))
 			if err != nil {
 				if _, ok := provider.AsError(err); !ok {
 					t.Fatalf("error %v (%T)", err, err)
@@ -569,4 +569,44 @@ func FuzzResponsesEvents(fz *testing.F) {
 			}
 		}
 	})
+}
+
+// TestResponsesSSEFraming: the Responses stream read with bare CR line
+// ends, keep-alive pings, unknown named events whose data is not JSON and
+// lifecycle events gives the same reply; an "error" event whose data is
+// not JSON fails the turn with its text.
+func TestResponsesSSEFraming(t *testing.T) {
+	delta := func(s string) string {
+		return `event: response.output_text.delta` + "\r" + `data: {"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"` + s + `"}` + "\r\r"
+	}
+	raw := "\xEF\xBB\xBFevent: response.created\rdata: {\"type\":\"response.created\",\"response\":{}}\r\r" +
+		": keep-alive\r\r" +
+		"event: ping\rdata: ping\r\r" +
+		delta("Hel") +
+		"event: vendor.debug\rdata: <not json>\rdata: two lines\r\r" +
+		"event: response.output_text.done\rdata: {\"type\":\"response.output_text.done\",\"text\":\"Hello\"}\r\n\r\n" +
+		delta("lo") +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\",\"usage\":{\"input_tokens\":4,\"output_tokens\":2}}}\r\r"
+	fx := newResponses(t, nil)
+	resp, got, err := fx.stream(t, f.Raw([]byte(raw)), f.NoDone())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "|") != "Hel|lo" || resp.Content != "Hello" || resp.FinishReason != "stop" ||
+		resp.Usage == nil || resp.Usage.OutputTokens != 2 {
+		t.Fatalf("deltas %q, response %+v", got, resp)
+	}
+	// Between the fake's own events too.
+	fx = newResponses(t, nil)
+	resp, got, err = fx.stream(t, f.Text("a"), f.Raw([]byte("event: keepalive\rdata: \u263a not json\r\r")), f.Text("b"))
+	if err != nil || resp.Content != "ab" || strings.Join(got, "|") != "a|b" {
+		t.Fatalf("deltas %q, response %+v, %v", got, resp, err)
+	}
+	fx = newResponses(t, nil)
+	_, _, err = fx.stream(t, f.Text("a"), f.Raw([]byte("event: error\rdata: the upstream went away\r\r")))
+	wantError(t, err, provider.CodeProviderError, "provider reported an error in the stream: the upstream went away")
+	// A known event whose data is not JSON is a broken stream, not skipped.
+	fx = newResponses(t, nil)
+	_, _, err = fx.stream(t, f.Text("a"), f.Raw([]byte("event: response.output_text.delta\rdata: {\r\r")))
+	wantError(t, err, provider.CodeProviderError, "malformed stream")
 }
