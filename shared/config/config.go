@@ -205,6 +205,9 @@ type WebConfig struct {
 	AllowPrivateAddresses bool `toml:"allow_private_addresses"`
 	// AutoApproveDomains are HTTPS hosts web_fetch reads without approval.
 	AutoApproveDomains []string `toml:"auto_approve_domains"`
+	// AllowedPorts are the ports web_fetch connects to: "443" or
+	// "8000-8999" (see Ports).
+	AllowedPorts []string `toml:"allowed_ports"`
 	// Search is the web search backend: "" (none), "provider", "searxng"
 	// or "brave".
 	Search string `toml:"search"`
@@ -272,6 +275,7 @@ func Defaults() *Config {
 			MaxRedirects:        5,
 			FetchTimeoutSeconds: 30,
 			AutoApproveDomains:  []string{},
+			AllowedPorts:        []string{"80", "443", "8000-8999"},
 			BraveAPIKeyEnv:      "BRAVE_API_KEY",
 			MaxSearchResults:    8,
 		},

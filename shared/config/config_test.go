@@ -1009,6 +1009,7 @@ auto_approve_domains = ["docs.rs", ".go.dev", "*.rust-lang.org"]
 search = "searxng"
 searxng_url = "http://127.0.0.1:8888"
 max_search_results = 5
+allowed_ports = ["443", " 3000 - 3999 ", "8443"]
 `
 	f := newFixture(t, user, "")
 	c, diags := mustLoad(t, f, nil)
@@ -1032,8 +1033,12 @@ max_search_results = 5
 	w := c.Web
 	if w.FetchMaxBytes != 1<<20 || w.MaxRedirects != 2 || w.FetchTimeout().Seconds() != 30 || w.Search != SearchSearXNG ||
 		w.SearXNGURL != "http://127.0.0.1:8888" || w.MaxSearchResults != 5 || w.BraveAPIKeyEnv != "BRAVE_API_KEY" ||
-		!reflect.DeepEqual(w.AutoApproveDomains, []string{"docs.rs", ".go.dev", "*.rust-lang.org"}) {
+		!reflect.DeepEqual(w.AutoApproveDomains, []string{"docs.rs", ".go.dev", "*.rust-lang.org"}) ||
+		!reflect.DeepEqual(w.Ports(), []PortRange{{443, 443}, {3000, 3999}, {8443, 8443}}) {
 		t.Errorf("web = %+v", w)
+	}
+	if got := Defaults().Web.Ports(); !reflect.DeepEqual(got, []PortRange{{80, 80}, {443, 443}, {8000, 8999}}) {
+		t.Errorf("default ports %v", got)
 	}
 	if s := c.Sources["agents.claude.model"]; s.Kind != SourceUser || s.Line != 8 {
 		t.Errorf("source of agents.claude.model = %v", s)
@@ -1053,6 +1058,19 @@ func TestValidModel(t *testing.T) {
 	} {
 		if got := ValidModel(m); got != want {
 			t.Errorf("ValidModel(%q) = %v, want %v", m, got, want)
+		}
+	}
+}
+
+func TestParsePortRange(t *testing.T) {
+	for in, want := range map[string]PortRange{"1": {1, 1}, "443": {443, 443}, " 8000-8999 ": {8000, 8999}, "65535": {65535, 65535}, "80-80": {80, 80}, "1-65535": {1, 65535}} {
+		if got, err := ParsePortRange(in); err != nil || got != want {
+			t.Errorf("ParsePortRange(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "65536", "-1", "+80", "0x50", "80-", "-80", "9-8", "1-2-3", "80,443", "http", "٨٠"} {
+		if got, err := ParsePortRange(in); err == nil {
+			t.Errorf("ParsePortRange(%q) = %v, want an error", in, got)
 		}
 	}
 }

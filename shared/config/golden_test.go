@@ -60,6 +60,9 @@ func TestValidationMessagesGolden(t *testing.T) {
 		{name: "web_searxng_without_url", user: "[web]\nsearch = \"searxng\"\n"},
 		{name: "web_provider_search_chat_wire", user: "[providers.openai]\nmodel = \"m\"\n\n[web]\nsearch = \"provider\"\n"},
 		{name: "web_fetch_max_bytes_low", user: "[web]\nfetch_max_bytes = 10\n"},
+		{name: "web_bad_ports", user: "[web]\nallowed_ports = [\"443\", \"http\", \"0\", \"70000\", \"9000-8000\", \"8000-\"]\n"},
+		{name: "web_no_ports", user: "[web]\nallowed_ports = []\n"},
+		{name: "web_ports_as_numbers", user: "[web]\nallowed_ports = [80, 443]\n"},
 		{name: "several_errors", user: "[tools]\noutput_limit_bytes = 1\ncommand_timeout_seconds = 0\n"},
 		// Every problem of a file in one pass: an unknown key does not
 		// hide the values of the wrong type, nor those out of range.

@@ -1,8 +1,8 @@
-// Package netguard decides which network addresses an outbound fetch may
-// reach, and enforces it where the connection is made: a checking resolver
-// resolves a host name once and refuses it if any address is refused, and
-// a dialer connects only to the checked addresses, re-checking each one in
-// a net.Dialer Control hook. IP literals are parsed here in every notation
+// Package netguard decides which network addresses and ports an outbound
+// fetch may reach, and enforces it where the connection is made: a
+// checking resolver resolves a host name once and refuses it if any
+// address is refused, and a dialer connects only to the checked addresses
+// and allowed ports, re-checking each one in a net.Dialer Control hook. IP literals are parsed here in every notation
 // inet_aton accepts, so none reaches a resolver as a "name".
 package netguard
 

@@ -13,16 +13,87 @@ import (
 	"time"
 )
 
-// Policy decides which addresses may be reached. The zero value (and a
-// nil *Policy) refuses every address that is not public.
+// Policy decides which addresses and ports may be reached. The zero value
+// (and a nil *Policy) refuses every address that is not public and every
+// port but DefaultPorts.
 type Policy struct {
-	// AllowPrivate lifts the policy: every address may be reached.
+	// AllowPrivate lifts the address policy: every address may be
+	// reached. It does not lift the port policy.
 	AllowPrivate bool
+	// Ports are the TCP ports that may be reached; empty means
+	// DefaultPorts.
+	Ports []PortRange
 	// Exceptions are exact address:port pairs reachable even though their
-	// address is refused. Tests use them to make an httptest server on
-	// loopback the "public" side while loopback on every other port stays
-	// refused.
+	// address or port is refused. Tests use them to make an httptest
+	// server on loopback the "public" side while loopback on every other
+	// port stays refused. CheckPort, which sees no address, accepts the
+	// port of any exception.
 	Exceptions []netip.AddrPort
+}
+
+// PortRange is an inclusive range of TCP ports; Lo == Hi for one port.
+type PortRange struct{ Lo, Hi uint16 }
+
+// DefaultPorts are the ports a Policy without Ports allows: HTTP, HTTPS,
+// and 8000-8999, where development and alternative HTTP servers listen
+// (8000, 8080, 8443, 8888). Other ports belong mostly to services that do
+// not speak HTTP (mail, databases, caches), which a fetch has no business
+// sending a request to.
+var DefaultPorts = []PortRange{{80, 80}, {443, 443}, {8000, 8999}}
+
+// FormatPorts writes ranges as a person reads them: "80, 443 and
+// 8000-8999".
+func FormatPorts(ranges []PortRange) string {
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		parts[i] = strconv.Itoa(int(r.Lo))
+		if r.Hi != r.Lo {
+			parts[i] += "-" + strconv.Itoa(int(r.Hi))
+		}
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// PortRefusedError is a port the policy refuses.
+type PortRefusedError struct {
+	Port    uint16
+	Allowed []PortRange
+}
+
+func (e *PortRefusedError) Error() string {
+	return fmt.Sprintf("port %d is not one of the allowed ports (%s)", e.Port, FormatPorts(e.Allowed))
+}
+
+// ports returns the allowed ranges.
+func (p *Policy) ports() []PortRange {
+	if p == nil || len(p.Ports) == 0 {
+		return DefaultPorts
+	}
+	return p.Ports
+}
+
+// CheckPort returns a *PortRefusedError when port may not be reached on
+// any address. The port of an exception passes.
+func (p *Policy) CheckPort(port uint16) error {
+	if p.portAllowed(port) {
+		return nil
+	}
+	if p != nil && slices.ContainsFunc(p.Exceptions, func(ap netip.AddrPort) bool { return ap.Port() == port }) {
+		return nil
+	}
+	return &PortRefusedError{Port: port, Allowed: p.ports()}
+}
+
+func (p *Policy) portAllowed(port uint16) bool {
+	for _, r := range p.ports() {
+		if r.Lo <= port && port <= r.Hi {
+			return true
+		}
+	}
+	return false
 }
 
 // RefusedError is an address or name the policy refuses.
@@ -45,20 +116,22 @@ func (e *RefusedError) Error() string {
 	return fmt.Sprintf("address %s is %s, not a public address", e.Addr, e.Reason)
 }
 
-// Check returns a *RefusedError when ap may not be reached.
+// Check returns a *RefusedError when ap's address may not be reached, or
+// else a *PortRefusedError when its port may not.
 func (p *Policy) Check(ap netip.AddrPort) error {
-	if p != nil && p.AllowPrivate {
-		return nil
-	}
 	a := ap.Addr().WithZone("")
-	r := Refusal(a)
-	if r == "" {
-		return nil
-	}
 	if p != nil && slices.Contains(p.Exceptions, netip.AddrPortFrom(a.Unmap(), ap.Port())) {
 		return nil
 	}
-	return &RefusedError{Addr: ap.Addr(), Reason: r}
+	if p == nil || !p.AllowPrivate {
+		if r := Refusal(a); r != "" {
+			return &RefusedError{Addr: ap.Addr(), Reason: r}
+		}
+	}
+	if !p.portAllowed(ap.Port()) {
+		return &PortRefusedError{Port: ap.Port(), Allowed: p.ports()}
+	}
+	return nil
 }
 
 // CheckName refuses names that denote the local machine or cloud metadata
@@ -82,7 +155,7 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// Dialer connects only to addresses the policy allows. A host name is
+// Dialer connects only to addresses and ports the policy allows. A host name is
 // resolved once per connection; if any of its addresses is refused, the
 // name is refused, and the connection is made only to the addresses that
 // were checked, so the name cannot be rebound in between. The Control
@@ -105,6 +178,10 @@ var goResolver = &net.Resolver{PreferGo: true}
 func (d *Dialer) Resolve(ctx context.Context, host string, port uint16) ([]netip.Addr, error) {
 	h, err := ParseHost(host)
 	if err != nil {
+		return nil, err
+	}
+	// A refused port needs no lookup.
+	if err := d.Policy.CheckPort(port); err != nil {
 		return nil, err
 	}
 	if h.Addr.IsValid() {

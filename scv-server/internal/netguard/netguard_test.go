@@ -13,6 +13,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/scv-cli/scv/shared/config"
 	"go.uber.org/goleak"
 )
 
@@ -283,7 +284,7 @@ func TestPolicyExceptionsArePortExact(t *testing.T) {
 		}
 	}
 	open := &Policy{AllowPrivate: true}
-	if err := open.Check(netip.MustParseAddrPort("127.0.0.1:1")); err != nil {
+	if err := open.Check(netip.MustParseAddrPort("127.0.0.1:8000")); err != nil {
 		t.Errorf("AllowPrivate: %v", err)
 	}
 	if err := open.CheckName("localhost"); err != nil {
@@ -307,7 +308,8 @@ func TestDialer(t *testing.T) {
 	defer other.Close()
 	ap := netip.MustParseAddrPort(srv.Listener.Addr().String())
 	d := &Dialer{
-		Policy:   &Policy{Exceptions: []netip.AddrPort{ap}},
+		// Every port, so that the address is what refuses the other server.
+		Policy:   &Policy{Exceptions: []netip.AddrPort{ap}, Ports: []PortRange{{1, 65535}}},
 		Resolver: mapResolver{"public.test": {"127.0.0.1"}},
 	}
 	tr := &http.Transport{DialContext: d.DialContext, Proxy: nil}
@@ -462,6 +464,118 @@ func TestDialNetworkFamilies(t *testing.T) {
 	for _, addr := range []string{"v4.test", "v4.test:http", "v4.test:70000", "[::1]:x"} {
 		if _, err := d.DialContext(context.Background(), "tcp", addr); err == nil {
 			t.Errorf("DialContext(%q) allowed", addr)
+		}
+	}
+}
+
+// countingResolver counts lookups.
+type countingResolver struct {
+	mapResolver
+	calls int
+}
+
+func (c *countingResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	c.calls++
+	return c.mapResolver.LookupNetIP(ctx, network, host)
+}
+
+// TestPortPolicy: only DefaultPorts (or the policy's Ports) are reached,
+// on public and, with AllowPrivate, private addresses; an exception is
+// reachable on its port; the address refusal is reported first.
+func TestPortPolicy(t *testing.T) {
+	var nilPolicy *Policy
+	for _, tc := range []struct {
+		p       *Policy
+		ap      string
+		refused string // "", "address" or "port"
+	}{
+		{nilPolicy, "8.8.8.8:80", ""},
+		{nilPolicy, "8.8.8.8:443", ""},
+		{nilPolicy, "8.8.8.8:8000", ""},
+		{nilPolicy, "8.8.8.8:8999", ""},
+		{nilPolicy, "8.8.8.8:7999", "port"},
+		{nilPolicy, "8.8.8.8:9000", "port"},
+		{nilPolicy, "8.8.8.8:25", "port"},
+		{nilPolicy, "8.8.8.8:22", "port"},
+		{nilPolicy, "[2606:4700::1]:6379", "port"},
+		{&Policy{}, "8.8.8.8:0", "port"},
+		{&Policy{}, "10.0.0.1:25", "address"},
+		{&Policy{AllowPrivate: true}, "10.0.0.1:80", ""},
+		{&Policy{AllowPrivate: true}, "127.0.0.1:6379", "port"},
+		{&Policy{Ports: []PortRange{{22, 22}, {3000, 3999}}}, "8.8.8.8:22", ""},
+		{&Policy{Ports: []PortRange{{22, 22}, {3000, 3999}}}, "8.8.8.8:3999", ""},
+		{&Policy{Ports: []PortRange{{22, 22}, {3000, 3999}}}, "8.8.8.8:443", "port"},
+		{&Policy{Exceptions: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:5432")}}, "127.0.0.1:5432", ""},
+		{&Policy{Exceptions: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:5432")}}, "8.8.8.8:5432", "port"},
+	} {
+		err := tc.p.Check(netip.MustParseAddrPort(tc.ap))
+		var re *RefusedError
+		var pe *PortRefusedError
+		got := ""
+		switch {
+		case errors.As(err, &re):
+			got = "address"
+		case errors.As(err, &pe):
+			got = "port"
+		case err != nil:
+			t.Errorf("%+v %s: unexpected error %v", tc.p, tc.ap, err)
+		}
+		if got != tc.refused {
+			t.Errorf("%+v %s: refused %q (%v), want %q", tc.p, tc.ap, got, err, tc.refused)
+		}
+	}
+	err := nilPolicy.Check(netip.MustParseAddrPort("8.8.8.8:25"))
+	if err == nil || err.Error() != "port 25 is not one of the allowed ports (80, 443 and 8000-8999)" {
+		t.Errorf("message %v", err)
+	}
+	// CheckPort sees no address: an exception's port passes.
+	p := &Policy{Exceptions: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:5432")}}
+	if p.CheckPort(5432) != nil || p.CheckPort(443) != nil || p.CheckPort(5433) == nil {
+		t.Error("CheckPort")
+	}
+	// The dialer refuses a port before any lookup, and its Control hook
+	// refuses one whatever the caller passes.
+	r := &countingResolver{mapResolver: mapResolver{"public.test": {"8.8.8.8"}}}
+	d := &Dialer{Resolver: r}
+	_, err = d.DialContext(context.Background(), "tcp", "public.test:25")
+	var pe *PortRefusedError
+	if !errors.As(err, &pe) || pe.Port != 25 || r.calls != 0 {
+		t.Fatalf("dial to port 25: %v after %d lookups", err, r.calls)
+	}
+	if err := d.control("tcp4", "8.8.8.8:25", nil); !errors.As(err, &pe) {
+		t.Fatalf("control allowed port 25: %v", err)
+	}
+	if err := d.control("tcp4", "8.8.8.8:443", nil); err != nil {
+		t.Fatalf("control refused port 443: %v", err)
+	}
+}
+
+func TestFormatPorts(t *testing.T) {
+	for _, tc := range []struct {
+		r    []PortRange
+		want string
+	}{
+		{nil, ""},
+		{[]PortRange{{443, 443}}, "443"},
+		{[]PortRange{{80, 80}, {443, 443}}, "80 and 443"},
+		{DefaultPorts, "80, 443 and 8000-8999"},
+	} {
+		if got := FormatPorts(tc.r); got != tc.want {
+			t.Errorf("FormatPorts(%v) = %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}
+
+// TestDefaultPortsMatchTheConfiguration: web.allowed_ports defaults to
+// DefaultPorts, so a zero Policy and a default configuration agree.
+func TestDefaultPortsMatchTheConfiguration(t *testing.T) {
+	got := config.Defaults().Web.Ports()
+	if len(got) != len(DefaultPorts) {
+		t.Fatalf("config default %v, netguard default %v", got, DefaultPorts)
+	}
+	for i, r := range got {
+		if r.Lo != DefaultPorts[i].Lo || r.Hi != DefaultPorts[i].Hi {
+			t.Fatalf("config default %v, netguard default %v", got, DefaultPorts)
 		}
 	}
 }

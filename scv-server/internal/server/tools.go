@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/scv-server/internal/tools/bash"
@@ -49,6 +50,7 @@ func builtinTools(cfg *config.Config, opts Options) (*tools.Registry, error) {
 			Timeout:            wc.FetchTimeout(),
 			AllowPrivate:       wc.AllowPrivateAddresses,
 			AutoApproveDomains: wc.AutoApproveDomains,
+			AllowedPorts:       webPorts(wc),
 			UserAgent:          version.UserAgent(),
 			Policy:             opts.WebPolicy,
 		}),
@@ -108,4 +110,13 @@ func checkWeb(cfg *config.Config, opts Options) error {
 		}
 	}
 	return nil
+}
+
+// webPorts converts web.allowed_ports to the address policy's ranges.
+func webPorts(wc config.WebConfig) []netguard.PortRange {
+	var out []netguard.PortRange
+	for _, r := range wc.Ports() {
+		out = append(out, netguard.PortRange{Lo: r.Lo, Hi: r.Hi})
+	}
+	return out
 }

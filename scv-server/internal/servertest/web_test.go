@@ -186,3 +186,31 @@ func TestWebSearchThroughSearXNG(t *testing.T) {
 	}
 	st.Until[*protocol.TurnCompleted](c)
 }
+
+// TestWebFetchPortPolicy: web_fetch refuses a URL on a port outside
+// web.allowed_ports before anything is asked, and the setting replaces
+// the default ports (80, 443, 8000-8999). The URLs are refused before any
+// connection, so no test touches the network.
+func TestWebFetchPortPolicy(t *testing.T) {
+	for _, tc := range []struct{ config, url, port, allowed string }{
+		{"", "http://93.184.216.34:25/", "25", "80, 443 and 8000-8999"},
+		{"\n[web]\nallowed_ports = [\"443\", \"3000-3999\"]\n", "http://93.184.216.34:8080/", "8080", "443 and 3000-3999"},
+	} {
+		f, s := fake(t, tc.config, st.Options{})
+		sid, _ := session(t, s, 3)
+		c := s.Client
+		f.Enqueue(fo.Script(fetchCall(tc.url)), fo.Script(fo.Text("done")))
+		c.Turn(sid, "fetch it")
+		evs, done := st.Until[*protocol.ToolCompleted](c)
+		for _, e := range evs {
+			if _, ok := e.(*protocol.ApprovalRequested); ok {
+				t.Fatalf("a refused port was put to the user: %+v", e)
+			}
+		}
+		want := "port " + tc.port + " is not one of the allowed ports (" + tc.allowed + ")"
+		if done.Success || !strings.Contains(done.Output, want) || !strings.Contains(done.Output, "web.allowed_ports") {
+			t.Fatalf("tool.completed = %+v, want %q", done, want)
+		}
+		st.Until[*protocol.TurnCompleted](c)
+	}
+}

@@ -98,10 +98,8 @@ func (t *Tool) checkRedirect(req *http.Request, via []*http.Request) error {
 	if err != nil {
 		return failf("%s redirected to %s, which web_fetch refuses: %v", via[len(via)-1].URL, redactUser(req.URL), err)
 	}
-	if h.Addr.IsValid() {
-		if err := t.policy.Check(addrPort(h, target)); err != nil {
-			return failf("%s redirected to %s, which is refused: %v", via[len(via)-1].URL, target, err)
-		}
+	if err := t.checkTarget(target, h); err != nil {
+		return failf("%s redirected to %s, which is refused: %v", via[len(via)-1].URL, target, err)
 	}
 	if auto, _ := req.Context().Value(autoKey{}).(bool); auto && !t.autoApproved(target, h) {
 		return failf("%s redirected to %s, which is not an HTTPS URL on a host in web.auto_approve_domains, so it was not followed; call web_fetch with that URL to fetch it (it asks for approval)", via[0].URL, target)
@@ -205,6 +203,10 @@ func (t *Tool) describe(ctx context.Context, u *url.URL, err error) error {
 	var re *netguard.RefusedError
 	if errors.As(err, &re) {
 		return failf("fetching %s was refused: web_fetch reaches only public addresses, and %v (the setting web.allow_private_addresses lifts this)", u, re)
+	}
+	var pe *netguard.PortRefusedError
+	if errors.As(err, &pe) {
+		return failf("fetching %s was refused: %v; the ports web_fetch reaches are set by web.allowed_ports in the user configuration", u, pe)
 	}
 	if ctx.Err() != nil {
 		if parentDone(ctx) {

@@ -65,6 +65,10 @@ type Options struct {
 	// AllowPrivate lifts the address policy
 	// (web.allow_private_addresses).
 	AllowPrivate bool
+	// AllowedPorts are the ports fetched URLs and redirects may connect
+	// to (web.allowed_ports); empty means netguard.DefaultPorts. They
+	// apply to Policy too when it has no Ports of its own.
+	AllowedPorts []netguard.PortRange
 	// AutoApproveDomains are the hosts whose HTTPS URLs run without
 	// approval (web.auto_approve_domains): "docs.rs" is that host only,
 	// ".rust-lang.org" is rust-lang.org and every subdomain of it.
@@ -111,6 +115,11 @@ func New(o Options) *Tool {
 	t := &Tool{opts: o, policy: o.Policy, cache: newCache(cacheEntries, max(cacheBytes, int(min(2*o.MaxBytes, 1<<30)))), exact: map[string]bool{}}
 	if t.policy == nil {
 		t.policy = &netguard.Policy{AllowPrivate: o.AllowPrivate}
+	}
+	if len(o.AllowedPorts) > 0 && len(t.policy.Ports) == 0 {
+		p := *t.policy
+		p.Ports = o.AllowedPorts
+		t.policy = &p
 	}
 	for _, d := range o.AutoApproveDomains {
 		h, sub, err := parseDomain(d)
@@ -196,10 +205,8 @@ func (t *Tool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) 
 	if err != nil {
 		return nil, err
 	}
-	if h.Addr.IsValid() {
-		if err := t.policy.Check(addrPort(h, u)); err != nil {
-			return nil, fmt.Errorf("web_fetch reaches only public addresses: %w (the setting web.allow_private_addresses lifts this)", err)
-		}
+	if err := t.checkTarget(u, h); err != nil {
+		return nil, err
 	}
 	var offset int64
 	if a.Offset != nil {
@@ -283,16 +290,43 @@ func redactUser(u *url.URL) string {
 	return strings.Replace(c.String(), "://", "://…@", 1)
 }
 
-// addrPort is the address and port an IP-literal URL connects to.
-func addrPort(h netguard.Host, u *url.URL) netip.AddrPort {
-	port := uint16(80)
-	if u.Scheme == "https" {
-		port = 443
-	}
+// urlPort is the port a checked URL connects to: its own, or its
+// scheme's.
+func urlPort(u *url.URL) uint16 {
 	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
-		port = uint16(p)
+		return uint16(p)
 	}
-	return netip.AddrPortFrom(h.Addr, port)
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
+}
+
+// checkTarget applies the policy to what a checked URL shows before any
+// lookup: its port, and its address when the host is an IP literal. The
+// dialer checks again what it connects to.
+func (t *Tool) checkTarget(u *url.URL, h netguard.Host) error {
+	port := urlPort(u)
+	if h.Addr.IsValid() {
+		err := t.policy.Check(netip.AddrPortFrom(h.Addr, port))
+		var re *netguard.RefusedError
+		if errors.As(err, &re) {
+			return fmt.Errorf("web_fetch reaches only public addresses: %w (the setting web.allow_private_addresses lifts this)", err)
+		}
+		if err != nil {
+			return portRefusal(u, err)
+		}
+		return nil
+	}
+	if err := t.policy.CheckPort(port); err != nil {
+		return portRefusal(u, err)
+	}
+	return nil
+}
+
+// portRefusal is the message for a URL whose port the policy refuses.
+func portRefusal(u *url.URL, err error) error {
+	return fmt.Errorf("web_fetch does not connect to %s: %w; the ports it reaches are set by web.allowed_ports in the user configuration", u.Host, err)
 }
 
 // autoApproved reports whether u is an HTTPS URL on an allowlisted host.

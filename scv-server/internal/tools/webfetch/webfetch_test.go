@@ -920,3 +920,80 @@ func TestSpec(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestPortPolicy: URLs and redirects reach only the allowed ports (80,
+// 443 and 8000-8999 unless Options.AllowedPorts says otherwise), refused
+// before approval is asked with a message naming the setting; the
+// address policy does not lift it.
+func TestPortPolicy(t *testing.T) {
+	tool := New(Options{})
+	for _, u := range []string{"http://example.com/", "https://example.com/", "http://example.com:8080/", "https://example.com:8443/", "http://93.184.216.34:8000/", "http://[2606:2800:220:1::]:8999/"} {
+		if err := prepareErr(t, tool, u); err != nil {
+			t.Errorf("Prepare(%s): %v", u, err)
+		}
+	}
+	for u, port := range map[string]string{
+		"http://example.com:25/":            "25",
+		"https://example.com:6379/":         "6379",
+		"http://example.com:7999/":          "7999",
+		"http://example.com:9000/":          "9000",
+		"http://93.184.216.34:22/":          "22",
+		"http://[2606:2800:220:1::]:11211/": "11211",
+		"https://example.com:80/":           "80", // allowed: port 80 over TLS is still port 80
+	} {
+		err := prepareErr(t, tool, u)
+		if port == "80" {
+			if err != nil {
+				t.Errorf("Prepare(%s): %v", u, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "port "+port+" is not one of the allowed ports (80, 443 and 8000-8999)") || !strings.Contains(err.Error(), "web.allowed_ports") {
+			t.Errorf("Prepare(%s) = %v, want the port refused", u, err)
+		}
+	}
+	custom := New(Options{AllowedPorts: []netguard.PortRange{{Lo: 3000, Hi: 3000}}, AllowPrivate: true})
+	if err := prepareErr(t, custom, "http://example.com:3000/"); err != nil {
+		t.Errorf("custom port: %v", err)
+	}
+	for _, u := range []string{"https://example.com/", "http://127.0.0.1:6379/", "http://10.0.0.1/"} {
+		if err := prepareErr(t, custom, u); err == nil || !strings.Contains(err.Error(), "(3000)") {
+			t.Errorf("Prepare(%s) with only port 3000 = %v", u, err)
+		}
+	}
+	// A private literal on a refused port is refused for its address.
+	if err := prepareErr(t, tool, "http://10.0.0.1:25/"); err == nil || !strings.Contains(err.Error(), "public address") {
+		t.Errorf("private address, refused port: %v", err)
+	}
+
+	// Redirects: to a refused port, by name or literal, the redirect is
+	// refused before any lookup or connection.
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	})
+	looked := 0
+	rt := newTool(Options{Resolver: resolverFunc(func(host string) ([]netip.Addr, error) {
+		looked++
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	})}, srv)
+	for _, to := range []string{"http://smtp.test:25/", "http://93.184.216.34:6379/", "https://db.test:5432/"} {
+		res := call(t, rt, env(0), map[string]any{"url": srv.URL + "/?to=" + to})
+		_, port, _ := strings.Cut(strings.TrimSuffix(strings.SplitN(to, "://", 2)[1], "/"), ":")
+		wantFailed(t, res, "redirected to", "port "+port+" is not one of the allowed ports", "web.allowed_ports")
+	}
+	if looked != 0 {
+		t.Fatalf("%d lookups for refused redirects", looked)
+	}
+	// The dialer enforces the ports too: here the exception's port passes
+	// the URL check, but the name resolves to another (public) address.
+	dt := newTool(Options{Resolver: names{"elsewhere.test": {"8.8.8.8"}}}, srv)
+	res := call(t, dt, env(0), map[string]any{"url": fmt.Sprintf("http://elsewhere.test:%d/", srv.ap.Port())})
+	wantFailed(t, res, fmt.Sprintf("was refused: port %d is not one of the allowed ports", srv.ap.Port()), "web.allowed_ports")
+}
+
+// resolverFunc is a netguard.Resolver from a function.
+type resolverFunc func(host string) ([]netip.Addr, error)
+
+func (f resolverFunc) LookupNetIP(_ context.Context, _ string, host string) ([]netip.Addr, error) {
+	return f(host)
+}
