@@ -16,6 +16,7 @@ import (
 	"golang.org/x/text/encoding"
 
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
+	"github.com/scv-cli/scv/scv-server/internal/oneline"
 )
 
 // maxHeaderBytes bounds the response headers the client reads.
@@ -79,7 +80,30 @@ type failure struct{ msg string }
 
 func (f *failure) Error() string { return f.msg }
 
-func failf(format string, a ...any) error { return &failure{fmt.Sprintf(format, a...)} }
+// failf formats a failure, each URL, string and error in it shown within
+// maxShown bytes: a redirect target or a header comes from the server,
+// bounded by the header limit (64 KiB), not by the output limit.
+func failf(format string, a ...any) error {
+	for i, v := range a {
+		switch v := v.(type) {
+		case *url.URL:
+			a[i] = shown(v.String())
+		case string:
+			a[i] = shown(v)
+		case error:
+			a[i] = shown(v.Error())
+		}
+	}
+	return &failure{fmt.Sprintf(format, a...)}
+}
+
+// maxShown bounds a URL or other outside value within a message: longer
+// than most browsers take in their address bar.
+const maxShown = 2048
+
+// shown is s as one line of at most maxShown bytes, ending in "…" when
+// cut.
+func shown(s string) string { return oneline.Bound(s, maxShown) }
 
 // autoKey marks a request context whose fetch runs without approval: its
 // redirects may go only to allowlisted HTTPS hosts.

@@ -24,6 +24,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
+	"github.com/scv-cli/scv/scv-server/internal/oneline"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/version"
@@ -233,9 +234,10 @@ func (t *Tool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) 
 // checkURL parses and checks a URL: http or https, no credentials, a host
 // that is a valid name (converted to punycode) or IP literal, a numeric
 // port. It returns the canonical URL (no fragment) and its host.
-func (t *Tool) checkURL(raw string) (*url.URL, netguard.Host, error) {
-	raw = strings.TrimSpace(raw)
-	u, err := url.Parse(raw)
+func (t *Tool) checkURL(full string) (*url.URL, netguard.Host, error) {
+	full = strings.TrimSpace(full)
+	raw := shown(full) // for messages
+	u, err := url.Parse(full)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -251,7 +253,7 @@ func (t *Tool) checkURL(raw string) (*url.URL, netguard.Host, error) {
 		return nil, netguard.Host{}, fmt.Errorf("web_fetch fetches only http and https URLs, and %q has the scheme %q", raw, u.Scheme)
 	}
 	if u.User != nil {
-		return nil, netguard.Host{}, fmt.Errorf("the URL %q carries credentials (user:password@); web_fetch never sends credentials, so remove them from the URL", redactUser(u))
+		return nil, netguard.Host{}, fmt.Errorf("the URL %q carries credentials (user:password@); web_fetch never sends credentials, so remove them from the URL", shown(redactUser(u)))
 	}
 	if u.Opaque != "" || u.Host == "" {
 		return nil, netguard.Host{}, fmt.Errorf("the URL %q has no host; write it as %s://host/path", raw, u.Scheme)
@@ -361,21 +363,21 @@ func (t *Tool) run(ctx context.Context, env tools.Env, u *url.URL, auto bool, of
 	if offset > 0 {
 		doc, ok = t.cache.get(key)
 	}
+	limit := env.OutputLimit
+	if limit <= 0 {
+		limit = defaultOutputLimit
+	}
 	if !ok {
 		r, err := t.fetch(ctx, u, auto)
 		if err != nil {
 			var f *failure
 			if errors.As(err, &f) {
-				return tools.Failed(f.msg), nil
+				return tools.Failed(oneline.Bound(f.msg, limit)), nil
 			}
 			return tools.Result{}, err
 		}
 		doc = toDocument(r)
 		t.cache.put(key, doc)
-	}
-	limit := env.OutputLimit
-	if limit <= 0 {
-		limit = defaultOutputLimit
 	}
 	return render(doc, requested, offset, limit), nil
 }
