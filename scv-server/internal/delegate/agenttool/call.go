@@ -252,6 +252,12 @@ func (s *Set) choose(explicit, session string) (string, error) {
 	if name == "" {
 		name = s.def
 	}
+	if name == "" && session != "" {
+		// The handle names no agent on offer: say so, rather than ask
+		// for an agent the call meant to leave to its handle.
+		return "", fmt.Errorf("session %q is not a conversation of this session; pass a handle an earlier agent result returned (such as %s), or omit session and name the agent to start a new conversation (choose one of: %s)",
+			session, s.exampleHandle(), strings.Join(s.names, ", "))
+	}
 	if name == "" {
 		return "", fmt.Errorf("name the agent: the user prefers none of the agents this session offers ([agent] prefer); choose one of: %s", strings.Join(s.names, ", "))
 	}

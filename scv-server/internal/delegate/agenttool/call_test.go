@@ -61,6 +61,56 @@ func TestChoice(t *testing.T) {
 	}
 }
 
+// TestSessionNamesItsAgent: without an [agent] prefer default, a call
+// that continues a conversation needs no agent: the handle names it. The
+// call passes the registry (the validation schema) and the schema the
+// model sees, and runs on the handle's agent; a call with neither agent
+// nor a known handle is refused by Prepare with what to do.
+func TestSessionNamesItsAgent(t *testing.T) {
+	fx := newFixture(t, []string{"claude", "codex"}, nil)
+	if r := result(t, fx.call(NameAgent, map[string]any{"agent": "codex", "prompt": "start"})); r.Session != "codex-1" {
+		t.Fatalf("first call opened %q", r.Session)
+	}
+	tl := fx.tool(NameAgent)
+	for name, reg := range map[string]tools.Tool{"validation schema": tl, "model's schema": specOnly{tl}} {
+		registry := tools.NewRegistry()
+		if err := registry.Register(reg); err != nil {
+			t.Fatal(err)
+		}
+		args, err := registry.Validate(NameAgent, `{"session":"codex-1","prompt":"go on"}`)
+		if err != nil {
+			t.Fatalf("%s refused a call naming only a session: %v", name, err)
+		}
+		p, err := tl.Prepare(fx.env, args)
+		if err != nil {
+			t.Fatalf("%s: Prepare: %v", name, err)
+		}
+		res, err := p.Run(context.Background())
+		if r := result(t, res); err != nil || !res.Success || r.Agent != "codex" || r.Session != "codex-1" {
+			t.Fatalf("%s: ran on %q in %q (%v): %s", name, r.Agent, r.Session, err, res.Output)
+		}
+		if _, err := registry.Validate(NameAgent, `{"prompt":"x"}`); err != nil {
+			t.Fatalf("%s: the schema refused a call Prepare should refuse with its message: %v", name, err)
+		}
+	}
+	if _, runs := fx.fakes["codex"].counts(); runs != 3 {
+		t.Fatalf("codex ran %d calls, want 3", runs)
+	}
+	for args, want := range map[string]string{
+		`{"prompt":"x"}`:                      "name the agent: the user prefers none of the agents this session offers ([agent] prefer); choose one of: claude, codex",
+		`{"prompt":"x","session":"zcode-1"}`:  `session "zcode-1" is not a conversation of this session; pass a handle an earlier agent result returned (such as claude-1), or omit session and name the agent to start a new conversation (choose one of: claude, codex)`,
+		`{"prompt":"x","session":"claude-4"}`: `session "claude-4" is not a conversation of this session; pass a handle an earlier agent result returned (such as claude-1), or omit session to start a new conversation`,
+	} {
+		if _, err := tl.Prepare(fx.env, []byte(args)); err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
+}
+
+// specOnly presents a tool with only its Spec, as a registry that reads
+// the schema the model sees would validate it.
+type specOnly struct{ tools.Tool }
+
 func b2i(b bool) int {
 	if b {
 		return 1

@@ -116,8 +116,12 @@ func (s *Set) schema(enum bool) object {
 	def, ceil := seconds(s.opts.DefaultTimeout), seconds(s.opts.MaxTimeout)
 	props = append(props, field{"timeout_seconds", object{{"type", "integer"}, {"minimum", 1}, {"maximum", ceil}, {"description", fmt.Sprintf(
 		"Seconds the agent may run before it is stopped (default %d, at most %d); raise it for long work such as builds, releases, or landing a change.", def, ceil)}}})
+	// Without a default, agent is needed unless the call continues a
+	// conversation: the handle names its agent (claude-1 is claude's),
+	// so requiring agent would refuse {"session":"claude-1",...}. Prepare
+	// refuses a call with neither.
 	required := []string{"prompt"}
-	if s.def == "" {
+	if s.def == "" && len(s.takers(takesSession)) == 0 {
 		required = []string{"agent", "prompt"}
 	}
 	return object{{"type", "object"}, {"properties", props}, {"required", required}, {"additionalProperties", false}}
@@ -142,8 +146,10 @@ func (s *Set) agentArgDescription() string {
 	var b strings.Builder
 	if s.def != "" {
 		fmt.Fprintf(&b, "Which agent runs the call. Omitted, it is %s, the first agent of the user's [agent] prefer that this session offers; a call with session runs on the agent its handle names. Name another agent when the user asks for one or the work fits its note below.", s.def)
+	} else if len(s.takers(takesSession)) > 0 {
+		b.WriteString("Which agent runs the call (required unless session is given: the user prefers none of the agents on offer in [agent] prefer); a call with session runs on the agent its handle names, so agent can be omitted then. Choose by the user's request and the notes below.")
 	} else {
-		b.WriteString("Which agent runs the call (required: the user prefers none of the agents on offer in [agent] prefer); a call with session runs on the agent its handle names. Choose by the user's request and the notes below.")
+		b.WriteString("Which agent runs the call (required: the user prefers none of the agents on offer in [agent] prefer). Choose by the user's request and the notes below.")
 	}
 	b.WriteString(" Agents:")
 	for _, be := range s.offered {

@@ -35,6 +35,8 @@ func (s *Set) SystemSection() string {
 			order = "prefers these agents, in order: " + strings.Join(prefer, ", ")
 		}
 		paras = append(paras, fmt.Sprintf("The user %s. A call that names no agent goes to %s, so name the agent whenever the work calls for another one.", order, s.def))
+	} else if len(s.takers(takesSession)) > 0 {
+		paras = append(paras, "The user prefers none of the agents this session offers ([agent] prefer), so every call that starts a conversation names its agent: choose by what the user asks for and the notes below. A call that continues a conversation (session) runs on the agent its handle names.")
 	} else {
 		paras = append(paras, "The user prefers none of the agents this session offers ([agent] prefer), so every call names its agent: choose by what the user asks for and the notes below.")
 	}
