@@ -110,6 +110,10 @@ func BenchmarkConvertAdversarial(b *testing.B) {
 		{"wide-table", "<table><tr>" + strings.Repeat("<td>x</td>", n/10) + "</tr></table>"},
 		{"tall-table", "<table>" + strings.Repeat("<tr><td>x</td></tr>", n/19) + "</table>"},
 		{"too-deep", strings.Repeat("<div>", n/5)},
+		// Nested elements named weakly as chrome, each holding prose: each
+		// one's content test reads its subtree (up to proseNodes nodes).
+		{"nested-weak-chrome", strings.Repeat(`<div class="menu"><p>`+strings.Repeat("prose words here ", 30)+`</p>`, 190) +
+			strings.Repeat(`<div class="related">`+strings.Repeat("<p>a b c d e f g</p>", 20)+`</div>`, n/580)},
 	}
 	for _, tc := range cases {
 		src := []byte(tc.src)

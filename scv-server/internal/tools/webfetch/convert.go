@@ -23,23 +23,32 @@ type page struct {
 }
 
 // htmlConverter is safe for concurrent use: its per-conversion state lives
-// in the conversion's context. Escaping is off: the text is read by a
-// model, not rendered, so "\[1\]" and "SIDE\_MODULE" would only be noise,
-// and the escaper costs a lock per byte of text.
-var htmlConverter = converter.NewConverter(
-	converter.WithEscapeMode(converter.EscapeModeDisabled),
-	converter.WithPlugins(
-		base.NewBasePlugin(),
-		commonmark.NewCommonmarkPlugin(
-			commonmark.WithHeadingStyle(commonmark.HeadingStyleATX),
-			commonmark.WithLinkEmptyContentBehavior(commonmark.LinkBehaviorSkip),
-			commonmark.WithLinkEmptyHrefBehavior(commonmark.LinkBehaviorSkip),
+// in the conversion's context.
+var htmlConverter = newConverter(pageRenderers{})
+
+// newConverter returns the converter of web_fetch with the given plugin
+// of our renderers. Escaping is off: the text is read by a model, not
+// rendered, so "\[1\]" and "SIDE\_MODULE" would only be noise, and the
+// escaper costs a lock per byte of text. So is the comment the commonmark
+// plugin writes between two adjacent lists ("<!--THE END-->", which keeps
+// a Markdown renderer from joining them): a reader sees two lists anyway.
+func newConverter(r pageRenderers) *converter.Converter {
+	return converter.NewConverter(
+		converter.WithEscapeMode(converter.EscapeModeDisabled),
+		converter.WithPlugins(
+			base.NewBasePlugin(),
+			commonmark.NewCommonmarkPlugin(
+				commonmark.WithHeadingStyle(commonmark.HeadingStyleATX),
+				commonmark.WithLinkEmptyContentBehavior(commonmark.LinkBehaviorSkip),
+				commonmark.WithLinkEmptyHrefBehavior(commonmark.LinkBehaviorSkip),
+				commonmark.WithListEndComment(false),
+			),
+			table.NewTablePlugin(table.WithSpanCellBehavior(table.SpanBehaviorEmpty)),
+			strikethrough.NewStrikethroughPlugin(),
+			r,
 		),
-		table.NewTablePlugin(table.WithSpanCellBehavior(table.SpanBehaviorEmpty)),
-		strikethrough.NewStrikethroughPlugin(),
-		pageRenderers{},
-	),
-)
+	)
+}
 
 // convertHTML turns an HTML document (UTF-8) into Markdown-like text. Links
 // become numbered references, [text][n], listed at the end; relative links

@@ -7,10 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/strikethrough"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/table"
 	"golang.org/x/net/html"
 )
 
@@ -62,20 +58,7 @@ func FuzzTrimNewlines(f *testing.F) {
 }
 
 // referenceConverter is htmlConverter without its fast paths.
-var referenceConverter = converter.NewConverter(
-	converter.WithEscapeMode(converter.EscapeModeDisabled),
-	converter.WithPlugins(
-		base.NewBasePlugin(),
-		commonmark.NewCommonmarkPlugin(
-			commonmark.WithHeadingStyle(commonmark.HeadingStyleATX),
-			commonmark.WithLinkEmptyContentBehavior(commonmark.LinkBehaviorSkip),
-			commonmark.WithLinkEmptyHrefBehavior(commonmark.LinkBehaviorSkip),
-		),
-		table.NewTablePlugin(table.WithSpanCellBehavior(table.SpanBehaviorEmpty)),
-		strikethrough.NewStrikethroughPlugin(),
-		pageRenderers{converterOnly: true},
-	),
-)
+var referenceConverter = newConverter(pageRenderers{converterOnly: true})
 
 // convertBoth converts src with htmlConverter and referenceConverter.
 func convertBoth(t *testing.T, src string) (got, want string) {
