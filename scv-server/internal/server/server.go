@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +53,9 @@ type Options struct {
 	// WebPolicy replaces web_fetch's address policy (tests: a policy that
 	// treats the test's loopback servers as public).
 	WebPolicy *netguard.Policy
+	// WebRootCAs replaces the certificate authorities web_fetch trusts
+	// (tests: the httptest TLS server's certificate).
+	WebRootCAs *x509.CertPool
 	// BraveURL replaces the Brave Search API endpoint (tests).
 	BraveURL string
 	// Adapters replaces the delegated-agent adapter table (tests run fake

@@ -53,6 +53,7 @@ func builtinTools(cfg *config.Config, opts Options) (*tools.Registry, error) {
 			AllowedPorts:       webPorts(wc),
 			UserAgent:          version.UserAgent(),
 			Policy:             opts.WebPolicy,
+			RootCAs:            opts.WebRootCAs,
 		}),
 	}
 	switch wc.Search {

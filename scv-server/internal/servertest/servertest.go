@@ -6,6 +6,7 @@ package servertest
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,12 +50,13 @@ type Options struct {
 	StallLimit      time.Duration
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
-	// WebPolicy, BraveURL, Adapters and AgentEnv are passed to the server
-	// (server.Options).
-	WebPolicy *netguard.Policy
-	BraveURL  string
-	Adapters  []adapters.Adapter
-	AgentEnv  []string
+	// WebPolicy, WebRootCAs, BraveURL, Adapters and AgentEnv are passed to
+	// the server (server.Options).
+	WebPolicy  *netguard.Policy
+	WebRootCAs *x509.CertPool
+	BraveURL   string
+	Adapters   []adapters.Adapter
+	AgentEnv   []string
 }
 
 // FakeProviderConfig returns a config.toml for a provider at baseURL with a
@@ -131,6 +133,7 @@ func Start(t testing.TB, opts Options) *Server {
 		StallLimit:      opts.StallLimit,
 		Logger:          opts.Logger,
 		WebPolicy:       opts.WebPolicy,
+		WebRootCAs:      opts.WebRootCAs,
 		BraveURL:        opts.BraveURL,
 		Adapters:        opts.Adapters,
 		AgentEnv:        opts.AgentEnv,

@@ -1,6 +1,7 @@
 package servertest_test
 
 import (
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,24 +20,28 @@ import (
 )
 
 // page serves one HTML page and returns its URL and a policy that treats
-// just that server as public.
-func page(t *testing.T, tls bool) (string, *netguard.Policy) {
+// just that server as public; for a TLS server, also the pool that trusts
+// its certificate.
+func page(t *testing.T, tls bool) (string, *netguard.Policy, *x509.CertPool) {
 	t.Helper()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, "<html><body><nav>menu</nav><h1>Release notes</h1><p>Version 2 is out.</p></body></html>")
 	})
 	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // a refused handshake is expected in some tests
+	var pool *x509.CertPool
 	if tls {
 		srv.StartTLS()
+		pool = x509.NewCertPool()
+		pool.AddCert(srv.Certificate())
 	} else {
 		srv.Start()
 	}
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
 	ap := netip.MustParseAddrPort(u.Host)
-	return srv.URL + "/notes?v=2", &netguard.Policy{Exceptions: []netip.AddrPort{ap}}
+	return srv.URL + "/notes?v=2", &netguard.Policy{Exceptions: []netip.AddrPort{ap}}, pool
 }
 
 func fetchCall(u string) fo.Step {
@@ -48,7 +53,7 @@ func fetchCall(u string) fo.Step {
 // risk, and its approval shows the whole URL; approved, the page comes back
 // as text.
 func TestWebFetchAsksWithTheFullURL(t *testing.T) {
-	u, policy := page(t, false)
+	u, policy, _ := page(t, false)
 	f, s := fake(t, "", st.Options{WebPolicy: policy})
 	sid, _ := session(t, s, 3)
 	c := s.Client
@@ -67,32 +72,47 @@ func TestWebFetchAsksWithTheFullURL(t *testing.T) {
 }
 
 // TestWebFetchAllowlistRunsUnasked: an HTTPS URL on an auto-approved host
-// is read-only, so on-risk runs it without asking. (The test server's
-// certificate is not trusted, so the fetch itself fails: what matters here
-// is that nobody was asked.)
+// is read-only, so on-risk runs it without asking, and the page really is
+// fetched (the server trusts the test certificate). Without the allowlist
+// the same URL asks first.
 func TestWebFetchAllowlistRunsUnasked(t *testing.T) {
-	u, policy := page(t, true)
-	f, s := fake(t, "\n[web]\nauto_approve_domains = [\"127.0.0.1\"]\n", st.Options{WebPolicy: policy})
-	sid, _ := session(t, s, 3)
-	c := s.Client
-	f.Enqueue(fo.Script(fetchCall(u)), fo.Script(fo.Text("done")))
-	c.Turn(sid, "read the notes")
-	evs, done := st.Until[*protocol.ToolCompleted](c)
-	for _, e := range evs {
-		if _, ok := e.(*protocol.ApprovalRequested); ok {
-			t.Fatalf("an allowlisted HTTPS fetch asked for approval: %+v", e)
+	u, policy, pool := page(t, true)
+	for _, listed := range []bool{true, false} {
+		cfg := ""
+		if listed {
+			cfg = "\n[web]\nauto_approve_domains = [\"127.0.0.1\"]\n"
 		}
+		f, s := fake(t, cfg, st.Options{WebPolicy: policy, WebRootCAs: pool})
+		sid, _ := session(t, s, 3)
+		c := s.Client
+		f.Enqueue(fo.Script(fetchCall(u)), fo.Script(fo.Text("done")))
+		c.Turn(sid, "read the notes")
+		if !listed {
+			_, ar := st.Until[*protocol.ApprovalRequested](c)
+			if ar.Risk != protocol.RiskNetwork {
+				t.Fatalf("approval.requested = %+v", ar)
+			}
+			c.Send(&protocol.ApprovalResolve{RequestID: c.ID(), SessionID: sid, ApprovalID: ar.ApprovalID, Approved: false})
+			st.Until[*protocol.TurnCompleted](c)
+			continue
+		}
+		evs, done := st.Until[*protocol.ToolCompleted](c)
+		for _, e := range evs {
+			if _, ok := e.(*protocol.ApprovalRequested); ok {
+				t.Fatalf("an allowlisted HTTPS fetch asked for approval: %+v", e)
+			}
+		}
+		if done.Name != "web_fetch" || !done.Success || !strings.Contains(done.Output, "Version 2 is out.") || !strings.Contains(done.Output, "# Release notes") {
+			t.Fatalf("tool.completed = %+v, want the page fetched", done)
+		}
+		st.Until[*protocol.TurnCompleted](c)
 	}
-	if done.Name != "web_fetch" || !strings.Contains(done.Output, "certificate") {
-		t.Fatalf("tool.completed = %+v, want the TLS failure of the untrusted test certificate", done)
-	}
-	st.Until[*protocol.TurnCompleted](c)
 }
 
 // TestWebFetchRefusesLoopbackByDefault: without the test policy the real
 // address policy refuses the loopback server before anything is asked.
 func TestWebFetchRefusesLoopbackByDefault(t *testing.T) {
-	u, _ := page(t, false)
+	u, _, _ := page(t, false)
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	c := s.Client
@@ -104,7 +124,7 @@ func TestWebFetchRefusesLoopbackByDefault(t *testing.T) {
 			t.Fatalf("a refused address was put to the user: %+v", e)
 		}
 	}
-	if done.Success || !strings.Contains(done.Output, "127.0.0.1") {
+	if done.Success || !strings.Contains(done.Output, "127.0.0.1") || !strings.Contains(done.Output, "public address") {
 		t.Fatalf("tool.completed = %+v, want a refusal naming the address", done)
 	}
 	st.Until[*protocol.TurnCompleted](c)

@@ -63,6 +63,13 @@ func TestGolden(t *testing.T) {
 				}
 				b.Write(pretty.Bytes())
 				b.WriteString("\n")
+				if v, ok := tl.(interface{ ValidationSchema() json.RawMessage }); ok {
+					// What the registry validates calls against, descriptions
+					// left out (they are the schema's above).
+					b.WriteString("--- validation schema (descriptions left out)\n")
+					b.Write(withoutDescriptions(t, v.ValidationSchema()))
+					b.WriteString("\n")
+				}
 			}
 			b.WriteString("=== system section (" + SectionTitle + ")\n" + fx.set.SystemSection() + "\n")
 			path := filepath.Join("testdata", o.name+".golden")
@@ -84,6 +91,31 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withoutDescriptions returns a schema indented, without its description
+// members.
+func withoutDescriptions(t *testing.T, schema json.RawMessage) []byte {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(schema, &v); err != nil {
+		t.Fatal(err)
+	}
+	var strip func(any)
+	strip = func(v any) {
+		if m, ok := v.(map[string]any); ok {
+			delete(m, "description")
+			for _, c := range m {
+				strip(c)
+			}
+		}
+	}
+	strip(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 type schemaDoc struct {
@@ -209,32 +241,29 @@ func TestRegistryValidation(t *testing.T) {
 	}
 	// The validation schema lets blank and unknown agents through to
 	// Prepare, which refuses the latter with the spec's message.
-	vreg := tools.NewRegistry()
-	vt := validating{fx.tool(NameAgent)}
-	if err := vreg.Register(vt); err != nil {
-		t.Fatal(err)
-	}
+	tl := fx.tool(NameAgent)
 	for _, tc := range []struct{ args, err string }{
 		{args: `{"agent":"","prompt":"x"}`},
 		{args: `{"agent":"zcode","prompt":"x"}`, err: `agent "zcode" is not offered in this session; choose one of: claude, codex`},
 	} {
-		args, err := vreg.Validate(NameAgent, tc.args)
+		args, err := reg.Validate(NameAgent, tc.args)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.args, err)
 		}
-		_, err = vt.Prepare(fx.env, args)
+		_, err = tl.Prepare(fx.env, args)
 		if (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
 			t.Fatalf("%s: %v, want %q", tc.args, err, tc.err)
 		}
 	}
-}
-
-// validating presents a tool's ValidationSchema as its schema, as a
-// registry that honours it would validate.
-type validating struct{ tools.Tool }
-
-func (v validating) Spec() tools.Spec {
-	sp := v.Tool.Spec()
-	sp.Schema = v.Tool.(interface{ ValidationSchema() json.RawMessage }).ValidationSchema()
-	return sp
+	// The schema the model sees has the enum: a registry that validated
+	// with it would refuse both.
+	strict := tools.NewRegistry()
+	if err := strict.Register(specOnly{tl}); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []string{`{"agent":"","prompt":"x"}`, `{"agent":"zcode","prompt":"x"}`} {
+		if _, err := strict.Validate(NameAgent, args); err == nil {
+			t.Fatalf("the model's schema accepted %s", args)
+		}
+	}
 }

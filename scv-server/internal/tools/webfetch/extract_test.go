@@ -3,16 +3,31 @@ package webfetch
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-// chromeAttrSimple is the plain statement of chromeAttr's rule, to check
-// the allocation-free version against.
+// chromeAttrSimple is the plain statement of chromeAttr's rule, written
+// apart from it (chromeAttr's long-name path, chromeName, is what it
+// checks too), to check the allocation-free version against.
 func chromeAttrSimple(v string) chromeLevel {
 	level := notChrome
-	for _, name := range strings.FieldsFunc(v, func(r rune) bool { return r < 0x80 && isSpaceByte(byte(r)) }) {
-		level = max(level, chromeName(name))
+	asciiLower := func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}
+	for _, name := range regexp.MustCompile(`[ \t\n\r\f\v]+`).Split(v, -1) {
+		if name == "" {
+			continue
+		}
+		l := strings.Map(asciiLower, name)
+		level = max(level, chromeWords[l], chromeNames[strings.ReplaceAll(strings.ReplaceAll(l, "-", ""), "_", "")])
+		for _, part := range regexp.MustCompile(`[-_]`).Split(l, -1) {
+			level = max(level, chromeWords[part])
+		}
 	}
 	return level
 }

@@ -10,6 +10,7 @@ package webfetch
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -81,6 +82,9 @@ type Options struct {
 	Policy *netguard.Policy
 	// Resolver replaces the pure-Go DNS resolver (tests).
 	Resolver netguard.Resolver
+	// RootCAs replaces the system's certificate authorities (tests: the
+	// httptest TLS server's certificate).
+	RootCAs *x509.CertPool
 }
 
 // Tool is the web_fetch tool. It holds the session's page cache, so the
@@ -142,7 +146,7 @@ func New(o Options) *Tool {
 			Proxy:                  nil,
 			DialContext:            dialer.DialContext,
 			ForceAttemptHTTP2:      true,
-			TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+			TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.RootCAs},
 			TLSHandshakeTimeout:    10 * time.Second,
 			ResponseHeaderTimeout:  o.Timeout,
 			MaxResponseHeaderBytes: maxHeaderBytes,

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -89,13 +90,12 @@ func newTool(o Options, servers ...*server) *Tool {
 		p.Exceptions = append(p.Exceptions, s.ap)
 	}
 	o.Policy = p
-	tool := New(o)
 	for _, s := range servers {
 		if s.TLS != nil {
-			tool.client.Transport.(*http.Transport).TLSClientConfig.RootCAs = s.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+			o.RootCAs = s.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 		}
 	}
-	return tool
+	return New(o)
 }
 
 func env(limit int) tools.Env { return tools.Env{OutputLimit: limit} }
@@ -780,11 +780,9 @@ func TestAutoApproveRedirects(t *testing.T) {
 }
 
 // TestRequestHeaders: scv's User-Agent, no cookies (even ones the server
-// set), no Referer on redirects, no credentials; proxy variables ignored.
+// set), no Referer on redirects, no credentials. (Proxy variables:
+// TestProxyVariablesIgnored.)
 func TestRequestHeaders(t *testing.T) {
-	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
-	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1")
-	t.Setenv("ALL_PROXY", "http://127.0.0.1:1")
 	var mu sync.Mutex
 	var seen []http.Header
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -996,4 +994,64 @@ type resolverFunc func(host string) ([]netip.Addr, error)
 
 func (f resolverFunc) LookupNetIP(_ context.Context, _ string, host string) ([]netip.Addr, error) {
 	return f(host)
+}
+
+// TestProxyVariablesIgnored: with HTTP_PROXY, HTTPS_PROXY and ALL_PROXY
+// naming a working proxy that requires credentials, a fetch still goes
+// straight to the origin, and the proxy sees nothing. The fetch runs in a
+// child process: net/http reads the proxy variables once per process,
+// and the URL's host is a name, since Go never proxies loopback
+// addresses.
+func TestProxyVariablesIgnored(t *testing.T) {
+	if os.Getenv("SCV_WEBFETCH_PROXY_CHILD") == "1" {
+		proxyChild(t)
+		return
+	}
+	var proxied atomic.Int64
+	proxy := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		proxied.Add(1)
+		io.WriteString(w, "answered by the proxy")
+	})
+	origin := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Proxy-Authorization") != "" {
+			t.Errorf("the origin got Proxy-Authorization %q", r.Header.Get("Proxy-Authorization"))
+		}
+		io.WriteString(w, "answered by the origin")
+	})
+	proxyURL := "http://user:secret@" + proxy.Listener.Addr().String()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestProxyVariablesIgnored$", "-test.count=1", "-test.v")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "SCV_WEBFETCH_PROXY_CHILD=1",
+		"SCV_WEBFETCH_ORIGIN=" + origin.Listener.Addr().String(), "SCV_WEBFETCH_PROXY=" + proxy.Listener.Addr().String()}
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"} {
+		cmd.Env = append(cmd.Env, k+"="+proxyURL)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the child fetch failed: %v\n%s", err, out)
+	}
+	if n := proxied.Load(); n != 0 {
+		t.Fatalf("%d requests went through the proxy named by HTTP_PROXY:\n%s", n, out)
+	}
+	if n := origin.requests.Load(); n != 1 {
+		t.Fatalf("%d requests reached the origin, want 1:\n%s", n, out)
+	}
+}
+
+// proxyChild is TestProxyVariablesIgnored's fetch: both servers are
+// reachable (policy exceptions), so only the tool's choice decides which
+// one answers.
+func proxyChild(t *testing.T) {
+	origin := netip.MustParseAddrPort(os.Getenv("SCV_WEBFETCH_ORIGIN"))
+	proxy := netip.MustParseAddrPort(os.Getenv("SCV_WEBFETCH_PROXY"))
+	if os.Getenv("HTTP_PROXY") == "" || os.Getenv("REQUEST_METHOD") != "" {
+		t.Fatal("the proxy variables are not set as the parent meant")
+	}
+	tool := New(Options{
+		Policy:   &netguard.Policy{Exceptions: []netip.AddrPort{origin, proxy}},
+		Resolver: names{"origin.test": {origin.Addr().String()}},
+	})
+	res := call(t, tool, env(0), map[string]any{"url": fmt.Sprintf("http://origin.test:%d/page", origin.Port())})
+	if !res.Success || !strings.Contains(res.Output, "answered by the origin") {
+		t.Fatalf("fetch: %s", res.Output)
+	}
 }
