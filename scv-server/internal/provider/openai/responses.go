@@ -269,8 +269,8 @@ func (d *responsesDecoder) event(name, data []byte) (bool, error) {
 var respHandlers = map[string]func(*responsesDecoder, *respEvent) (done bool, err error){
 	"response.output_text.delta":             (*responsesDecoder).textDelta,
 	"response.refusal.delta":                 (*responsesDecoder).textDelta,
-	"response.function_call_arguments.delta": (*responsesDecoder).argsDelta,
-	"response.function_call_arguments.done":  (*responsesDecoder).argsDone,
+	"response.function_call_arguments.delta": (*responsesDecoder).arguments,
+	"response.function_call_arguments.done":  (*responsesDecoder).arguments,
 	"response.output_item.added":             (*responsesDecoder).itemEvent,
 	"response.output_item.done":              (*responsesDecoder).itemEvent,
 	"response.output_text.annotation.added":  (*responsesDecoder).annotation,
@@ -288,20 +288,17 @@ func (d *responsesDecoder) textDelta(ev *respEvent) (bool, error) {
 	return false, d.acc.addText(ev.Delta)
 }
 
-func (d *responsesDecoder) argsDelta(ev *respEvent) (bool, error) {
+// arguments adds a delta of a call's arguments, or sets them whole on
+// the done event.
+func (d *responsesDecoder) arguments(ev *respEvent) (bool, error) {
 	t, err := d.call(ev.ItemID, ev.OutputIndex, nil)
 	if err != nil {
 		return false, err
+	}
+	if ev.Type == "response.function_call_arguments.done" {
+		return false, d.setArgs(t, ev.Arguments)
 	}
 	return false, d.acc.appendArgs(t, ev.Delta)
-}
-
-func (d *responsesDecoder) argsDone(ev *respEvent) (bool, error) {
-	t, err := d.call(ev.ItemID, ev.OutputIndex, nil)
-	if err != nil {
-		return false, err
-	}
-	return false, d.setArgs(t, ev.Arguments)
 }
 
 func (d *responsesDecoder) itemEvent(ev *respEvent) (bool, error) { return false, d.item(ev) }

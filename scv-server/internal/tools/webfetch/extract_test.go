@@ -155,17 +155,9 @@ func TestExtractionKeepsContent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		text := convertHTML(b, "https://pages.test/").Text
-		for _, w := range tc.want {
-			if !strings.Contains(text, w) {
-				t.Errorf("%s: the content %q is missing:\n%s", tc.page, w, text)
-			}
-		}
-		for _, n := range tc.not {
-			if strings.Contains(text, n) {
-				t.Errorf("%s: the chrome %q is kept:\n%s", tc.page, n, text)
-			}
-		}
+		t.Run(tc.page, func(t *testing.T) {
+			checkText(t, convertHTML(b, "https://pages.test/").Text, tc.want, tc.not)
+		})
 	}
 }
 
@@ -213,17 +205,23 @@ func TestChromeRules(t *testing.T) {
 			[]string{"- a\n\n- b\n\n1. c\n\n1. d"}, []string{"THE END", "<!--"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			text := convertHTML([]byte(tc.html), "https://site.test/").Text
-			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("missing %q in:\n%s", w, text)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(text, n) {
-					t.Errorf("unexpected %q in:\n%s", n, text)
-				}
-			}
+			checkText(t, convertHTML([]byte(tc.html), "https://site.test/").Text, tc.want, tc.not)
 		})
+	}
+}
+
+// checkText fails t for each of want that text lacks and each of not that
+// it holds.
+func checkText(t *testing.T, text string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("missing %q in:\n%s", w, text)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(text, n) {
+			t.Errorf("unexpected %q in:\n%s", n, text)
+		}
 	}
 }

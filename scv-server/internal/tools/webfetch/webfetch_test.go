@@ -290,16 +290,7 @@ y := 2</code></pre><p>inline <code>f()</code></p>`,
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := convertHTML([]byte(tc.html), "https://site.test/page")
-			for _, w := range tc.want {
-				if !strings.Contains(p.Text, w) {
-					t.Errorf("missing %q in:\n%s", w, p.Text)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(p.Text, n) {
-					t.Errorf("unexpected %q in:\n%s", n, p.Text)
-				}
-			}
+			checkText(t, p.Text, tc.want, tc.not)
 			if !utf8.ValidString(p.Text) {
 				t.Error("invalid UTF-8")
 			}
