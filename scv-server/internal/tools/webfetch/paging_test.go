@@ -67,10 +67,10 @@ func pageThrough(t *testing.T, doc *document, requested string, limit int) strin
 // part over the output limit, and paging still reads the whole text.
 func TestRenderBoundLongValues(t *testing.T) {
 	t.Parallel()
-	text := strings.Repeat("Ünïcode line of text, with a link [1].\n", 300)
-	for _, n := range []int{0, 100, 400, 1000, 5000, 8192 * 3, 70_000} {
+	text := strings.Repeat("Ünïcode line of text, with a link [1].\n", 60)
+	for _, n := range []int{0, 400, 8192 * 3, 70_000} {
 		long := "https://x.test/" + strings.Repeat("%C3%A9", n/6)
-		for _, limit := range []int{minLimit, 1024, 4096, 64 << 10} {
+		for _, limit := range []int{minLimit, 1024, 64 << 10} {
 			doc := &document{URL: long, Status: "200 " + strings.Repeat("OK ", n/3), OK: true,
 				ContentType: "text/plain; charset=utf-8; x=" + strings.Repeat("y", n), Title: strings.Repeat("T", n),
 				Text: text, Runes: utf8.RuneCountInString(text), Cut: n%2 == 0}
