@@ -255,8 +255,11 @@ func (s *Set) choose(explicit, session string) (string, error) {
 	if name == "" && session != "" {
 		// The handle names no agent on offer: say so, rather than ask
 		// for an agent the call meant to leave to its handle.
+		s.mu.Lock()
+		example := s.convs.ExampleHandle()
+		s.unlock()
 		return "", fmt.Errorf("session %q is not a conversation of this session; pass a handle an earlier agent result returned (such as %s), or omit session and name the agent to start a new conversation (choose one of: %s)",
-			session, s.exampleHandle(), strings.Join(s.names, ", "))
+			session, example, strings.Join(s.names, ", "))
 	}
 	if name == "" {
 		return "", fmt.Errorf("name the agent: the user prefers none of the agents this session offers ([agent] prefer); choose one of: %s", strings.Join(s.names, ", "))

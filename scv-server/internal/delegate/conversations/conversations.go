@@ -110,7 +110,7 @@ func (t *Table) Lookup(handle string) (Conversation, error) {
 		if name, ok := t.Agent(handle); ok && t.issued(name, handle) {
 			return Conversation{}, fmt.Errorf("conversation %s has ended: it was unused for too long (agent.conversation_idle_seconds), made room for a newer one (agent.max_conversations), or its first turn failed before the agent reported its session; omit session to start a new conversation", handle)
 		}
-		return Conversation{}, fmt.Errorf("session %q is not a conversation of this session; pass a handle an earlier agent result returned (such as %s), or omit session to start a new conversation", handle, t.exampleHandle())
+		return Conversation{}, fmt.Errorf("session %q is not a conversation of this session; pass a handle an earlier agent result returned (such as %s), or omit session to start a new conversation", handle, t.ExampleHandle())
 	}
 	if c.busy {
 		return Conversation{}, busyError(c)
@@ -131,8 +131,8 @@ func (t *Table) issued(agent, handle string) bool {
 	return n <= t.next[agent]
 }
 
-// exampleHandle is a handle to show in a refusal.
-func (t *Table) exampleHandle() string {
+// ExampleHandle is a handle to show in a refusal: the first agent's first.
+func (t *Table) ExampleHandle() string {
 	if len(t.opts.Agents) > 0 {
 		return t.opts.Agents[0] + "-1"
 	}
