@@ -167,10 +167,6 @@ func describeType(t reflect.Type) string {
 	case reflect.Bool:
 		return "true or false"
 	case reflect.Slice, reflect.Array:
-		// The element's type: ["a", 1] is reported at the array's key.
-		if e := describeType(t.Elem()); strings.HasPrefix(e, "a ") || strings.HasPrefix(e, "an ") {
-			return "an array of " + strings.TrimPrefix(strings.TrimPrefix(e, "a "), "an ") + "s"
-		}
 		return "an array"
 	case reflect.Map:
 		if t.Elem().Kind() == reflect.Struct {
