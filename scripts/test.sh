@@ -10,6 +10,15 @@ scripts/deps.sh
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 # Tests that drive real Node.js programs fail, rather than skip, without them.
 export SCV_REQUIRE_NODE=1
+# Tests run with an empty HOME: the bash tool runs login shells, and a user
+# profile (pyenv, nvm) would make every command slow and can block on its
+# locks. The Go caches and settings keep their real places.
+for var in GOPATH GOMODCACHE GOCACHE GOENV; do
+	export "$var=$(go env "$var")"
+done
+HOME=$(mktemp -d "${TMPDIR:-/tmp}/scv-test-home.XXXXXX")
+export HOME
+trap 'rm -rf "$HOME"' EXIT
 status=0
 for dir in $(scripts/modules.sh); do
 	rel=${dir#"$PWD"/}

@@ -12,10 +12,12 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	restore := testkit.IsolateHome()
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { restore(); os.Exit(code) }))
 }
 
 func TestInitializeVersions(t *testing.T) {
