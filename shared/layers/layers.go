@@ -33,7 +33,7 @@ var Table = []Layer{
 	// paths, atomic state files, state files opened without trusting
 	// them, tagged processes (the bash tool's process groups and
 	// delegated runs both use them).
-	{Name: "local state", Packages: []string{"paths", "atomicfile", "statefile", "proctag"}},
+	{Name: "local state", Packages: []string{"paths", "atomicfile", "statefile", "proctag", "daemonfile"}},
 	// The table of delegated agent CLIs: data and pure functions over
 	// paths (command lines, private environments, the model and effort
 	// checks). The configuration validates [agents.<name>] against it,

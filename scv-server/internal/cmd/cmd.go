@@ -19,10 +19,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scv-cli/scv/scv-server/internal/daemon"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
 	"github.com/scv-cli/scv/scv-server/internal/logwriter"
 	"github.com/scv-cli/scv/scv-server/internal/server"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/protocol/schema"
 	"github.com/scv-cli/scv/shared/version"
 )
@@ -33,7 +35,9 @@ const (
 	ExitError           = 1
 	ExitUsage           = 2
 	ExitVersionMismatch = 3
-	ExitConfig          = 78 // EX_CONFIG
+	// ExitDaemonRunning refuses a second daemon on one SCV_HOME.
+	ExitDaemonRunning = 4
+	ExitConfig        = 78 // EX_CONFIG
 )
 
 // IO is the process's standard streams and environment.
@@ -95,6 +99,12 @@ func exitCode(err error, errOut io.Writer) int {
 	case errors.Is(err, ndjson.ErrVersionMismatch):
 		fmt.Fprintf(errOut, "scv-server: %v\n", err)
 		return ExitVersionMismatch
+	case errors.As(err, new(*daemon.AlreadyRunningError)):
+		fmt.Fprintf(errOut, "scv-server: %v\n", err)
+		return ExitDaemonRunning
+	case errors.Is(err, errDelegated):
+		fmt.Fprintf(errOut, "scv-server: %v\n", err)
+		return ExitUsage
 	case errors.Is(err, server.ErrConfig):
 		fmt.Fprintf(errOut, "scv-server: %v\n", err)
 		return ExitConfig
@@ -148,7 +158,7 @@ func NewCmdRoot(stdio IO) *cobra.Command {
 	root.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	_ = root.Flags().MarkHidden("cpuprofile")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio))
+	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdDaemon(stdio))
 	return root
 }
 
@@ -179,7 +189,7 @@ func newCmdVersion(stdio IO) *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintf(stdio.Out, "scv-server %s (protocol versions %d-%d)\n", version.Version, 1, 3)
+			fmt.Fprintf(stdio.Out, "scv-server %s (protocol versions %d-%d)\n", version.Version, protocol.Oldest, protocol.Latest)
 			return nil
 		},
 	}

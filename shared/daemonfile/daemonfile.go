@@ -1,0 +1,77 @@
+// Package daemonfile reads and writes the daemon's description,
+// $SCV_HOME/run/daemon.json: what `scv daemon status` and clients read to
+// find the running daemon (its pid, version, start time and socket). The
+// daemon writes it once it listens and removes it when it exits; a file
+// whose pid no longer runs is stale (a daemon killed with SIGKILL).
+package daemonfile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/scv-cli/scv/shared/atomicfile"
+	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/statefile"
+)
+
+// Info describes a running daemon.
+type Info struct {
+	// Pid is the daemon's process id.
+	Pid int `json:"pid"`
+	// Version is the daemon's SCV version.
+	Version string `json:"version"`
+	// StartedAt is when the daemon started listening.
+	StartedAt time.Time `json:"started_at"`
+	// Socket is the path of the daemon's Unix socket.
+	Socket string `json:"socket"`
+	// ProtocolVersions are the oldest and latest protocol versions the
+	// daemon serves.
+	ProtocolVersions [2]int `json:"protocol_versions"`
+}
+
+// maxBytes bounds what Read accepts: the file is a few hundred bytes.
+const maxBytes = 64 << 10
+
+// Write stores info in home's daemon.json (0600, atomically).
+func Write(home string, info Info) error {
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(paths.DaemonInfoFile(home), append(data, '\n'), 0o600)
+}
+
+// ErrNotRunning is returned by Read when there is no daemon.json.
+var ErrNotRunning = errors.New("no daemon is running")
+
+// Read returns home's daemon.json, or an error wrapping ErrNotRunning when
+// there is none. It does not check that the pid still runs.
+func Read(home string) (Info, error) {
+	file := paths.DaemonInfoFile(home)
+	data, err := statefile.ReadFile(filepath.Dir(file), filepath.Base(file), maxBytes, statefile.NoLinks)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Info{}, fmt.Errorf("%w (no %s)", ErrNotRunning, file)
+	}
+	if err != nil {
+		return Info{}, err
+	}
+	var info Info
+	if err := json.Unmarshal(data, &info); err != nil {
+		return Info{}, fmt.Errorf("%s is not a daemon description (%w); remove it if no daemon runs", file, err)
+	}
+	return info, nil
+}
+
+// Remove deletes home's daemon.json; a missing file is not an error.
+func Remove(home string) error {
+	err := os.Remove(paths.DaemonInfoFile(home))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
