@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,8 @@ func newCmdDaemon(stdio IO) *cobra.Command {
 	var (
 		policy   string
 		logLevel string
+		// Test knobs, hidden: the real daemon's intervals are minutes.
+		reconcileEvery, idleEvery, sessionIdle, detachWait time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "daemon",
@@ -39,11 +42,21 @@ func newCmdDaemon(stdio IO) *cobra.Command {
 				return usageError{err}
 			}
 			return daemon.Run(cmd.Context(), daemon.Options{
-				Server: server.Options{Env: stdio.Env, ApprovalPolicy: policy, Logger: log},
+				Server:         server.Options{Env: stdio.Env, ApprovalPolicy: policy, Logger: log, DetachWait: detachWait},
+				ReconcileEvery: reconcileEvery,
+				IdleEvery:      idleEvery,
+				SessionIdle:    sessionIdle,
 			})
 		},
 	}
 	cmd.Flags().StringVar(&policy, "approval-policy", "", "override tools.approval_policy: on-risk, never or auto")
 	cmd.Flags().StringVar(&logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default warn, or $SCV_LOG_LEVEL)")
+	cmd.Flags().DurationVar(&reconcileEvery, "reconcile-every", 0, "how often to reconcile orphans (tests)")
+	cmd.Flags().DurationVar(&idleEvery, "idle-every", 0, "how often to look for idle sessions (tests)")
+	cmd.Flags().DurationVar(&sessionIdle, "session-idle", 0, "override daemon.session_idle_seconds (tests)")
+	cmd.Flags().DurationVar(&detachWait, "detach-wait", 0, "how long an event waits for a full client queue before the client is detached (tests)")
+	for _, f := range []string{"reconcile-every", "idle-every", "session-idle", "detach-wait"} {
+		_ = cmd.Flags().MarkHidden(f)
+	}
 	return cmd
 }

@@ -40,7 +40,16 @@ type Options struct {
 	// Ready, when not nil, is called once the daemon listens and its
 	// daemon.json is written.
 	Ready func(daemonfile.Info)
+	// IdleEvery overrides how often idle sessions are looked for
+	// (DefaultIdleEvery; tests).
+	IdleEvery time.Duration
+	// SessionIdle overrides daemon.session_idle_seconds (tests).
+	SessionIdle time.Duration
 }
+
+// DefaultIdleEvery is how often the daemon looks for sessions idle for
+// daemon.session_idle_seconds.
+const DefaultIdleEvery = 30 * time.Second
 
 // Daemon is a running daemon's state that its connections and `scv daemon
 // status` read.
@@ -112,6 +121,19 @@ func Run(ctx context.Context, opts Options) error {
 		defer wg.Done()
 		d.housekeep(ctx, every)
 	}()
+	idleEvery := opts.IdleEvery
+	if idleEvery <= 0 {
+		idleEvery = DefaultIdleEvery
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		idle := rt.Config.Daemon.SessionIdle()
+		if opts.SessionIdle > 0 {
+			idle = opts.SessionIdle
+		}
+		d.endIdle(ctx, idleEvery, idle)
+	}()
 
 	connCtx, endConns := context.WithCancel(ctx)
 	defer endConns()
@@ -168,11 +190,33 @@ func (d *Daemon) acceptLoop(ctx context.Context, ln *unix.Listener, conns *sync.
 		go func() {
 			defer conns.Done()
 			defer d.clients.Add(-1)
-			err := d.rt.ServeShared(ctx, c)
+			err := d.rt.ServeShared(ctx, c, d.status)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				d.log.Info("Connection ended", "peer_pid", c.PeerPid, "err", err)
 			}
 		}()
+	}
+}
+
+// status is the daemon's part of daemon.status.
+func (d *Daemon) status() protocol.DaemonStatusReported {
+	return protocol.DaemonStatusReported{
+		Pid: d.info.Pid, Version: d.info.Version, StartedAt: d.info.StartedAt.Format(time.RFC3339),
+		Socket: d.info.Socket, Clients: int(d.clients.Load()), OrphansStopped: d.orphans.Load(),
+	}
+}
+
+// endIdle ends the sessions idle for idle, every tick, until ctx ends.
+func (d *Daemon) endIdle(ctx context.Context, every, idle time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.rt.Manager.EndIdle(idle)
+		}
 	}
 }
 

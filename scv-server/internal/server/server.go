@@ -261,8 +261,11 @@ func (r *Runtime) Serve(ctx context.Context, t ndjson.Transport) error {
 // ServeShared runs one connection of a daemon over t: the sessions it
 // starts or attaches to outlive it, and a client too slow for its queue is
 // detached from them instead of ending them (docs/daemon.md).
-func (r *Runtime) ServeShared(ctx context.Context, t ndjson.Transport) error {
-	return ndjson.Serve(ctx, r.Manager, t, r.connOptions(false))
+// status, when not nil, answers daemon.status.
+func (r *Runtime) ServeShared(ctx context.Context, t ndjson.Transport, status func() protocol.DaemonStatusReported) error {
+	o := r.connOptions(false)
+	o.Status = status
+	return ndjson.Serve(ctx, r.Manager, t, o)
 }
 
 func (r *Runtime) connOptions(closeManager bool) ndjson.Options {

@@ -30,11 +30,11 @@ func TestInitializeVersions(t *testing.T) {
 }
 
 func TestVersionMismatchIsFatal(t *testing.T) {
-	for _, v := range []int{0, 4, 99} {
+	for _, v := range []int{0, 5, 99} {
 		s := st.Start(t, st.Options{})
 		s.Client.Send(&protocol.Initialize{RequestID: "1", ProtocolVersion: v})
 		e := s.Client.ExpectError(protocol.ErrVersionMismatch)
-		if !e.Fatal || e.RequestID != "1" || !strings.Contains(e.Message, "versions 1 to 3") {
+		if !e.Fatal || e.RequestID != "1" || !strings.Contains(e.Message, "versions 1 to 4") {
 			t.Fatalf("error = %+v", e)
 		}
 		if err := s.Done(); !errors.Is(err, ndjson.ErrVersionMismatch) {

@@ -80,6 +80,9 @@ type Extension struct {
 	// Close runs when the session ends (the server shuts down): it stops
 	// whatever the tools still run, such as background jobs.
 	Close func(ctx context.Context)
+	// Busy, when not nil, reports work that keeps the session alive with
+	// no client attached (background jobs that still count).
+	Busy func() bool
 }
 
 // ExtendFunc builds the extension of a new session. An error refuses
@@ -226,6 +229,10 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 		approvals:    approval.NewPending(),
 		emitLock:     make(chan struct{}, 1),
 	}
+	if opts.ProtocolVersion >= protocol.Version4 {
+		s.ring = &ring{}
+	}
+	s.touch()
 	if err := m.persist(s, opts.Resume); err != nil {
 		_ = root.Close()
 		return nil, err
@@ -247,7 +254,12 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 			m.abandon(s)
 			return nil, fmt.Errorf("setting up the session's delegated agents: %w", err)
 		}
-		s.closeExt = ext.Close
+		if closeExt := ext.Close; closeExt != nil {
+			var once sync.Once
+			// Once: an idle end (EndIdle) may race the manager's Close.
+			s.closeExt = func(ctx context.Context) { once.Do(func() { closeExt(ctx) }) }
+		}
+		s.busy = ext.Busy
 	}
 	if m.opts.System != nil {
 		s.system = m.opts.System(cwd, reg)

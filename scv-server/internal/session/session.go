@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -66,6 +67,19 @@ type Session struct {
 	emitLock chan struct{}
 	seq      uint64       // guarded by emitLock
 	subs     []Subscriber // guarded by emitLock
+	// ring keeps recent events for clients that attach (v4 sessions;
+	// nil otherwise), and pendingApprovals the approval requests not yet
+	// answered (attach.go). Guarded by emitLock.
+	ring             *ring
+	pendingApprovals []*protocol.ApprovalRequested
+	// ended is set when the session ended for idleness (guarded by
+	// emitLock); nsubs counts subs, lastUsed is when a subscriber or a
+	// turn last came or went (unix nanoseconds), busy reports background
+	// work that keeps the session alive (nil: none).
+	ended    bool
+	nsubs    atomic.Int32
+	lastUsed atomic.Int64
+	busy     func() bool
 
 	mu      sync.Mutex
 	active  *turn              // guarded by mu
@@ -153,17 +167,10 @@ func (s *Session) Subscribe(ctx context.Context, sub Subscriber) (unsubscribe fu
 		return nil, err
 	}
 	s.subs = append(s.subs, sub)
+	s.nsubs.Add(1)
+	s.touch()
 	s.unlock()
-	return func() {
-		s.emitLock <- struct{}{}
-		for i, x := range s.subs {
-			if x == sub {
-				s.subs = append(s.subs[:i:i], s.subs[i+1:]...)
-				break
-			}
-		}
-		s.unlock()
-	}, nil
+	return s.unsubscriber(sub), nil
 }
 
 func (s *Session) lock(ctx context.Context) error {
@@ -187,10 +194,13 @@ func (s *Session) emitLocked(ctx context.Context, ev protocol.Sequenced) error {
 		if err := sub.Deliver(ctx, ev); err != nil {
 			if i == 0 {
 				s.seq--
+			} else {
+				s.rememberLocked(ev)
 			}
 			return err
 		}
 	}
+	s.rememberLocked(ev)
 	return nil
 }
 
@@ -452,6 +462,7 @@ func (s *Session) finish(t *turn, out loop.Outcome) {
 // clearActive ends t and commits history, the session's new history with
 // the turn's messages.
 func (s *Session) clearActive(t *turn, out loop.Outcome, history []provider.Message) {
+	s.touch()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.active == t {

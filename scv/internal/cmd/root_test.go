@@ -37,7 +37,7 @@ func fakeFactory(missing ...string) (*cmdutil.Factory, *bytes.Buffer, *bytes.Buf
 }
 
 func TestRun(t *testing.T) {
-	versionLine := "scv " + version.Version + " (protocol 3)\n"
+	versionLine := "scv " + version.Version + " (protocol 4)\n"
 	tests := []struct {
 		name      string
 		args      []string

@@ -1,4 +1,4 @@
-// Package ndjson is the NDJSON protocol dialect (versions 1 to 3): it reads
+// Package ndjson is the NDJSON protocol dialect (versions 1 to 4): it reads
 // client frames from a transport, dispatches them to the session runtime,
 // and writes events back through a bounded frame queue.
 //
@@ -77,7 +77,10 @@ type Options struct {
 	// for room in the connection's queue before the client counts as too
 	// slow for its sessions and is detached (DefaultDetachWait when 0).
 	DetachWait time.Duration
-	Logger     *slog.Logger
+	// Status, when not nil, answers daemon.status (a daemon's
+	// connections); the connection fills in its sessions.
+	Status func() protocol.DaemonStatusReported
+	Logger *slog.Logger
 }
 
 // DefaultDetachWait is how long a daemon's session event waits for room in

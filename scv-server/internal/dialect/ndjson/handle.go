@@ -110,9 +110,15 @@ func (c *conn) dispatch(msg protocol.ClientMessage) error {
 			return s.CancelTurn(m.TurnID)
 		})
 	case *protocol.ApprovalResolve:
-		return c.withSession(m.SessionID, func(_ context.Context, s *session.Session) error {
-			return s.ResolveApproval(m.ApprovalID, m.Approved, m.Scope)
+		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
+			return s.ResolveApprovalBy(ctx, m.ApprovalID, m.Approved, m.Scope, c.client.Name)
 		})
+	case *protocol.SessionAttach:
+		return c.attachSession(m)
+	case *protocol.SessionDetach:
+		return c.detachSession(m)
+	case *protocol.DaemonStatus:
+		return c.daemonStatus(m)
 	case *protocol.SessionClear:
 		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
 			return s.Clear(ctx, m.RequestID)

@@ -200,7 +200,7 @@ func (r *run) loop(frames <-chan frame, sigs <-chan os.Signal) error {
 	if err := r.send(
 		&protocol.Initialize{
 			RequestID:       r.id(protocol.TypeInitialize),
-			ProtocolVersion: protocol.Latest,
+			ProtocolVersion: protocol.Version3,
 			Client:          protocol.ClientInfo{Name: ClientName, Version: version.Version},
 		},
 		open,
