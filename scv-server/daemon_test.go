@@ -620,3 +620,86 @@ func orphanRun(t *testing.T, home string) <-chan struct{} {
 	}
 	return exited
 }
+
+// TestDaemonPlannedRestart: SIGUSR2 during a turn waits for it, keeps the
+// queued prompt queued, saves the session in restart.json, re-executes
+// (same pid, new instance), resumes the session and runs the queued
+// prompt; a client re-attaching by id sees it.
+func TestDaemonPlannedRestart(t *testing.T) {
+	t.Parallel()
+	f := fo.NewServer()
+	defer f.Close()
+	home, ws := t.TempDir(), t.TempDir()
+	writeFakeConfig(t, home, f.URL())
+	d := startDaemon(t, home, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(d.log())
+		}
+	})
+	before, err := daemonfile.Read(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Enqueue(fo.Script(fo.Text("first "), fo.Delay(1500*time.Millisecond), fo.Text("done")), fo.Script(fo.Text("second done")))
+
+	a := dial(t, home, "a")
+	a.init(protocol.Version4)
+	a.send(&protocol.SessionStart{RequestID: a.id(), Cwd: ws})
+	_, started := until[*protocol.SessionStarted](a)
+	sid := started.SessionID
+	a.send(&protocol.TurnStart{RequestID: a.id(), SessionID: sid, Prompt: "one"})
+	until[*protocol.TurnStarted](a)
+	a.send(&protocol.TurnStart{RequestID: a.id(), SessionID: sid, Prompt: "two"})
+	until[*protocol.QueueEnqueued](a)
+	if err := d.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := until[*protocol.TurnCompleted](a)
+	if !strings.Contains(strings.Join(evs, ""), "done") {
+		t.Fatalf("the first turn did not finish:\n%s", strings.Join(evs, "\n"))
+	}
+	if !a.closed(15 * time.Second) {
+		t.Fatal("the daemon did not close the connection for the restart")
+	}
+	var after daemonfile.Info
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if after, err = daemonfile.Read(home); err == nil && after.Instance != before.Instance {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon did not come back")
+		}
+	}
+	if after.Pid != before.Pid {
+		t.Fatalf("pid %d after the restart, want %d (a re-exec)", after.Pid, before.Pid)
+	}
+	if _, err := os.Stat(paths.RestartFile(home)); !os.IsNotExist(err) {
+		t.Fatalf("restart.json left: %v", err)
+	}
+	b := dial(t, home, "b")
+	b.init(protocol.Version4)
+	zero := uint64(0)
+	b.send(&protocol.SessionAttach{RequestID: b.id(), SessionID: sid, AfterSeq: &zero})
+	_, att := until[*protocol.SessionAttached](b)
+	if att.SessionID != sid {
+		t.Fatalf("attached = %+v", att)
+	}
+	var seen []string
+	if att.TurnID != "" || att.Replayed > 0 {
+		more, _ := until[*protocol.TurnCompleted](b)
+		seen = more
+	} else {
+		t.Fatalf("the queued prompt did not run after the restart: %+v", att)
+	}
+	if !strings.Contains(strings.Join(seen, ""), "second done") {
+		t.Fatalf("the queued turn's events:\n%s", strings.Join(seen, "\n"))
+	}
+	if n := f.Requests(); len(n) != 2 {
+		t.Fatalf("%d model requests, want 2", len(n))
+	}
+	last := f.Requests()[1]
+	if !strings.Contains(string(last.Body), "first done") || !strings.Contains(string(last.Body), "two") {
+		t.Fatalf("the resumed session lost its history: %s", last.Body)
+	}
+}

@@ -29,6 +29,9 @@ type Info struct {
 	StartedAt time.Time `json:"started_at"`
 	// Socket is the path of the daemon's Unix socket.
 	Socket string `json:"socket"`
+	// Instance is random for each start, so a client can tell a daemon
+	// that re-executed itself (same pid) from the one before.
+	Instance string `json:"instance"`
 	// ProtocolVersions are the oldest and latest protocol versions the
 	// daemon serves.
 	ProtocolVersions [2]int `json:"protocol_versions"`

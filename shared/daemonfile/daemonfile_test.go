@@ -18,7 +18,7 @@ func TestWriteReadRemove(t *testing.T) {
 	if err := paths.EnsureDir(paths.RunDir(home)); err != nil {
 		t.Fatal(err)
 	}
-	want := Info{Pid: 42, Version: "1.2.3", StartedAt: time.Unix(1700000000, 0).UTC(), Socket: paths.SocketFile(home), ProtocolVersions: [2]int{1, 4}}
+	want := Info{Pid: 42, Version: "1.2.3", StartedAt: time.Unix(1700000000, 0).UTC(), Socket: paths.SocketFile(home), Instance: "abc", ProtocolVersions: [2]int{1, 4}}
 	if err := Write(home, want); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,9 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,12 +43,24 @@ func newCmdDaemon(stdio IO) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			return daemon.Run(cmd.Context(), daemon.Options{
+			err = daemon.Run(cmd.Context(), daemon.Options{
 				Server:         server.Options{Env: stdio.Env, ApprovalPolicy: policy, Logger: log, DetachWait: detachWait},
 				ReconcileEvery: reconcileEvery,
 				IdleEvery:      idleEvery,
 				SessionIdle:    sessionIdle,
 			})
+			if errors.Is(err, daemon.ErrRestart) {
+				// A planned restart: the same pid, the binary now
+				// installed at the executable's path (os.Executable drops
+				// the " (deleted)" of a replaced binary), the same flags.
+				exe, xerr := os.Executable()
+				if xerr != nil {
+					return fmt.Errorf("planned restart: cannot find the executable: %w", xerr)
+				}
+				log.Info("Planned restart: executing the daemon again", "executable", exe)
+				return fmt.Errorf("planned restart: executing %s: %w", exe, syscall.Exec(exe, os.Args, os.Environ()))
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&policy, "approval-policy", "", "override tools.approval_policy: on-risk, never or auto")

@@ -11,16 +11,26 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/scv-cli/scv/scv-server/internal/server"
+	"github.com/scv-cli/scv/scv-server/internal/session"
+	"github.com/scv-cli/scv/shared/atomicfile"
+	"github.com/scv-cli/scv/shared/statefile"
 	"github.com/scv-cli/scv/scv-server/internal/transport/unix"
 	"github.com/scv-cli/scv/shared/daemonfile"
 	"github.com/scv-cli/scv/shared/paths"
@@ -60,6 +70,8 @@ type Daemon struct {
 	clients atomic.Int64
 	// orphans counts the orphaned runs housekeeping stopped.
 	orphans atomic.Int64
+	// draining is set during a planned restart.
+	draining atomic.Bool
 }
 
 // Run runs the daemon until ctx ends (a signal): it takes the lock, loads
@@ -102,14 +114,23 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	d := &Daemon{rt: rt, log: log, info: daemonfile.Info{
 		Pid: os.Getpid(), Version: version.Version, StartedAt: time.Now().UTC().Truncate(time.Second),
-		Socket: ln.Path(), ProtocolVersions: [2]int{protocol.Oldest, protocol.Latest},
+		Socket: ln.Path(), Instance: uuid.NewString(), ProtocolVersions: [2]int{protocol.Oldest, protocol.Latest},
 	}}
+	// Sessions a planned restart saved are open before anyone can find
+	// the daemon, so a client that re-attaches finds its session.
+	d.resumeSaved(home)
 	if err := daemonfile.Write(home, d.info); err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("writing %s: %w", paths.DaemonInfoFile(home), err)
 	}
 	defer func() { _ = daemonfile.Remove(home) }()
 	log.Info("Daemon listening", "socket", ln.Path(), "pid", d.info.Pid)
+
+	restartSigs := make(chan os.Signal, 1)
+	signal.Notify(restartSigs, SignalRestart, SignalRestartForce)
+	defer signal.Stop(restartSigs)
+	hkCtx, stopHousekeeping := context.WithCancel(ctx)
+	defer stopHousekeeping()
 
 	var wg sync.WaitGroup
 	every := opts.ReconcileEvery
@@ -119,7 +140,7 @@ func Run(ctx context.Context, opts Options) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		d.housekeep(ctx, every)
+		d.housekeep(hkCtx, every)
 	}()
 	idleEvery := opts.IdleEvery
 	if idleEvery <= 0 {
@@ -132,7 +153,7 @@ func Run(ctx context.Context, opts Options) error {
 		if opts.SessionIdle > 0 {
 			idle = opts.SessionIdle
 		}
-		d.endIdle(ctx, idleEvery, idle)
+		d.endIdle(hkCtx, idleEvery, idle)
 	}()
 
 	connCtx, endConns := context.WithCancel(ctx)
@@ -147,16 +168,115 @@ func Run(ctx context.Context, opts Options) error {
 		opts.Ready(d.info)
 	}
 
-	<-ctx.Done()
-	log.Info("Daemon shutting down")
+	restart := false
+	select {
+	case <-ctx.Done():
+	case sig := <-restartSigs:
+		restart = true
+		d.drain(ctx, home, sig == SignalRestartForce)
+	}
+	log.Info("Daemon shutting down", "restart", restart)
 	_ = ln.Close()
 	endConns()
 	conns.Wait()
 	grace, cancel := context.WithTimeout(context.Background(), rt.Grace())
 	defer cancel()
 	rt.Manager.Close(grace)
+	stopHousekeeping()
 	wg.Wait()
+	if restart {
+		return ErrRestart
+	}
 	return nil
+}
+
+// Signals of a planned restart: SIGUSR2 waits for running turns (up to
+// daemon.restart_timeout_seconds), SIGUSR1 does not (`--force`).
+const (
+	SignalRestart      = syscall.SIGUSR2
+	SignalRestartForce = syscall.SIGUSR1
+)
+
+// ErrRestart is Run's answer to a planned restart: the daemon has saved
+// its sessions in restart.json, closed them, released its socket and
+// lock, and wants the caller to exec the daemon again.
+var ErrRestart = errors.New("planned restart")
+
+// restartFile is restart.json: the sessions the next daemon resumes.
+type restartFile struct {
+	WrittenAt time.Time      `json:"written_at"`
+	Sessions  []session.Open `json:"sessions"`
+}
+
+// drain is the first half of a planned restart: no turn starts any more
+// (new prompts are queued), the running turns get up to
+// daemon.restart_timeout_seconds to finish (none with force), and the open
+// sessions are listed in restart.json. What is still running is cancelled
+// by the shutdown that follows; its prompt is in the session's log.
+func (d *Daemon) drain(ctx context.Context, home string, force bool) {
+	d.draining.Store(true)
+	d.rt.Manager.Drain()
+	wait := d.rt.Config.Daemon.RestartTimeout()
+	if force {
+		wait = 0
+	}
+	d.log.Info("Planned restart: waiting for running turns", "limit", wait)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	finished := d.rt.Manager.WaitTurns(wctx)
+	cancel()
+	if !finished {
+		d.log.Warn("Planned restart: turns still running are cancelled", "waited", wait)
+	}
+	rf := restartFile{WrittenAt: time.Now().UTC(), Sessions: d.rt.Manager.OpenSessions()}
+	data, err := json.MarshalIndent(rf, "", "  ")
+	if err == nil {
+		err = atomicfile.WriteFile(paths.RestartFile(home), append(data, '\n'), 0o600)
+	}
+	if err != nil {
+		d.log.Error("Planned restart: could not save the open sessions; they can still be resumed one by one", "err", err)
+	}
+}
+
+// resumeSaved reopens the sessions a planned restart saved, then removes
+// restart.json. A session that does not resume is logged and skipped: it
+// stays stored.
+func (d *Daemon) resumeSaved(home string) {
+	file := paths.RestartFile(home)
+	data, err := statefile.ReadFile(filepath.Dir(file), filepath.Base(file), 4<<20, statefile.NoLinks)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	defer func() {
+		if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			d.log.Warn("Could not remove restart.json", "err", err)
+		}
+	}()
+	var rf restartFile
+	if err == nil {
+		err = json.Unmarshal(data, &rf)
+	}
+	if err != nil {
+		d.log.Error("Could not read the sessions of the planned restart; resume them one by one", "file", file, "err", err)
+		return
+	}
+	for _, o := range rf.Sessions {
+		v := max(o.Version, protocol.Version2)
+		s, err := d.rt.Manager.Start(session.StartOptions{Cwd: o.Cwd, Resume: o.SessionID, ProtocolVersion: v})
+		if err != nil {
+			d.log.Warn("Could not resume a session after the restart; it stays stored", "session", o.SessionID, "err", err)
+			continue
+		}
+		// A resumed session's queued prompts wait paused; after a planned
+		// restart they go on as they would have.
+		if !o.Paused {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := s.Pause(ctx, "", false); err != nil {
+				d.log.Warn("Could not resume the queue of a session", "session", o.SessionID, "err", err)
+			}
+			cancel()
+		}
+		d.log.Info("Resumed a session after the restart", "session", o.SessionID, "queued", len(s.Queue()))
+	}
 }
 
 // acceptLoop serves each connection on its own goroutine until the
@@ -203,6 +323,7 @@ func (d *Daemon) status() protocol.DaemonStatusReported {
 	return protocol.DaemonStatusReported{
 		Pid: d.info.Pid, Version: d.info.Version, StartedAt: d.info.StartedAt.Format(time.RFC3339),
 		Socket: d.info.Socket, Clients: int(d.clients.Load()), OrphansStopped: d.orphans.Load(),
+		Draining: d.draining.Load(),
 	}
 }
 

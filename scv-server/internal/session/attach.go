@@ -149,9 +149,6 @@ func (s *Session) Attach(ctx context.Context, sub Subscriber, afterSeq *uint64, 
 	if s.ended {
 		return nil, errorf(protocol.ErrSessionNotFound, "session %q has ended; resume it with session.start and resume", s.id)
 	}
-	if afterSeq != nil && *afterSeq > s.seq {
-		return nil, errorf(protocol.ErrInvalidRequest, "after_seq %d is past the session's last event (seq %d): send the last seq you saw", *afterSeq, s.seq)
-	}
 	st := AttachState{LastSeq: s.seq, Clients: len(s.subs) + 1}
 	s.mu.Lock()
 	if s.active != nil {
@@ -163,7 +160,13 @@ func (s *Session) Attach(ctx context.Context, sub Subscriber, afterSeq *uint64, 
 	for _, p := range s.pendingApprovals {
 		st.PendingApprovals = append(st.PendingApprovals, *p)
 	}
-	if afterSeq != nil {
+	switch {
+	case afterSeq != nil && *afterSeq > s.seq:
+		// The session numbers its events anew after a daemon restart
+		// (the session was resumed): the client's view is of the
+		// session before; it rebuilds from this state.
+		st.ReplayTruncated = true
+	case afterSeq != nil:
 		if s.ring != nil {
 			st.Replay, st.ReplayTruncated = s.ring.after(*afterSeq, s.seq)
 		} else {

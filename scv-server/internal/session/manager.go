@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -137,6 +138,9 @@ type Manager struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	turns  sync.WaitGroup
+
+	// draining is set by Drain (a planned restart): no turn starts.
+	draining atomic.Bool
 
 	mu       sync.Mutex
 	sessions map[string]*Session // guarded by mu
@@ -356,6 +360,64 @@ func (m *Manager) closing() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.closed
+}
+
+// Drain stops turns from starting, for a planned restart: a new prompt is
+// queued (v2 and later; refused before) and queued prompts stay queued,
+// while running turns go on. The queues are in the sessions' logs.
+func (m *Manager) Drain() { m.draining.Store(true) }
+
+// Draining reports whether Drain was called.
+func (m *Manager) Draining() bool { return m.draining.Load() }
+
+// WaitTurns waits until no turn runs, or ctx ends; it reports whether the
+// turns ended.
+func (m *Manager) WaitTurns(ctx context.Context) bool {
+	for {
+		busy := false
+		m.mu.Lock()
+		for _, s := range m.sessions {
+			if s.Active() {
+				busy = true
+				break
+			}
+		}
+		m.mu.Unlock()
+		if !busy {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Open describes an open session for a planned restart.
+type Open struct {
+	SessionID string `json:"session_id"`
+	Cwd       string `json:"cwd"`
+	Paused    bool   `json:"paused"`
+	// Version is the protocol version the session was started with.
+	Version int `json:"version"`
+}
+
+// OpenSessions lists the open sessions that are stored (those a new
+// process can resume).
+func (m *Manager) OpenSessions() []Open {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Open
+	for _, s := range m.sessions {
+		if s.rec == nil {
+			continue
+		}
+		s.mu.Lock()
+		out = append(out, Open{SessionID: s.id, Cwd: s.cwd, Paused: s.paused, Version: s.version})
+		s.mu.Unlock()
+	}
+	return out
 }
 
 // Abort ends every turn's emission at once. Close must still be called.

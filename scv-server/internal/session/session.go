@@ -256,8 +256,12 @@ func (s *Session) StartTurn(ctx context.Context, requestID, prompt, submitter st
 	s.mu.Lock()
 	// A paused session with queued prompts keeps their order: a new prompt
 	// joins the end of the queue rather than running ahead of them.
-	queueIt := s.active != nil || (s.paused && len(s.queue) > 0 && !s.holdRestored)
+	queueIt := s.active != nil || (s.paused && len(s.queue) > 0 && !s.holdRestored) || s.mgr.Draining()
 	if queueIt {
+		if s.version < protocol.Version2 && s.mgr.Draining() {
+			s.mu.Unlock()
+			return errorf(protocol.ErrTurnActive, "the daemon is restarting and starts no turn now; send the prompt again in a moment")
+		}
 		if s.version < protocol.Version2 {
 			s.mu.Unlock()
 			return errorf(protocol.ErrTurnActive, "a turn is already running in this session; wait for it to end or cancel it with turn.cancel")
@@ -480,7 +484,7 @@ func (s *Session) clearActive(t *turn, out loop.Outcome, history []provider.Mess
 // not paused; with the user's queue empty, the next server-started turn.
 // The emit lock must be held.
 func (s *Session) dequeueLocked(ctx context.Context) {
-	if s.mgr.closing() {
+	if s.mgr.closing() || s.mgr.Draining() {
 		return // queued prompts stay queued through shutdown
 	}
 	s.mu.Lock()

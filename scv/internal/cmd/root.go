@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/scv-cli/scv/scv/internal/cmd/config"
+	"github.com/scv-cli/scv/scv/internal/cmd/daemon"
 	"github.com/scv-cli/scv/scv/internal/cmd/exec"
 	"github.com/scv-cli/scv/scv/internal/cmd/server"
 	"github.com/scv-cli/scv/scv/internal/cmd/version"
@@ -82,6 +83,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 		config.NewCmdConfig(f, nil, nil),
 		exec.NewCmdExec(f, nil),
 		server.NewCmdServer(f, nil),
+		daemon.NewCmdDaemon(f),
 		version.NewCmdVersion(f),
 	)
 	return root

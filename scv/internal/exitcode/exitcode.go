@@ -21,9 +21,12 @@ type Code int
 
 // The exit statuses of scv.
 const (
-	OK          Code = 0
-	Failure     Code = 1
-	Usage       Code = 2
+	OK      Code = 0
+	Failure Code = 1
+	Usage   Code = 2
+	// NotRunning is `scv daemon status` when no daemon runs (as
+	// systemctl status says 3 for an inactive unit).
+	NotRunning  Code = 3
 	Interrupted Code = 130
 )
 
@@ -92,5 +95,18 @@ func For(err error) Code {
 	if errors.As(err, &i) {
 		return Interrupted
 	}
+	var c *CodeError
+	if errors.As(err, &c) {
+		return c.Code
+	}
 	return Failure
 }
+
+// CodeError is an error that exits with its own code.
+type CodeError struct {
+	Code Code
+	Err  error
+}
+
+func (e *CodeError) Error() string { return e.Err.Error() }
+func (e *CodeError) Unwrap() error { return e.Err }

@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scv-cli/scv/scv/internal/cmdutil"
+	"github.com/scv-cli/scv/scv/internal/daemonclient"
+	"github.com/scv-cli/scv/shared/config"
+	"github.com/scv-cli/scv/shared/daemonfile"
+	"github.com/scv-cli/scv/shared/paths"
+)
+
+func newCmdRestart(f *cmdutil.Factory, env paths.Env) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "restart [--force]",
+		Short: "Planned restart: wait for running turns, save the sessions, re-exec, resume them",
+		Args:  cmdutil.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			h, err := home(env, true)
+			if err != nil {
+				return err
+			}
+			info, err := daemonclient.Running(h)
+			if err != nil {
+				info, err := Start(f, h)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(f.IO.Out, "No daemon was running; started one (pid %d).\n", info.Pid)
+				return nil
+			}
+			wait := 10 * time.Minute
+			if cfg, _, err := config.Load(config.LoadOptions{Home: h, Env: env}); err == nil {
+				wait = cfg.Daemon.RestartTimeout()
+			}
+			sig := SignalRestart
+			if force {
+				sig, wait = SignalRestartForce, 0
+			}
+			if err := syscall.Kill(info.Pid, sig); err != nil {
+				return fmt.Errorf("asking the daemon (pid %d) to restart: %w", info.Pid, err)
+			}
+			if !force {
+				fmt.Fprintf(f.IO.ErrOut, "Waiting for running turns to finish (at most %v; --force does not wait)…\n", wait)
+			}
+			next, err := waitRestarted(h, info, wait+30*time.Second)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.Out, "Restarted the daemon (pid %d, version %s).\n", next.Pid, next.Version)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "do not wait for running turns: cancel them (their prompts stay stored)")
+	return cmd
+}
+
+// waitRestarted waits until daemon.json describes a daemon started after
+// old (the same pid after a re-exec, or another under a service manager).
+func waitRestarted(home string, old daemonfile.Info, timeout time.Duration) (daemonfile.Info, error) {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
+		if info, err := daemonclient.Running(home); err == nil && (info.Pid != old.Pid || info.StartedAt.After(old.StartedAt) || info.Version != old.Version || info.Instance != old.Instance) {
+			return info, nil
+		}
+		if time.Now().After(deadline) {
+			return daemonfile.Info{}, fmt.Errorf("the daemon did not come back within %v; see %s", timeout, LogFile(home))
+		}
+	}
+}
