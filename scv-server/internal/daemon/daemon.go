@@ -29,12 +29,12 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/server"
 	"github.com/scv-cli/scv/scv-server/internal/session"
-	"github.com/scv-cli/scv/shared/atomicfile"
-	"github.com/scv-cli/scv/shared/statefile"
 	"github.com/scv-cli/scv/scv-server/internal/transport/unix"
+	"github.com/scv-cli/scv/shared/atomicfile"
 	"github.com/scv-cli/scv/shared/daemonfile"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/statefile"
 	"github.com/scv-cli/scv/shared/version"
 )
 

@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -40,14 +42,25 @@ func Running(home string) (daemonfile.Info, error) {
 }
 
 // alive reports whether pid runs (signal 0; EPERM means it runs as
-// another user).
+// another user). A zombie, dead but not yet reaped by its parent (a daemon
+// that `scv daemon start` left to init), does not run.
 func alive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
+
+// Alive reports whether pid runs and is not a zombie.
+func Alive(pid int) bool { return alive(pid) }
 
 // Conn is one initialized protocol-4 connection to the daemon.
 type Conn struct {
@@ -167,4 +180,3 @@ func Status(home string, timeout time.Duration) (*protocol.DaemonStatusReported,
 	}
 	return st, nil
 }
-

@@ -40,7 +40,6 @@ const depthVar = "SCV_DELEGATION_DEPTH"
 // errDelegated refuses daemon management to a delegated run.
 var errDelegated = errors.New("a delegated run may not start, stop, restart, install or run the daemon: do it from your own shell")
 
-
 // NewCmdDaemon returns `scv daemon`.
 func NewCmdDaemon(f *cmdutil.Factory) *cobra.Command {
 	env := paths.OSEnv()

@@ -1,0 +1,128 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/scv-cli/scv/scv/internal/daemonclient"
+	"github.com/scv-cli/scv/shared/daemonfile"
+)
+
+// TestDaemonCommands drives scv daemon start, status, restart, stop and
+// install against the real scv-server daemon on a temporary SCV_HOME.
+func TestDaemonCommands(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	t.Cleanup(func() {
+		if info, err := daemonfile.Read(home); err == nil {
+			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
+		}
+	})
+	r := runSCV(t, home, "daemon", "status")
+	if r.code != 3 || !strings.Contains(r.stdout, "No daemon is running") {
+		t.Fatalf("status without a daemon: %+v", r)
+	}
+	r = runSCV(t, home, "daemon", "start")
+	if r.code != 0 || !strings.Contains(r.stdout, "Started the daemon (pid ") {
+		t.Fatalf("start: %+v", r)
+	}
+	info, err := daemonfile.Read(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.stdout, fmt.Sprintf("pid %d", info.Pid)) {
+		t.Fatalf("start named another pid than daemon.json's %d: %s", info.Pid, r.stdout)
+	}
+	r = runSCV(t, home, "daemon", "start")
+	if r.code != 0 || !strings.Contains(r.stdout, "already runs") {
+		t.Fatalf("second start: %+v", r)
+	}
+	r = runSCV(t, home, "daemon", "status")
+	for _, want := range []string{fmt.Sprintf("pid %d", info.Pid), "socket    " + info.Socket, "clients   0", "sessions  0"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("status lacks %q: %+v", want, r)
+		}
+	}
+	r = runSCV(t, home, "daemon", "status", "--json")
+	var st struct {
+		Running bool `json:"running"`
+		Pid     int  `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || !st.Running || st.Pid != info.Pid {
+		t.Fatalf("status --json: %v %+v", err, r)
+	}
+	r = runSCV(t, home, "daemon", "restart", "--force")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("Restarted the daemon (pid %d", info.Pid)) {
+		t.Fatalf("restart: %+v", r)
+	}
+	next, err := daemonfile.Read(home)
+	if err != nil || next.Instance == info.Instance {
+		t.Fatalf("daemon.json after the restart: %+v, %v", next, err)
+	}
+	r = runSCV(t, home, "daemon", "stop")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("Stopped the daemon (pid %d)", info.Pid)) {
+		t.Fatalf("stop: %+v", r)
+	}
+	if daemonclient.Alive(info.Pid) {
+		t.Fatalf("pid %d still runs after stop", info.Pid)
+	}
+	r = runSCV(t, home, "daemon", "status")
+	if r.code != 3 {
+		t.Fatalf("status after stop: %+v", r)
+	}
+	r = runSCV(t, home, "daemon", "stop")
+	if r.code != 0 || !strings.Contains(r.stdout, "No daemon is running") {
+		t.Fatalf("stop without a daemon: %+v", r)
+	}
+}
+
+// TestDaemonRefusedToDelegatedRuns: a delegated run may not manage the
+// daemon.
+func TestDaemonRefusedToDelegatedRuns(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	for _, sub := range []string{"start", "stop", "restart", "run", "install"} {
+		cmd := scvCmd(t.Context(), home, "daemon", sub)
+		cmd.Env = append(cmd.Env, "SCV_DELEGATION_DEPTH=1")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "a delegated run may not") {
+			t.Errorf("scv daemon %s in a delegated run: %v\n%s", sub, err, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(home, "run", "daemon.json")); err == nil {
+		t.Fatal("a daemon started anyway")
+	}
+}
+
+// TestDaemonInstallWritesUnit: install --no-enable writes a unit with
+// absolute paths and SCV_HOME, since a service manager loads no profile.
+func TestDaemonInstallWritesUnit(t *testing.T) {
+	t.Parallel()
+	home, xdg := t.TempDir(), t.TempDir()
+	cmd := scvCmd(t.Context(), home, "daemon", "install", "--no-enable")
+	cmd.Env = append(cmd.Env, "XDG_CONFIG_HOME="+xdg)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	unit, err := os.ReadFile(filepath.Join(xdg, "systemd", "user", "scv.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := filepath.Join(filepath.Dir(scvBin), "scv-server")
+	for _, want := range []string{"ExecStart=" + server + " daemon\n", "Environment=SCV_HOME=" + home + "\n", "EnvironmentFile=-" + filepath.Join(home, "daemon.env")} {
+		if !strings.Contains(string(unit), want) {
+			t.Errorf("the unit lacks %q:\n%s", want, unit)
+		}
+	}
+	cmd = scvCmd(t.Context(), home, "daemon", "uninstall")
+	cmd.Env = append(cmd.Env, "XDG_CONFIG_HOME="+xdg)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Removed") {
+		t.Fatalf("uninstall: %v\n%s", err, out)
+	}
+}
