@@ -24,11 +24,13 @@ const (
 )
 
 // ring holds the recent events of a session, oldest first, bounded by
-// count and by an estimate of their encoded size. Guarded by the emit
-// lock.
+// count and by an estimate of their encoded size. Dropped events are
+// skipped by head and copied away only once head has passed RingEvents, so
+// adding is amortized O(1). Guarded by the emit lock.
 type ring struct {
-	evs   []protocol.Sequenced
+	evs   []protocol.Sequenced // evs[head:] are held
 	sizes []int
+	head  int
 	bytes int
 }
 
@@ -37,19 +39,21 @@ func (r *ring) add(ev protocol.Sequenced) {
 	r.evs = append(r.evs, ev)
 	r.sizes = append(r.sizes, n)
 	r.bytes += n
-	drop := 0
-	for len(r.evs)-drop > RingEvents || (r.bytes > RingBytes && len(r.evs)-drop > 1) {
-		r.bytes -= r.sizes[drop]
-		drop++
+	for len(r.evs)-r.head > RingEvents || (r.bytes > RingBytes && len(r.evs)-r.head > 1) {
+		r.bytes -= r.sizes[r.head]
+		r.evs[r.head] = nil // let the event go
+		r.head++
 	}
-	if drop > 0 {
-		// Copy down rather than reslice, so the backing array does not
-		// keep dropped events alive.
-		r.evs = append(r.evs[:0], r.evs[drop:]...)
-		r.sizes = append(r.sizes[:0], r.sizes[drop:]...)
-		clear(r.evs[len(r.evs):cap(r.evs)])
+	if r.head >= RingEvents {
+		m := copy(r.evs, r.evs[r.head:])
+		copy(r.sizes, r.sizes[r.head:])
+		clear(r.evs[m:])
+		r.evs, r.sizes, r.head = r.evs[:m], r.sizes[:m], 0
 	}
 }
+
+// held returns the events the ring holds, oldest first.
+func (r *ring) held() []protocol.Sequenced { return r.evs[r.head:] }
 
 // after returns the events with a seq after seq, and whether some of the
 // events after seq up to last are no longer in the ring.
@@ -57,7 +61,8 @@ func (r *ring) after(seq, last uint64) ([]protocol.Sequenced, bool) {
 	if seq >= last {
 		return nil, false
 	}
-	i, _ := slices.BinarySearchFunc(r.evs, seq+1, func(ev protocol.Sequenced, want uint64) int {
+	evs := r.held()
+	i, _ := slices.BinarySearchFunc(evs, seq+1, func(ev protocol.Sequenced, want uint64) int {
 		switch {
 		case ev.SeqNum() < want:
 			return -1
@@ -66,7 +71,7 @@ func (r *ring) after(seq, last uint64) ([]protocol.Sequenced, bool) {
 		}
 		return 0
 	})
-	out := slices.Clone(r.evs[i:])
+	out := slices.Clone(evs[i:])
 	truncated := len(out) == 0 || out[0].SeqNum() != seq+1
 	return out, truncated
 }
