@@ -370,14 +370,14 @@ func (m *Manager) Drain() { m.draining.Store(true) }
 // Draining reports whether Drain was called.
 func (m *Manager) Draining() bool { return m.draining.Load() }
 
-// WaitTurns waits until no turn runs, or ctx ends; it reports whether the
-// turns ended.
+// WaitTurns waits until no turn runs and no background job counts (see
+// Extension.Busy), or ctx ends; it reports whether they ended.
 func (m *Manager) WaitTurns(ctx context.Context) bool {
 	for {
 		busy := false
 		m.mu.Lock()
 		for _, s := range m.sessions {
-			if s.Active() {
+			if s.Active() || (s.busy != nil && s.busy()) {
 				busy = true
 				break
 			}

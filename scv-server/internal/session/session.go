@@ -483,16 +483,22 @@ func (s *Session) clearActive(t *turn, out loop.Outcome, history []provider.Mess
 // dequeueLocked starts the next queued prompt when the session is idle and
 // not paused; with the user's queue empty, the next server-started turn.
 // The emit lock must be held.
+//
+// While the manager drains for a planned restart, the user's prompts stay
+// queued but server-started turns (reports of background jobs) still run:
+// the restart waits for the jobs that count, and a finished job counts
+// until it is reported.
 func (s *Session) dequeueLocked(ctx context.Context) {
-	if s.mgr.closing() || s.mgr.Draining() {
+	if s.mgr.closing() {
 		return // queued prompts stay queued through shutdown
 	}
+	draining := s.mgr.Draining()
 	s.mu.Lock()
-	if s.active != nil || s.paused {
+	if s.active != nil || (s.paused && !draining) {
 		s.mu.Unlock()
 		return
 	}
-	if len(s.queue) == 0 {
+	if len(s.queue) == 0 || draining {
 		for {
 			if len(s.serverTurns) == 0 {
 				s.mu.Unlock()
