@@ -126,3 +126,48 @@ func TestDaemonInstallWritesUnit(t *testing.T) {
 		t.Fatalf("uninstall: %v\n%s", err, out)
 	}
 }
+
+// TestExecInDaemon: scv exec --daemon runs its turn in the running daemon,
+// whose session stays open after the run; without a daemon it runs in a
+// server of its own.
+func TestExecInDaemon(t *testing.T) {
+	t.Parallel()
+	home, ws := t.TempDir(), t.TempDir()
+	t.Cleanup(func() {
+		if info, err := daemonfile.Read(home); err == nil {
+			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
+		}
+	})
+	r := runSCV(t, home, "exec", "--daemon", "--cd", ws, "hello")
+	if r.code != 0 || r.stdout == "" {
+		t.Fatalf("exec --daemon without a daemon: %+v", r)
+	}
+	if r := runSCV(t, home, "daemon", "start"); r.code != 0 {
+		t.Fatalf("start: %+v", r)
+	}
+	r = runSCV(t, home, "exec", "--daemon", "--cd", ws, "hello")
+	if r.code != 0 || r.stdout == "" {
+		t.Fatalf("exec --daemon: %+v", r)
+	}
+	r = runSCV(t, home, "daemon", "status", "--json")
+	var st struct {
+		Sessions []struct {
+			Cwd     string `json:"cwd"`
+			Clients int    `json:"clients"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	real, _ := filepath.EvalSymlinks(ws)
+	if len(st.Sessions) != 1 || st.Sessions[0].Cwd != real || st.Sessions[0].Clients != 0 {
+		t.Fatalf("the exec's session is not live in the daemon: %+v", st)
+	}
+	r = runSCV(t, home, "exec", "--daemon", "--continue", "--cd", ws, "again")
+	if r.code != 2 {
+		t.Fatalf("--daemon --continue: %+v", r)
+	}
+	if r := runSCV(t, home, "daemon", "stop"); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
+}

@@ -45,20 +45,11 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	path, err := opts.ServerPath()
-	if err != nil {
-		return err
-	}
-	args := []string{"--stdio"}
-	if opts.ApprovalPolicy != "" {
-		args = append(args, "--approval-policy", opts.ApprovalPolicy)
-	}
-
 	// Subscribe before the server starts so an early Ctrl-C is ours too.
 	sigs, stopSignals := opts.Signals()
 	defer stopSignals()
 
-	child, err := launch.StartChild(path, args, opts.IO.ErrOut)
+	child, err := connect(opts)
 	if err != nil {
 		return err
 	}
@@ -67,11 +58,11 @@ func Run(ctx context.Context, opts *Options) error {
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	frames := make(chan frame)
-	g.Go(func() error { return readFrames(gctx, child.Stdout, frames) })
+	g.Go(func() error { return readFrames(gctx, child.stdout, frames) })
 
 	r := &run{
 		opts:     opts,
-		stdin:    child.Stdin,
+		stdin:    child.stdin,
 		prompt:   prompt,
 		dir:      dir,
 		requests: map[string]string{},
@@ -87,11 +78,12 @@ func Run(ctx context.Context, opts *Options) error {
 	r.view.endLine()
 	r.closePrompt()
 	if r.killNow {
-		child.Kill()
+		child.kill()
 	}
 	cancel()
-	stopErr := child.Stop(durationOr(opts.ShutdownTimeout, DefaultShutdownTimeout))
+	stopErr := child.stop(durationOr(opts.ShutdownTimeout, DefaultShutdownTimeout))
 	_ = g.Wait() // the reader and asker report through the loop, never here
+	child.release()
 	return r.finish(loopErr, stopErr)
 }
 
