@@ -25,7 +25,7 @@ import (
 
 // daemonProc is a running `scv-server daemon`.
 type daemonProc struct {
-	t      *testing.T
+	t      testing.TB
 	home   string
 	cmd    *exec.Cmd
 	stderr *bytes.Buffer
@@ -33,7 +33,7 @@ type daemonProc struct {
 }
 
 // startDaemon starts a daemon on home and waits until it listens.
-func startDaemon(t *testing.T, home string, env []string, args ...string) *daemonProc {
+func startDaemon(t testing.TB, home string, env []string, args ...string) *daemonProc {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"daemon", "--log-level", "info"}, args...)...)
 	cmd.Env = append([]string{"SCV_HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOME=" + home}, env...)
@@ -82,14 +82,14 @@ func (d *daemonProc) exitCode() int {
 
 // dclient is one connection to a daemon.
 type dclient struct {
-	t      *testing.T
+	t      testing.TB
 	name   string
 	c      net.Conn
 	frames chan []byte
 	n      int
 }
 
-func dial(t *testing.T, home, name string) *dclient {
+func dial(t testing.TB, home, name string) *dclient {
 	t.Helper()
 	c, err := net.Dial("unix", paths.SocketFile(home))
 	if err != nil {

@@ -156,7 +156,7 @@ func isZombie(stat string) bool {
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
-func writeFakeConfig(t *testing.T, home, url string) {
+func writeFakeConfig(t testing.TB, home, url string) {
 	t.Helper()
 	config := fmt.Sprintf("[provider]\nactive = \"fake\"\n\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"sk-test\"\nmodel = \"fake-model\"\nmax_retries = 0\n", url)
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
