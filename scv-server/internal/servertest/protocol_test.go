@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestInitializeVersions(t *testing.T) {
-	for _, v := range []int{1, 2, 3} {
+	for _, v := range []int{1, 2, 3, 4} {
 		t.Run("v"+string(rune('0'+v)), func(t *testing.T) {
 			s := st.Start(t, st.Options{})
 			s.Client.Init(v)
