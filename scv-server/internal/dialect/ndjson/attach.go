@@ -1,6 +1,7 @@
 package ndjson
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/scv-cli/scv/scv-server/internal/session"
@@ -26,8 +27,31 @@ func (c *conn) attachSession(m *protocol.SessionAttach) error {
 	}
 	ctx, cancel := c.requestCtx()
 	defer cancel()
+	// The state and the replay are queued under the session's emit lock,
+	// so a client that does not read must not hold it: on a daemon's
+	// connection they wait for room at most DetachWait, like events.
+	pushCtx, cancelPush := c.waitCtx, func() {}
+	if !c.opts.CloseManager {
+		pushCtx, cancelPush = context.WithTimeout(c.waitCtx, c.opts.DetachWait)
+	}
+	defer cancelPush()
+	push := func(ev protocol.Event) error {
+		frame, err := c.encode(ev)
+		if err != nil {
+			return err
+		}
+		if err := c.q.Push(pushCtx, frame); err != nil {
+			if c.waitCtx.Err() == nil && pushCtx.Err() != nil {
+				c.queueFull.Store(true)
+				c.tooSlow()
+				return fmt.Errorf("%w: its queue stayed full while it attached", ErrBackpressure)
+			}
+			return c.waitErr(err)
+		}
+		return nil
+	}
 	unsub, err := s.Attach(ctx, c, m.AfterSeq, func(st session.AttachState) error {
-		if err := c.send(&protocol.SessionAttached{
+		if err := push(&protocol.SessionAttached{
 			RequestID:           m.RequestID,
 			SessionID:           s.ID(),
 			Cwd:                 s.Cwd(),
@@ -46,12 +70,8 @@ func (c *conn) attachSession(m *protocol.SessionAttach) error {
 			return err
 		}
 		for _, ev := range st.Replay {
-			frame, err := c.encode(ev)
-			if err != nil {
+			if err := push(ev); err != nil {
 				return err
-			}
-			if err := c.q.Push(c.waitCtx, frame); err != nil {
-				return c.waitErr(err)
 			}
 		}
 		return nil

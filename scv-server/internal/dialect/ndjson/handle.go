@@ -174,8 +174,11 @@ func (c *conn) session(id string) (*session.Session, error) {
 	_, ok := c.attached[id]
 	c.mu.Unlock()
 	if !ok {
-		return nil, &session.Error{Code: protocol.ErrSessionNotFound,
-			Message: fmt.Sprintf("no session %q on this connection; start one with session.start", id)}
+		msg := fmt.Sprintf("no session %q on this connection; start one with session.start", id)
+		if c.version >= protocol.Version4 {
+			msg = fmt.Sprintf("no session %q is attached on this connection; start one with session.start, or attach to a live one with session.attach", id)
+		}
+		return nil, &session.Error{Code: protocol.ErrSessionNotFound, Message: msg}
 	}
 	return c.mgr.Get(id)
 }
