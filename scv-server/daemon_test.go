@@ -709,3 +709,36 @@ func TestDaemonPlannedRestart(t *testing.T) {
 		t.Fatalf("the resumed session lost its history: %s", last.Body)
 	}
 }
+
+// TestConnectRelay: `scv-server connect` relays a client's stdio to the
+// daemon; its end of input detaches the client, the session goes on, and
+// the relay exits 0. Without a daemon it fails with a message.
+func TestConnectRelay(t *testing.T) {
+	t.Parallel()
+	home, ws := t.TempDir(), t.TempDir()
+	none := exec.Command(bin, "connect")
+	none.Env = []string{"SCV_HOME=" + home}
+	if out, err := none.CombinedOutput(); err == nil || !strings.Contains(string(out), "scv daemon start") {
+		t.Fatalf("connect without a daemon: %v\n%s", err, out)
+	}
+	startDaemon(t, home, nil)
+	p := startCmd(t, func() *exec.Cmd {
+		c := exec.Command(bin, "connect")
+		c.Env = []string{"SCV_HOME=" + home}
+		return c
+	}(), nil)
+	p.send(&protocol.Initialize{RequestID: "i", ProtocolVersion: 3, Client: protocol.ClientInfo{Name: "relayed"}})
+	nextOf[*protocol.Initialized](p)
+	p.send(&protocol.SessionStart{RequestID: "s", Cwd: ws})
+	sid := nextOf[*protocol.SessionStarted](p).SessionID
+	if code := p.exit(); code != 0 {
+		t.Fatalf("connect exited %d", code)
+	}
+	c := dial(t, home, "check")
+	c.init(protocol.Version4)
+	c.send(&protocol.SessionList{RequestID: c.id()})
+	_, l := until[*protocol.SessionListed](c)
+	if len(l.Live) != 1 || l.Live[0].SessionID != sid || l.Live[0].Clients != 0 {
+		t.Fatalf("after the relay ended: %+v", l.Live)
+	}
+}

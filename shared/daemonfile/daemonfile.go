@@ -6,12 +6,15 @@
 package daemonfile
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/scv-cli/scv/shared/atomicfile"
@@ -77,4 +80,36 @@ func Remove(home string) error {
 		return nil
 	}
 	return err
+}
+
+// Running returns home's daemon.json when its pid runs, and an error
+// wrapping ErrNotRunning otherwise: no file, or a stale one (a daemon
+// killed with SIGKILL, or dead and not yet reaped).
+func Running(home string) (Info, error) {
+	info, err := Read(home)
+	if err != nil {
+		return info, err
+	}
+	if !Alive(info.Pid) {
+		return info, fmt.Errorf("%w (daemon.json names pid %d, which no longer runs)", ErrNotRunning, info.Pid)
+	}
+	return info, nil
+}
+
+// Alive reports whether pid runs: signal 0 reaches it (EPERM: it runs as
+// another user) and it is not a zombie, dead but not yet reaped by its
+// parent (a daemon that `scv daemon start` left to init).
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }

@@ -60,3 +60,37 @@ func TestReadGarbage(t *testing.T) {
 		t.Fatalf("Read of garbage: %v, want a parse error", err)
 	}
 }
+
+func TestRunningAndAlive(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	if err := paths.EnsureDir(paths.RunDir(home)); err != nil {
+		t.Fatal(err)
+	}
+	if !Alive(os.Getpid()) {
+		t.Fatal("this process is not alive")
+	}
+	if Alive(0) || Alive(-1) {
+		t.Fatal("pid 0 or -1 alive")
+	}
+	if err := Write(home, Info{Pid: os.Getpid()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Running(home); err != nil {
+		t.Fatalf("Running with a live pid: %v", err)
+	}
+	// A pid that has exited (and been reaped) is stale.
+	p, err := os.StartProcess("/bin/true", []string{"true"}, &os.ProcAttr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(home, Info{Pid: p.Pid}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Running(home); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Running with a dead pid: %v", err)
+	}
+}

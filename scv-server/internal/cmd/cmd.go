@@ -158,7 +158,7 @@ func NewCmdRoot(stdio IO) *cobra.Command {
 	root.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	_ = root.Flags().MarkHidden("cpuprofile")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdDaemon(stdio))
+	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdDaemon(stdio), newCmdConnect(stdio))
 	return root
 }
 

@@ -50,6 +50,7 @@ func Report(io *cmdutil.IOStreams, cmd *cobra.Command, err error) {
 // NewCmdRoot returns the root command with every subcommand. runTUI
 // replaces the no-argument behaviour in tests.
 func NewCmdRoot(f *cmdutil.Factory, runTUI func() error) *cobra.Command {
+	var useDaemon bool
 	root := &cobra.Command{
 		Use:   "scv",
 		Short: "SCV, a terminal agent runtime",
@@ -65,9 +66,10 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 			if runTUI != nil {
 				return runTUI()
 			}
-			return tuiRun(f)
+			return tuiRun(f, useDaemon)
 		},
 	}
+	root.Flags().BoolVar(&useDaemon, "daemon", false, "run the terminal UI on the running daemon (scv daemon start), whose sessions outlive it")
 	root.SetVersionTemplate(version.Line() + "\n")
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
@@ -90,10 +92,14 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 }
 
 // tuiRun becomes scv-tui, which inherits the terminal.
-func tuiRun(f *cmdutil.Factory) error {
+func tuiRun(f *cmdutil.Factory, useDaemon bool) error {
 	path, err := f.FindBinary(launch.TUI)
 	if err != nil {
 		return err
 	}
-	return f.Exec(path, []string{launch.TUI})
+	argv := []string{launch.TUI}
+	if useDaemon {
+		argv = append(argv, "--daemon")
+	}
+	return f.Exec(path, argv)
 }

@@ -55,6 +55,14 @@ func TestRun(t *testing.T) {
 			wantExecd: []string{"/bin/scv-tui", "scv-tui"},
 		},
 		{
+			name: "--daemon runs the TUI on the daemon", args: []string{"--daemon"},
+			wantExecd: []string{"/bin/scv-tui", "scv-tui", "--daemon"},
+		},
+		{
+			name: "daemon run execs scv-server daemon", args: []string{"daemon", "run", "--log-level", "info"},
+			wantExecd: []string{"/bin/scv-server", "scv-server", "daemon", "--log-level", "info"},
+		},
+		{
 			name: "no TUI", args: nil, missing: []string{launch.TUI}, wantCode: exitcode.Failure,
 			wantErr: []string{"scv: scv-tui not found", "/opt/scv/bin", "$PATH", "scripts/build.sh"},
 		},

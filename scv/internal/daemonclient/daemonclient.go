@@ -13,8 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -27,40 +25,12 @@ import (
 // ErrNotRunning is wrapped when no daemon runs for the instance.
 var ErrNotRunning = daemonfile.ErrNotRunning
 
-// Running returns the description of the daemon running for home: its
-// daemon.json, when the pid in it is alive. A stale file (a daemon killed
-// with SIGKILL) is ErrNotRunning.
-func Running(home string) (daemonfile.Info, error) {
-	info, err := daemonfile.Read(home)
-	if err != nil {
-		return info, err
-	}
-	if !alive(info.Pid) {
-		return info, fmt.Errorf("%w (daemon.json names pid %d, which no longer runs)", ErrNotRunning, info.Pid)
-	}
-	return info, nil
-}
-
-// alive reports whether pid runs (signal 0; EPERM means it runs as
-// another user). A zombie, dead but not yet reaped by its parent (a daemon
-// that `scv daemon start` left to init), does not run.
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
-}
+// Running returns the description of the daemon running for home (see
+// daemonfile.Running).
+func Running(home string) (daemonfile.Info, error) { return daemonfile.Running(home) }
 
 // Alive reports whether pid runs and is not a zombie.
-func Alive(pid int) bool { return alive(pid) }
+func Alive(pid int) bool { return daemonfile.Alive(pid) }
 
 // Conn is one initialized protocol-4 connection to the daemon.
 type Conn struct {
