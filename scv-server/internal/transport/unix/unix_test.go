@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,5 +158,69 @@ func TestDialNoDaemon(t *testing.T) {
 	_, err := Dial(filepath.Join(shortDir(t), "none.sock"), time.Second)
 	if err == nil || !strings.Contains(err.Error(), "scv daemon start") {
 		t.Fatalf("Dial without a daemon: %v", err)
+	}
+}
+
+// TestAcceptRefusesOtherUser connects as another user (uid 65534, through
+// a child process started with that credential, so the test must run as
+// root) to a socket made reachable for the test, and checks that Accept
+// reports the refusal with the peer's uid and that Refuse tells the peer.
+func TestAcceptRefusesOtherUser(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to connect as another user")
+	}
+	// The system's python: the other user cannot read a python under
+	// root's home (pyenv's shims).
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	dir := shortDir(t)
+	path := filepath.Join(dir, "run", "scv.sock")
+	ln, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// Widen what Listen made private, so the other user reaches the
+	// socket at all: the peer check is what must refuse it.
+	for _, p := range []string{dir, filepath.Dir(path)} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	peer := exec.Command(python, "-c", `
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+data = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    data += b
+sys.stdout.write(data.decode())
+`, path)
+	peer.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var out strings.Builder
+	peer.Stdout = &out
+	if err := peer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ln.Accept()
+	var refused *RefusedError
+	if !errors.As(err, &refused) || refused.PeerUID != 65534 || c == nil {
+		t.Fatalf("Accept = %v, %v; want a *RefusedError for uid 65534", c, err)
+	}
+	c.Refuse([]byte(refused.Error() + "\n"))
+	if err := peer.Wait(); err != nil {
+		t.Fatalf("peer: %v", err)
+	}
+	if !strings.Contains(out.String(), "refused a connection from uid 65534") {
+		t.Fatalf("the peer read %q", out.String())
 	}
 }
