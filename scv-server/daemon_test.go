@@ -742,3 +742,44 @@ func TestConnectRelay(t *testing.T) {
 		t.Fatalf("after the relay ended: %+v", l.Live)
 	}
 }
+
+// TestDaemonQueueEditsFromTwoClients: two clients edit one queued prompt
+// at the same revision; the first wins, the second gets queue_conflict
+// with the entry as it is now, and both see queue.updated.
+func TestDaemonQueueEditsFromTwoClients(t *testing.T) {
+	t.Parallel()
+	f := fo.NewServer()
+	defer f.Close()
+	home, ws := t.TempDir(), t.TempDir()
+	writeFakeConfig(t, home, f.URL())
+	startDaemon(t, home, nil)
+	f.Enqueue(fo.Script(fo.Hang()))
+	a := dial(t, home, "a")
+	a.init(protocol.Version4)
+	a.send(&protocol.SessionStart{RequestID: a.id(), Cwd: ws})
+	_, started := until[*protocol.SessionStarted](a)
+	sid := started.SessionID
+	b := dial(t, home, "b")
+	b.init(protocol.Version4)
+	b.send(&protocol.SessionAttach{RequestID: b.id(), SessionID: sid})
+	until[*protocol.SessionAttached](b)
+	a.send(&protocol.TurnStart{RequestID: a.id(), SessionID: sid, Prompt: "hang"})
+	_, ts := until[*protocol.TurnStarted](a)
+	a.send(&protocol.TurnStart{RequestID: a.id(), SessionID: sid, Prompt: "later"})
+	_, enq := until[*protocol.QueueEnqueued](a)
+	until[*protocol.QueueEnqueued](b)
+	a.send(&protocol.QueueUpdate{RequestID: a.id(), SessionID: sid, QueueID: enq.Entry.QueueID, Revision: enq.Entry.Revision, Prompt: "from a"})
+	_, upA := until[*protocol.QueueUpdated](a)
+	_, upB := until[*protocol.QueueUpdated](b)
+	if upA.Seq != upB.Seq || upB.Entry.Prompt != "from a" {
+		t.Fatalf("queue.updated: a %+v, b %+v", upA, upB)
+	}
+	b.send(&protocol.QueueUpdate{RequestID: b.id(), SessionID: sid, QueueID: enq.Entry.QueueID, Revision: enq.Entry.Revision, Prompt: "from b"})
+	f2, ev := b.next()
+	conflict, ok := ev.(*protocol.Error)
+	if !ok || conflict.Code != protocol.ErrQueueConflict || conflict.Entry == nil || conflict.Entry.Prompt != "from a" {
+		t.Fatalf("b's stale edit: %s", f2)
+	}
+	a.send(&protocol.TurnCancel{RequestID: a.id(), SessionID: sid, TurnID: ts.TurnID})
+	until[*protocol.TurnCancelled](b)
+}
