@@ -783,3 +783,43 @@ func TestDaemonQueueEditsFromTwoClients(t *testing.T) {
 	a.send(&protocol.TurnCancel{RequestID: a.id(), SessionID: sid, TurnID: ts.TurnID})
 	until[*protocol.TurnCancelled](b)
 }
+
+// TestDaemonKilledThenNew: after a daemon is killed with SIGKILL, a new
+// one starts on the same SCV_HOME (the stale socket and daemon.json do not
+// stop it) and a session of the dead one resumes there.
+func TestDaemonKilledThenNew(t *testing.T) {
+	t.Parallel()
+	f := fo.NewServer()
+	defer f.Close()
+	home, ws := t.TempDir(), t.TempDir()
+	writeFakeConfig(t, home, f.URL())
+	first := startDaemon(t, home, nil)
+	f.Enqueue(fo.Script(fo.Text("remember 7")))
+	a := dial(t, home, "a")
+	a.init(protocol.Version4)
+	a.send(&protocol.SessionStart{RequestID: a.id(), Cwd: ws})
+	_, started := until[*protocol.SessionStarted](a)
+	a.send(&protocol.TurnStart{RequestID: a.id(), SessionID: started.SessionID, Prompt: "keep this"})
+	until[*protocol.TurnCompleted](a)
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.exitCode()
+	if _, err := os.Stat(paths.DaemonInfoFile(home)); err != nil {
+		t.Fatalf("SIGKILL left no daemon.json to test with: %v", err)
+	}
+	startDaemon(t, home, nil)
+	b := dial(t, home, "b")
+	b.init(protocol.Version4)
+	b.send(&protocol.SessionStart{RequestID: b.id(), Cwd: ws, Resume: started.SessionID})
+	_, resumed := until[*protocol.SessionStarted](b)
+	if !resumed.Resumed || resumed.SessionID != started.SessionID {
+		t.Fatalf("session.started = %+v", resumed)
+	}
+	f.Enqueue(fo.Script(fo.Text("yes")))
+	b.send(&protocol.TurnStart{RequestID: b.id(), SessionID: started.SessionID, Prompt: "what was it?"})
+	until[*protocol.TurnCompleted](b)
+	if reqs := f.Requests(); !strings.Contains(string(reqs[len(reqs)-1].Body), "remember 7") {
+		t.Fatalf("the resumed session lost its history: %s", reqs[len(reqs)-1].Body)
+	}
+}
