@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -86,12 +87,13 @@ func TestDaemonCommands(t *testing.T) {
 func TestDaemonRefusedToDelegatedRuns(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	for _, sub := range []string{"start", "stop", "restart", "run", "install"} {
-		cmd := scvCmd(t.Context(), home, "daemon", sub)
+	for _, args := range [][]string{{"daemon", "start"}, {"daemon", "stop"}, {"daemon", "restart"}, {"daemon", "run"}, {"daemon", "install"}, {"update"}} {
+		sub := strings.Join(args, " ")
+		cmd := scvCmd(t.Context(), home, args...)
 		cmd.Env = append(cmd.Env, "SCV_DELEGATION_DEPTH=1")
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "a delegated run may not") {
-			t.Errorf("scv daemon %s in a delegated run: %v\n%s", sub, err, out)
+			t.Errorf("scv %s in a delegated run: %v\n%s", sub, err, out)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(home, "run", "daemon.json")); err == nil {
@@ -169,5 +171,75 @@ func TestExecInDaemon(t *testing.T) {
 	}
 	if r := runSCV(t, home, "daemon", "stop"); r.code != 0 {
 		t.Fatalf("stop: %+v", r)
+	}
+}
+
+// TestUpdateRestartsOntoInstalledServer: a daemon runs scv-server at a
+// path; a build of another version replaces the file there; scv update
+// restarts the daemon (same pid) onto it, and says so. With the versions
+// equal it does nothing.
+func TestUpdateRestartsOntoInstalledServer(t *testing.T) {
+	t.Parallel()
+	home, dir := t.TempDir(), t.TempDir()
+	t.Cleanup(func() {
+		if info, err := daemonfile.Read(home); err == nil {
+			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
+		}
+	})
+	server := filepath.Join(dir, "scv-server")
+	copyFile(t, filepath.Join(filepath.Dir(scvBin), "scv-server"), server)
+	withServer := func(args ...string) result {
+		t.Helper()
+		cmd := scvCmd(t.Context(), home, args...)
+		cmd.Env = append(cmd.Env, "SCV_SERVER_BIN="+server)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	}
+	if r := withServer("daemon", "start"); r.code != 0 {
+		t.Fatalf("start: %+v", r)
+	}
+	before, err := daemonfile.Read(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := withServer("update"); r.code != 0 || !strings.Contains(r.stdout, "already runs version "+before.Version) {
+		t.Fatalf("update with the same version: %+v", r)
+	}
+	// Install another version over the running one's file, as a package
+	// manager does (a new file renamed into place).
+	next := filepath.Join(dir, "scv-server.new")
+	build := exec.Command("go", "build", "-buildvcs=false", "-ldflags", "-X github.com/scv-cli/scv/shared/version.Version=9.9.9-test", "-o", next, ".")
+	build.Dir = "../scv-server"
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the new version: %v\n%s", err, out)
+	}
+	if err := os.Rename(next, server); err != nil {
+		t.Fatal(err)
+	}
+	r := withServer("update", "--force")
+	if r.code != 0 || !strings.Contains(r.stdout, "Updated the daemon from version "+before.Version+" to 9.9.9-test (pid "+fmt.Sprint(before.Pid)+")") {
+		t.Fatalf("update: %+v", r)
+	}
+	if r := withServer("daemon", "stop"); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -86,6 +86,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 		exec.NewCmdExec(f, nil),
 		server.NewCmdServer(f, nil),
 		daemon.NewCmdDaemon(f),
+		daemon.NewCmdUpdate(f),
 		version.NewCmdVersion(f),
 	)
 	return root
