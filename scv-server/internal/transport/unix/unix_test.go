@@ -3,7 +3,6 @@ package unix
 import (
 	"bufio"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,14 +117,18 @@ func TestStaleSocketRemovedLiveRefused(t *testing.T) {
 		t.Fatalf("Listen over a live socket: %v, want ErrInUse", err)
 	}
 	first.Close()
-	// A stale socket file: bound, never listened on (what a killed daemon
-	// leaves).
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	// A stale socket file, as a killed daemon leaves it: bound, and
+	// nothing listens on it. (Bound without listen(2), so that a copy of
+	// the descriptor in a child forked meanwhile by a parallel test cannot
+	// answer either.)
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.SetUnlinkOnClose(false)
-	l.Close()
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd)
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("the stale socket is not there: %v", err)
 	}
