@@ -158,10 +158,13 @@ func Run(ctx context.Context, opts Options) error {
 
 	connCtx, endConns := context.WithCancel(ctx)
 	defer endConns()
-	var conns sync.WaitGroup
-	wg.Add(1)
+	// The accept loop owns the connections' WaitGroup: it adds to it and,
+	// once the listener is closed, waits for it, so no Add can race a
+	// Wait.
+	acceptDone := make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(acceptDone)
+		var conns sync.WaitGroup
 		d.acceptLoop(connCtx, ln, &conns)
 	}()
 	if opts.Ready != nil {
@@ -178,7 +181,7 @@ func Run(ctx context.Context, opts Options) error {
 	log.Info("Daemon shutting down", "restart", restart)
 	_ = ln.Close()
 	endConns()
-	conns.Wait()
+	<-acceptDone // every connection has ended
 	grace, cancel := context.WithTimeout(context.Background(), rt.Grace())
 	defer cancel()
 	rt.Manager.Close(grace)
