@@ -14,6 +14,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/scv-cli/scv/scv-tui/internal/app"
 	"github.com/scv-cli/scv/scv-tui/internal/client"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 	"go.uber.org/goleak"
@@ -52,8 +53,8 @@ func TestCommandLine(t *testing.T) {
 		{name: "version", args: []string{"--version"}, wantOut: "scv-tui "},
 		{name: "help", args: []string{"--help"}, wantOut: "--log-file"},
 		{name: "run fails", runErr: errors.New("boom"), want: &Flags{Dir: wd}, wantCode: 1, wantErr: []string{"scv-tui: boom\n"}},
-		{name: "run exits quietly", runErr: &exitError{code: 130}, want: &Flags{Dir: wd}, wantCode: 130},
-		{name: "run exits with a message", runErr: &exitError{code: 1, msg: "bad config"}, want: &Flags{Dir: wd}, wantCode: 1, wantErr: []string{"scv-tui: bad config\n"}},
+		{name: "run exits quietly", runErr: cli.WithCode(cli.Interrupted, nil), want: &Flags{Dir: wd}, wantCode: 130},
+		{name: "run exits with a message", runErr: cli.WithCode(cli.Failure, errors.New("bad config")), want: &Flags{Dir: wd}, wantCode: 1, wantErr: []string{"scv-tui: bad config\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

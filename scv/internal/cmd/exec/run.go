@@ -8,14 +8,14 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/scv-cli/scv/scv/internal/exitcode"
 	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/version"
 	"golang.org/x/sync/errgroup"
@@ -239,12 +239,12 @@ func (r *run) loop(frames <-chan frame, sigs <-chan os.Signal) error {
 		case <-sigs:
 			if r.interrupted {
 				r.killNow = true
-				return &exitcode.InterruptedError{Msg: "interrupted again: stopped scv-server without waiting for the cancel"}
+				return &cli.InterruptedError{Msg: "interrupted again: stopped scv-server without waiting for the cancel"}
 			}
 			r.interrupted = true
 			if r.turnReqID == "" {
 				// No turn yet: closing the server's stdin is all it takes.
-				return &exitcode.InterruptedError{Msg: "interrupted before the turn started"}
+				return &cli.InterruptedError{Msg: "interrupted before the turn started"}
 			}
 			timeout := durationOr(r.opts.CancelTimeout, DefaultCancelTimeout)
 			t := time.NewTimer(timeout)
@@ -258,7 +258,7 @@ func (r *run) loop(frames <-chan frame, sigs <-chan os.Signal) error {
 			}
 		case <-cancelDeadline:
 			r.killNow = true
-			return &exitcode.InterruptedError{Msg: fmt.Sprintf("scv-server did not confirm the cancel within %s; stopped it",
+			return &cli.InterruptedError{Msg: fmt.Sprintf("scv-server did not confirm the cancel within %s; stopped it",
 				durationOr(r.opts.CancelTimeout, DefaultCancelTimeout))}
 		}
 	}
@@ -327,7 +327,7 @@ func (r *run) handle(f frame) (done bool, err error) {
 		}
 	case *protocol.TurnCancelled:
 		if r.mine(ev.TurnHeader) {
-			return true, r.outcome(&exitcode.InterruptedError{Msg: "the turn was cancelled"})
+			return true, r.outcome(&cli.InterruptedError{Msg: "the turn was cancelled"})
 		}
 	case *protocol.TurnFailed:
 		if r.mine(ev.TurnHeader) {
@@ -411,7 +411,7 @@ func (r *run) mine(h protocol.TurnHeader) bool {
 func (r *run) outcome(err error) error {
 	r.view.endLine()
 	if r.interrupted {
-		return &exitcode.InterruptedError{Msg: "the turn was cancelled"}
+		return &cli.InterruptedError{Msg: "the turn was cancelled"}
 	}
 	return err
 }
@@ -499,7 +499,7 @@ func (r *run) finish(loopErr, stopErr error) error {
 		if errors.As(stopErr, &ee) && ee.ExitCode() == configExitCode {
 			// The server said what is wrong with the configuration on
 			// the stderr we share: one message, not two.
-			return exitcode.Reported(fmt.Errorf("%w (%s)", ErrServerExited, describeExit(stopErr)))
+			return cli.Reported(fmt.Errorf("%w (%s)", ErrServerExited, describeExit(stopErr)))
 		}
 		return fmt.Errorf("%w (%s)", ErrServerExited, describeExit(stopErr))
 	}
@@ -528,23 +528,7 @@ func describeExit(err error) string {
 // workspace returns the absolute workspace directory for dir ("" is the
 // current directory). The server wants an absolute path, and checking it
 // here gives a clear error before any process starts.
-func workspace(dir string) (string, error) {
-	if dir == "" {
-		dir = "."
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("resolving the workspace %s: %w", dir, err)
-	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
-	}
-	if !st.IsDir() {
-		return "", fmt.Errorf("workspace %s is not a directory", abs)
-	}
-	return abs, nil
-}
+func workspace(dir string) (string, error) { return paths.ResolveWorkspace(dir, false) }
 
 func durationOr(d, def time.Duration) time.Duration {
 	if d > 0 {
