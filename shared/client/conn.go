@@ -54,41 +54,55 @@ func (e *FrameTooLargeError) Error() string {
 	return fmt.Sprintf("the %s message is %d bytes, over the server's %d-byte limit; make it shorter", e.Kind, e.Size, e.Limit)
 }
 
-// Encode returns the frames of msgs, each ending in '\n', as one buffer.
-// A message over protocol.MaxClientFrameBytes is a *FrameTooLargeError.
-func Encode(msgs ...protocol.ClientMessage) ([]byte, error) {
+// EncodeChecked returns the frame of m with its newline, refusing a
+// message over protocol.MaxClientFrameBytes with a *FrameTooLargeError
+// before it is written: for a client that queues frames and would rather
+// say so at once (the TUI).
+func EncodeChecked(m protocol.ClientMessage) ([]byte, error) {
+	b, err := protocol.EncodeClientMessage(m)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", m.Kind(), err)
+	}
+	if len(b) > protocol.MaxClientFrameBytes {
+		return nil, &FrameTooLargeError{Kind: m.Kind(), Size: len(b), Limit: protocol.MaxClientFrameBytes}
+	}
+	return append(b, '\n'), nil
+}
+
+// Send writes msgs in one write, so messages that need no answer from each
+// other (initialize and session.start) cost one round trip. It does not
+// check their size: the server answers a frame over its limit. A failed
+// write is a *WriteError; anything else is an encoding error.
+func (c *Conn) Send(msgs ...protocol.ClientMessage) error {
 	var buf []byte
 	for _, m := range msgs {
 		b, err := protocol.EncodeClientMessage(m)
 		if err != nil {
-			return nil, fmt.Errorf("encoding %s: %w", m.Kind(), err)
-		}
-		if len(b) > protocol.MaxClientFrameBytes {
-			return nil, &FrameTooLargeError{Kind: m.Kind(), Size: len(b), Limit: protocol.MaxClientFrameBytes}
+			return err
 		}
 		buf = append(append(buf, b...), '\n')
-	}
-	return buf, nil
-}
-
-// Send writes msgs in one write, so messages that need no answer from each
-// other (initialize and session.start) cost one round trip.
-func (c *Conn) Send(msgs ...protocol.ClientMessage) error {
-	buf, err := Encode(msgs...)
-	if err != nil {
-		return err
 	}
 	return c.WriteFrames(buf)
 }
 
 // WriteFrames writes b as it is, in one write: frames already encoded
-// (Encode), or bytes a test sends on purpose.
+// (EncodeChecked), or bytes a test sends on purpose. Its error is a
+// *WriteError.
 func (c *Conn) WriteFrames(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err := c.rw.Write(b)
-	return err
+	if _, err := c.rw.Write(b); err != nil {
+		return &WriteError{Err: err}
+	}
+	return nil
 }
+
+// WriteError is a failed write to the server: for a process, the server
+// is gone (its exit says why), or it closed its input.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return "writing to the server: " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
 
 // Frame is one frame read from the server.
 type Frame struct {

@@ -119,15 +119,16 @@ func TestConnOverASocketPair(t *testing.T) {
 	}
 }
 
-func TestSendRefusesAFrameOverTheLimit(t *testing.T) {
+func TestEncodeCheckedRefusesAFrameOverTheLimit(t *testing.T) {
 	t.Parallel()
-	cli, srv := socketPair(t)
-	defer srv.Close()
-	conn := NewConn(cli, 0)
-	defer conn.Close()
-	err := conn.Send(&protocol.TurnStart{RequestID: "1", SessionID: "s", Prompt: strings.Repeat("x", protocol.MaxClientFrameBytes)})
+	b, err := EncodeChecked(&protocol.TurnStart{RequestID: "1", SessionID: "s", Prompt: strings.Repeat("x", protocol.MaxClientFrameBytes)})
 	var tl *FrameTooLargeError
-	if !errors.As(err, &tl) || tl.Kind != protocol.TypeTurnStart || !strings.Contains(err.Error(), "over the server's 1048576-byte limit; make it shorter") {
-		t.Fatalf("Send = %v, want a *FrameTooLargeError", err)
+	if !errors.As(err, &tl) || tl.Kind != protocol.TypeTurnStart || b != nil ||
+		!strings.Contains(err.Error(), "the turn.start message is ") || !strings.Contains(err.Error(), " bytes, over the server's 1048576-byte limit; make it shorter") {
+		t.Fatalf("EncodeChecked = %v, want a *FrameTooLargeError", err)
+	}
+	b, err = EncodeChecked(&protocol.TurnStart{RequestID: "1", SessionID: "s", Prompt: "hi"})
+	if err != nil || string(b) != `{"type":"turn.start","request_id":"1","session_id":"s","prompt":"hi"}`+"\n" {
+		t.Fatalf("EncodeChecked = %q, %v", b, err)
 	}
 }

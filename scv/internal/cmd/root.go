@@ -11,8 +11,8 @@ import (
 	"github.com/scv-cli/scv/scv/internal/cmd/server"
 	"github.com/scv-cli/scv/scv/internal/cmd/version"
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/launch"
 	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/client"
 	sharedversion "github.com/scv-cli/scv/shared/version"
 	"github.com/spf13/cobra"
 )
@@ -79,9 +79,9 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 
 // tuiRun becomes scv-tui, which inherits the terminal.
 func tuiRun(f *cmdutil.Factory) error {
-	path, err := f.FindBinary(launch.TUI)
+	path, err := f.FindBinary(client.TUI)
 	if err != nil {
 		return err
 	}
-	return f.Exec(path, []string{launch.TUI})
+	return f.Exec(path, []string{client.TUI})
 }

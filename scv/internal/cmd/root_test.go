@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/launch"
 	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/version"
 )
 
@@ -23,7 +23,7 @@ func fakeFactory(missing ...string) (*cmdutil.Factory, *bytes.Buffer, *bytes.Buf
 		IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut},
 		FindBinary: func(name string) (string, error) {
 			if slices.Contains(missing, name) {
-				return "", &launch.NotFoundError{Name: name, Dir: "/opt/scv/bin"}
+				return "", &client.NotFoundError{Name: name, Self: "scv", Dir: "/opt/scv/bin", EnvVar: client.OverrideEnv(name)}
 			}
 			return "/bin/" + name, nil
 		},
@@ -55,7 +55,7 @@ func TestRun(t *testing.T) {
 			wantExecd: []string{"/bin/scv-tui", "scv-tui"},
 		},
 		{
-			name: "no TUI", args: nil, missing: []string{launch.TUI}, wantCode: cli.Failure,
+			name: "no TUI", args: nil, missing: []string{client.TUI}, wantCode: cli.Failure,
 			wantErr: []string{"scv: scv-tui not found", "/opt/scv/bin", "$PATH", "scripts/build.sh"},
 		},
 		{
@@ -63,7 +63,7 @@ func TestRun(t *testing.T) {
 			wantExecd: []string{"/bin/scv-server", "scv-server", "--stdio", "--approval-policy", "never", "--help"},
 		},
 		{
-			name: "no server", args: []string{"server", "--stdio"}, missing: []string{launch.Server}, wantCode: cli.Failure,
+			name: "no server", args: []string{"server", "--stdio"}, missing: []string{client.Server}, wantCode: cli.Failure,
 			wantErr: []string{"scv-server not found", "SCV_SERVER_BIN"},
 		},
 		{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/scv-cli/scv/scv/internal/launch"
 	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/client"
 	"golang.org/x/term"
 )
 
@@ -19,8 +20,8 @@ type IOStreams = cli.IOStreams
 // Factory carries the dependencies of the commands.
 type Factory struct {
 	IO *IOStreams
-	// FindBinary returns the path of a sibling SCV binary (launch.Server,
-	// launch.TUI).
+	// FindBinary returns the path of a sibling SCV binary (client.Server,
+	// client.TUI).
 	FindBinary func(name string) (string, error)
 	// Exec replaces the process with the program at path; argv includes
 	// argv[0]. It returns only on failure.
@@ -32,7 +33,7 @@ type Factory struct {
 
 // New returns the Factory of the real process.
 func New() *Factory {
-	finder := &launch.Finder{}
+	finder := client.Finder{Self: "scv"}
 	return &Factory{
 		IO:              &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
 		FindBinary:      finder.Find,

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/launch"
 	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/spf13/cobra"
 )
@@ -67,7 +67,7 @@ type Options struct {
 func NewCmdExec(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{
 		IO:         f.IO,
-		ServerPath: func() (string, error) { return f.FindBinary(launch.Server) },
+		ServerPath: func() (string, error) { return f.FindBinary(client.Server) },
 		IsTerminal: f.StdinIsTerminal,
 		Signals:    notifySignals,
 	}
