@@ -15,6 +15,7 @@ import (
 	"github.com/scv-cli/scv/scv-tui/internal/app"
 	"github.com/scv-cli/scv/scv-tui/internal/client"
 	"github.com/scv-cli/scv/shared/cli"
+	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 	"go.uber.org/goleak"
@@ -96,7 +97,7 @@ func TestSetup(t *testing.T) {
 	// Not found anywhere: the message names every place.
 	t.Setenv("PATH", t.TempDir())
 	_, err := setup(Flags{Dir: ws}, paths.MapEnv(map[string]string{"SCV_HOME": home}))
-	var nf *client.NotFoundError
+	var nf *sclient.NotFoundError
 	if !errors.As(err, &nf) || !strings.Contains(err.Error(), "SCV_SERVER_BIN") {
 		t.Fatalf("setup without a server = %v", err)
 	}

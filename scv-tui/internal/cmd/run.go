@@ -21,6 +21,7 @@ import (
 	"github.com/scv-cli/scv/scv-tui/internal/client"
 	"github.com/scv-cli/scv/scv-tui/internal/history"
 	"github.com/scv-cli/scv/shared/cli"
+	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/statefile"
 )
@@ -62,7 +63,7 @@ type session struct {
 // setup finds the server and prepares the log and the history; nothing is
 // started yet.
 func setup(f Flags, env paths.Env) (*session, error) {
-	serverPath, err := client.Finder{Getenv: env.Getenv}.Find()
+	serverPath, err := sclient.Finder{Self: "scv-tui", Getenv: env.Getenv}.Find(sclient.Server)
 	if err != nil {
 		return nil, err
 	}
