@@ -85,6 +85,18 @@ func WithCode(code Code, err error) error {
 	return &ExitError{Code: code, Err: err}
 }
 
+// Exitf returns an *ExitError with code whose message is written for a
+// person to read as it is, full sentences and final period included (an
+// error string to be wrapped would not end with one).
+func Exitf(code Code, format string, args ...any) error {
+	return &ExitError{Code: code, Err: message(fmt.Sprintf(format, args...))}
+}
+
+// message is an error that is only a message.
+type message string
+
+func (m message) Error() string { return string(m) }
+
 // reportedError wraps an error whose message was already shown, so Exit
 // keeps its exit code without printing it twice.
 type reportedError struct {

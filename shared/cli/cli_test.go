@@ -31,6 +31,7 @@ func TestExit(t *testing.T) {
 		{name: "interrupted", prog: Program{Name: "scv"}, err: &InterruptedError{Msg: "the turn was cancelled"}, code: Interrupted, out: "scv: the turn was cancelled\n"},
 		{name: "reported", prog: Program{Name: "scv"}, err: Reported(&InterruptedError{Msg: "x"}), code: Interrupted},
 		{name: "own code", prog: Program{Name: "scv-server"}, err: WithCode(Config, errors.New("bad config")), code: Config, out: "scv-server: bad config\n"},
+		{name: "own code and sentences", prog: Program{Name: "scv-tui"}, err: Exitf(Failure, "it broke.\nSee %s.", "the log"), code: Failure, out: "scv-tui: it broke.\nSee the log.\n"},
 		{name: "own code quiet", prog: Program{Name: "scv-tui"}, err: WithCode(Interrupted, nil), code: Interrupted},
 		{name: "own code wins over usage", prog: Program{Name: "scv-tui"}, cmd: root, err: WithCode(VersionMismatch, UsageErrorf("x")), code: VersionMismatch, out: "scv-tui: x\n"},
 	}

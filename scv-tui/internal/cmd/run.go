@@ -167,15 +167,15 @@ func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err err
 	}
 
 	if panicked != nil {
-		return &cli.ExitError{Code: cli.Failure, Err: fmt.Errorf(
+		return cli.Exitf(cli.Failure,
 			"internal error (a bug): %v\nThe terminal was restored and the server was shut down. The details are in %s; please report them.",
-			panicked, s.logPath)}
+			panicked, s.logPath)
 	}
 	switch {
 	case errors.Is(err, tea.ErrProgramPanic):
-		return &cli.ExitError{Code: cli.Failure, Err: fmt.Errorf(
+		return cli.Exitf(cli.Failure,
 			"internal error (a bug): the terminal UI crashed (the trace is above). The terminal was restored and the server was shut down; the server's log is %s.",
-			s.logPath)}
+			s.logPath)
 	case err == nil && s.signalled.Load():
 		return cli.WithCode(cli.Interrupted, nil)
 	case errors.Is(err, tea.ErrInterrupted):
