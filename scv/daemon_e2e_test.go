@@ -25,7 +25,7 @@ func TestDaemonCommands(t *testing.T) {
 		}
 	})
 	r := runSCV(t, home, "daemon", "status")
-	if r.code != 3 || !strings.Contains(r.stdout, "No daemon is running") {
+	if r.code != 4 || !strings.Contains(r.stdout, "No daemon is running") {
 		t.Fatalf("status without a daemon: %+v", r)
 	}
 	r = runSCV(t, home, "daemon", "start")
@@ -73,7 +73,7 @@ func TestDaemonCommands(t *testing.T) {
 		t.Fatalf("pid %d still runs after stop", info.Pid)
 	}
 	r = runSCV(t, home, "daemon", "status")
-	if r.code != 3 {
+	if r.code != 4 {
 		t.Fatalf("status after stop: %+v", r)
 	}
 	r = runSCV(t, home, "daemon", "stop")

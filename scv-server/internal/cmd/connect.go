@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scv-cli/scv/shared/cli"
+
 	"github.com/scv-cli/scv/scv-server/internal/transport/unix"
 	"github.com/scv-cli/scv/shared/paths"
 )
@@ -26,7 +28,7 @@ func newCmdConnect(stdio IO) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			home, err := paths.Home(stdio.Env)
 			if err != nil {
-				return usageError{err}
+				return &cli.UsageError{Err: err}
 			}
 			c, err := unix.Dial(paths.SocketFile(home), 5*time.Second)
 			if err != nil {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scv-cli/scv/shared/cli"
+
 	"github.com/scv-cli/scv/scv-server/internal/daemon"
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/scv-server/internal/server"
@@ -41,7 +43,7 @@ func newCmdDaemon(stdio IO) *cobra.Command {
 			}
 			log, err := newLogger(stdio.ErrOut, logLevel, stdio.Env)
 			if err != nil {
-				return usageError{err}
+				return &cli.UsageError{Err: err}
 			}
 			err = daemon.Run(cmd.Context(), daemon.Options{
 				Server:         server.Options{Env: stdio.Env, ApprovalPolicy: policy, Logger: log, DetachWait: detachWait},

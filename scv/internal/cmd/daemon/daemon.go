@@ -21,8 +21,8 @@ import (
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
 	"github.com/scv-cli/scv/scv/internal/daemonclient"
-	"github.com/scv-cli/scv/scv/internal/exitcode"
-	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/daemonfile"
 	"github.com/scv-cli/scv/shared/paths"
 )
@@ -52,7 +52,7 @@ $SCV_HOME/run/scv.sock. Sessions live in it, not in the client that started them
 	scv daemon start               start it in the background (log: $SCV_HOME/logs/daemon.log)
 	scv daemon stop                stop it (running turns are cancelled after a grace period)
 	scv daemon restart [--force]   planned restart: wait for running turns, then re-exec
-	scv daemon status [--json]     pid, version, uptime, clients, sessions (exit 3: not running)
+	scv daemon status [--json]     pid, version, uptime, clients, sessions (exit 4: not running)
 	scv daemon install|uninstall   a systemd user unit (scv.service)
 See docs/daemon.md.`,
 	}
@@ -82,12 +82,12 @@ func newCmdRun(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 			if _, err := home(env, true); err != nil {
 				return err
 			}
-			path, err := f.FindBinary(launch.Server)
+			path, err := f.FindBinary(client.Server)
 			if err != nil {
 				return err
 			}
 			// Exec: the service manager's signals reach the daemon itself.
-			return f.Exec(path, append([]string{launch.Server, "daemon"}, args...))
+			return f.Exec(path, append([]string{client.Server, "daemon"}, args...))
 		},
 	}
 }
@@ -99,7 +99,7 @@ func newCmdStart(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "start",
 		Short: "Start the daemon in the background",
-		Args:  cmdutil.NoArgs,
+		Args:  cli.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			h, err := home(env, true)
 			if err != nil {
@@ -126,7 +126,7 @@ func LogFile(home string) string { return filepath.Join(home, "logs", "daemon.lo
 // session, stdin /dev/null, output appended to LogFile) and waits until it
 // listens.
 func Start(f *cmdutil.Factory, home string) (daemonfile.Info, error) {
-	path, err := f.FindBinary(launch.Server)
+	path, err := f.FindBinary(client.Server)
 	if err != nil {
 		return daemonfile.Info{}, err
 	}
@@ -183,7 +183,7 @@ func newCmdStop(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "stop",
 		Short: "Stop the daemon (running turns are cancelled)",
-		Args:  cmdutil.NoArgs,
+		Args:  cli.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			h, err := home(env, true)
 			if err != nil {
@@ -216,7 +216,7 @@ func newCmdStatus(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [--json]",
 		Short: "Show the daemon's pid, version, uptime, clients and sessions",
-		Args:  cmdutil.NoArgs,
+		Args:  cli.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			h, err := home(env, false)
 			if err != nil {
@@ -228,7 +228,7 @@ func newCmdStatus(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 				} else {
 					fmt.Fprintln(f.IO.Out, "No daemon is running (start one with `scv daemon start`).")
 				}
-				return exitcode.Reported(&exitcode.CodeError{Code: exitcode.NotRunning, Err: err})
+				return cli.Reported(cli.WithCode(cli.Daemon, err))
 			}
 			st, err := daemonclient.Status(h, 5*time.Second)
 			if err != nil {

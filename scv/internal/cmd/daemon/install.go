@@ -12,8 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/launch"
 	"github.com/scv-cli/scv/shared/atomicfile"
+	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/paths"
 )
 
@@ -77,13 +78,13 @@ func newCmdInstall(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "install [--no-enable]",
 		Short: "Install the daemon as a systemd user service (scv.service)",
-		Args:  cmdutil.NoArgs,
+		Args:  cli.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			h, err := home(env, true)
 			if err != nil {
 				return err
 			}
-			server, err := f.FindBinary(launch.Server)
+			server, err := f.FindBinary(client.Server)
 			if err != nil {
 				return err
 			}
@@ -124,7 +125,7 @@ func newCmdUninstall(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "uninstall",
 		Short: "Remove the systemd user service",
-		Args:  cmdutil.NoArgs,
+		Args:  cli.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if _, err := home(env, true); err != nil {
 				return err

@@ -11,7 +11,8 @@ import (
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
 	"github.com/scv-cli/scv/scv/internal/daemonclient"
-	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/daemonfile"
 	"github.com/scv-cli/scv/shared/paths"
@@ -22,7 +23,7 @@ func newCmdRestart(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restart [--force]",
 		Short: "Planned restart: wait for running turns, save the sessions, re-exec, resume them",
-		Args:  cmdutil.NoArgs,
+		Args:  cli.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			h, err := home(env, true)
 			if err != nil {
@@ -78,7 +79,7 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "update [--force]",
 		Short: "Restart the daemon onto the scv-server now installed, when its version differs",
-		Args:  cmdutil.NoArgs,
+		Args:  cli.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			h, err := home(env, true)
 			if err != nil {
@@ -89,7 +90,7 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 				fmt.Fprintln(f.IO.Out, "No daemon is running; nothing to update (clients start the installed scv-server themselves).")
 				return nil
 			}
-			path, err := f.FindBinary(launch.Server)
+			path, err := f.FindBinary(client.Server)
 			if err != nil {
 				return err
 			}

@@ -1,22 +1,25 @@
 package exec
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
 	"github.com/scv-cli/scv/scv/internal/daemonclient"
-	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/paths"
 )
 
-// server is the connection a run speaks the protocol over: the stdio of
-// its own scv-server child, or the daemon's socket (--daemon).
+// server is what a run speaks the protocol over: the stdio of its own
+// scv-server child, or the daemon's socket (--daemon).
 type server struct {
-	stdin  io.WriteCloser
-	stdout io.Reader
+	stream interface {
+		Read([]byte) (int, error)
+		Write([]byte) (int, error)
+		Close() error
+	}
 	// stop ends the connection (and the child), waiting at most grace.
 	stop func(grace time.Duration) error
 	kill func()
@@ -47,17 +50,22 @@ func connect(opts *Options) (*server, error) {
 	if opts.ApprovalPolicy != "" {
 		args = append(args, "--approval-policy", opts.ApprovalPolicy)
 	}
-	child, err := launch.StartChild(path, args, opts.IO.ErrOut)
+	p, err := client.Start(client.Command{Path: path, Args: args, Stderr: opts.IO.ErrOut})
 	if err != nil {
 		return nil, err
 	}
-	return &server{stdin: child.Stdin, stdout: child.Stdout, stop: child.Stop, kill: child.Kill, release: func() {}}, nil
+	return &server{
+		stream:  p.Stream(),
+		stop:    func(grace time.Duration) error { return p.Stop(context.Background(), grace) },
+		kill:    p.KillGroup,
+		release: func() {},
+	}, nil
 }
 
-// dialDaemon connects to the daemon's socket. Closing stdin half-closes
-// the connection: the daemon reads the end of input and closes its side,
-// detaching the run from its session, which the daemon keeps (its turn,
-// if one still runs after turn.cancel, goes on).
+// dialDaemon connects to the daemon's socket. Closing the stream
+// half-closes the connection: the daemon reads the end of input and closes
+// its side, detaching the run from its session, which the daemon keeps
+// (its turn, if one still runs after turn.cancel, goes on).
 func dialDaemon(home string) (*server, error) {
 	c, err := net.DialTimeout("unix", paths.SocketFile(home), 5*time.Second)
 	if err != nil {
@@ -65,8 +73,7 @@ func dialDaemon(home string) (*server, error) {
 	}
 	uc := c.(*net.UnixConn)
 	return &server{
-		stdin:  halfCloser{uc},
-		stdout: uc,
+		stream: halfCloser{uc},
 		stop: func(grace time.Duration) error {
 			_ = uc.CloseWrite()
 			// The reader ends when the daemon closes its side; the
@@ -82,6 +89,7 @@ func dialDaemon(home string) (*server, error) {
 // halfCloser closes only the write side of the connection.
 type halfCloser struct{ c *net.UnixConn }
 
+func (h halfCloser) Read(p []byte) (int, error)  { return h.c.Read(p) }
 func (h halfCloser) Write(p []byte) (int, error) { return h.c.Write(p) }
 func (h halfCloser) Close() error {
 	if err := h.c.CloseWrite(); err != nil && !errors.Is(err, net.ErrClosed) {
