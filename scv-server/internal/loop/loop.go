@@ -103,6 +103,9 @@ type Outcome struct {
 	// then the new history that the turn's Messages follow.
 	Compacted bool
 	History   []provider.Message
+	// FinishReason is the provider's finish reason of the last model
+	// reply ("stop", "length", "content_filter", …), empty when none came.
+	FinishReason string
 }
 
 // DefaultMaxSteps is the step limit when Config.MaxSteps is zero.
@@ -168,6 +171,7 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 		}
 		l.addUsage(resp.Usage)
 		l.calibrate(resp.Usage, held)
+		l.out.FinishReason = resp.FinishReason
 		if err := l.sink.Emit(ctx, &protocol.AssistantCompleted{Content: resp.Content}); err != nil {
 			return l.classify(ctx, err)
 		}

@@ -46,7 +46,7 @@ type Session struct {
 	tools   *tools.Registry
 	// hostedSearch offers the endpoint's hosted web search.
 	hostedSearch bool
-	policy       approval.Policy
+	policy       approval.Policy // guarded by mu once the session has started
 	// toolEnv holds the session's tool timeouts and output limit.
 	toolEnv tools.Env
 	// autoApprove answers every approval request yes without asking
@@ -90,6 +90,9 @@ type Session struct {
 	// rules are the approval rules granted for the session, in order, one
 	// per key (rules.go). Guarded by mu.
 	rules []protocol.Rule
+	// closed is set by Manager.CloseSession: no turn starts after it
+	// (guarded by mu).
+	closed bool
 }
 
 type turn struct {
@@ -98,7 +101,8 @@ type turn struct {
 	origin    *protocol.Origin // set for a turn the server started
 	ctx       context.Context  // the turn's; ends when it is cancelled
 	cancel    context.CancelFunc
-	rec       *turnRecord // what the session log has of the turn; nil when not stored
+	rec       *turnRecord   // what the session log has of the turn; nil when not stored
+	done      chan struct{} // closed once the turn has ended and emitted its end
 
 	// Streamed events coalesced while a subscriber lags (coalesce.go).
 	pendMu     sync.Mutex
@@ -337,8 +341,14 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	if m.closing() {
 		return errorf(protocol.ErrInternal, "the server is shutting down; no new turn starts")
 	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return errorf(protocol.ErrSessionNotFound, "session %s is closed; no new turn starts in it", s.id)
+	}
 	turnCtx, cancel := context.WithCancel(m.ctx)
-	t := &turn{id: uuid.NewString(), requestID: requestID, origin: origin, ctx: turnCtx, cancel: cancel}
+	t := &turn{id: uuid.NewString(), requestID: requestID, origin: origin, ctx: turnCtx, cancel: cancel, done: make(chan struct{})}
 	started := &protocol.TurnStarted{TurnHeader: protocol.TurnHeader{RequestID: requestID, SessionID: s.id, TurnID: t.id}, Origin: origin}
 	if err := s.emitLocked(ctx, started); err != nil {
 		cancel()
@@ -348,6 +358,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	s.active = t
 	history := append([]provider.Message(nil), s.history...)
 	historyTokens := s.historyTokens
+	policy := s.policy
 	s.mu.Unlock()
 
 	cfg := loop.Config{
@@ -356,7 +367,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 		System:          s.system,
 		Tools:           s.tools,
 		HostedWebSearch: s.hostedSearch,
-		Policy:          s.policy,
+		Policy:          policy,
 		AutoApprove:     s.autoApprove,
 		Approvals:       s.approvals,
 		Rules:           s.rulesFunc(),
@@ -380,6 +391,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	m.turns.Add(1)
 	go func() {
 		defer m.turns.Done()
+		defer close(t.done)
 		defer cancel()
 		out := s.runRecovering(t, func() loop.Outcome { return work(turnCtx, cfg, history, &turnSink{s: s, t: t}) })
 		s.finish(t, out)
@@ -415,7 +427,7 @@ func (s *Session) finish(t *turn, out loop.Outcome) {
 	var failure *loop.Failure
 	switch {
 	case out.Err == nil:
-		terminal = &protocol.TurnCompleted{TurnHeader: hdr, Steps: out.Steps, Usage: out.Usage, Origin: t.origin}
+		terminal = &protocol.TurnCompleted{TurnHeader: hdr, Steps: out.Steps, Usage: out.Usage, Origin: t.origin, FinishReason: out.FinishReason}
 	case errors.As(out.Err, &failure):
 		terminal = &protocol.TurnFailed{TurnHeader: hdr, Code: failure.Code, Message: failure.Message, Origin: t.origin}
 		m.log.Warn("Turn failed", "session", s.id, "turn", t.id, "code", failure.Code, "err", out.Err)
@@ -590,6 +602,31 @@ func (s *Session) History() []provider.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]provider.Message(nil), s.history...)
+}
+
+// Policy returns the session's approval policy.
+func (s *Session) Policy() approval.Policy {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.policy
+}
+
+// SetPolicy changes the session's approval policy from its next turn on
+// (a client's mode switch, such as ACP's session/set_mode); the running
+// turn keeps the policy it started with.
+func (s *Session) SetPolicy(p approval.Policy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policy = p
+}
+
+// ContextTokens estimates the tokens of the session's history, the part of
+// the context the conversation fills (the system prompt and tool schemas
+// come on top); -1 when unknown, as right after a resume.
+func (s *Session) ContextTokens() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.historyTokens
 }
 
 // Usage returns the session's usage totals.
