@@ -83,6 +83,7 @@ func Serve(ctx context.Context, mgr *session.Manager, rw io.ReadWriter, opts Opt
 	}
 	a.conn = acpsdk.NewAgentSideConnection(a, out, in)
 	a.conn.SetLogger(opts.Logger)
+	close(in.ready)
 
 	writerDone := make(chan struct{})
 	go func() {

@@ -35,18 +35,23 @@ func (l *lineWriter) Write(b []byte) (int, error) {
 // request, notification or response with -32600, and a line over
 // MaxLineBytes with -32600, and hands every other line on unchanged.
 type gate struct {
-	r   *bufio.Reader
+	// ready holds the first Read back until the connection is set up: the
+	// SDK starts reading as soon as it is created, before its logger is
+	// set, and setting it later would race with its reader's logging.
+	ready chan struct{}
+	r     *bufio.Reader
 	out io.Writer // answers to rejected lines
 	buf []byte    // the rest of the line being handed over
 	err error     // the input's end, returned once buf is empty
 }
 
 func newGate(r io.Reader, out io.Writer) *gate {
-	return &gate{r: bufio.NewReaderSize(r, 64<<10), out: out}
+	return &gate{ready: make(chan struct{}), r: bufio.NewReaderSize(r, 64<<10), out: out}
 }
 
 // Read hands over accepted lines, each ending in a newline.
 func (g *gate) Read(p []byte) (int, error) {
+	<-g.ready
 	for len(g.buf) == 0 {
 		if g.err != nil {
 			return 0, g.err
