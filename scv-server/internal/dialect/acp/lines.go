@@ -40,9 +40,9 @@ type gate struct {
 	// set, and setting it later would race with its reader's logging.
 	ready chan struct{}
 	r     *bufio.Reader
-	out io.Writer // answers to rejected lines
-	buf []byte    // the rest of the line being handed over
-	err error     // the input's end, returned once buf is empty
+	out   io.Writer // answers to rejected lines
+	buf   []byte    // the rest of the line being handed over
+	err   error     // the input's end, returned once buf is empty
 }
 
 func newGate(r io.Reader, out io.Writer) *gate {

@@ -48,7 +48,7 @@ func TestGate(t *testing.T) {
 	var codes []string
 	for _, l := range strings.Split(strings.TrimSpace(string(answered)), "\n") {
 		var m struct {
-			ID    json.RawMessage `json:"id"`
+			ID    json.RawMessage    `json:"id"`
 			Error struct{ Code int } `json:"error"`
 		}
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
