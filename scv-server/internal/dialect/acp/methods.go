@@ -49,9 +49,9 @@ func configOptions(current string) []acpsdk.SessionConfigOption {
 	return []acpsdk.SessionConfigOption{o}
 }
 
-// Initialize answers with version 1, SCV's name and version and what it
+// initialize answers with version 1, SCV's name and version and what it
 // supports. A client asking for another version gets 1, the only one.
-func (a *agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsdk.InitializeResponse, error) {
+func (a *agent) initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsdk.InitializeResponse, error) {
 	if p.ClientInfo != nil {
 		a.mu.Lock()
 		a.clientName = p.ClientInfo.Name
@@ -79,9 +79,9 @@ func (a *agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsd
 	}, nil
 }
 
-// Authenticate has nothing to do: SCV's credentials are in its
+// authenticate has nothing to do: SCV's credentials are in its
 // configuration. Without a provider it says how to configure one.
-func (a *agent) Authenticate(context.Context, acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
+func (a *agent) authenticate(context.Context, acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
 	if a.opts.NoProvider {
 		return acpsdk.AuthenticateResponse{}, &acpsdk.RequestError{Code: codeAuthRequired, Message: noProviderMessage}
 	}
@@ -95,8 +95,8 @@ func (a *agent) needProvider() error {
 	return nil
 }
 
-// NewSession starts a session in cwd.
-func (a *agent) NewSession(_ context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
+// newSession starts a session in cwd.
+func (a *agent) newSession(_ context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
 	if err := a.needProvider(); err != nil {
 		return acpsdk.NewSessionResponse{}, err
 	}
@@ -151,9 +151,9 @@ func (a *agent) attach(s *session.Session) (*attached, error) {
 	return st, nil
 }
 
-// LoadSession opens a stored session and replays its history as updates
+// loadSession opens a stored session and replays its history as updates
 // before answering.
-func (a *agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (acpsdk.LoadSessionResponse, error) {
+func (a *agent) loadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (acpsdk.LoadSessionResponse, error) {
 	if err := a.needProvider(); err != nil {
 		return acpsdk.LoadSessionResponse{}, err
 	}
@@ -181,9 +181,9 @@ func (a *agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (a
 	return acpsdk.LoadSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
 }
 
-// ResumeSession reattaches to a session without replaying it: one open
+// resumeSession reattaches to a session without replaying it: one open
 // in this server, or a stored one.
-func (a *agent) ResumeSession(_ context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
+func (a *agent) resumeSession(_ context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
 	if err := a.needProvider(); err != nil {
 		return acpsdk.ResumeSessionResponse{}, err
 	}
@@ -203,8 +203,8 @@ func (a *agent) ResumeSession(_ context.Context, p acpsdk.ResumeSessionRequest) 
 	return acpsdk.ResumeSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
 }
 
-// ListSessions lists the stored sessions of cwd, newest first, in one page.
-func (a *agent) ListSessions(_ context.Context, p acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
+// listSessions lists the stored sessions of cwd, newest first, in one page.
+func (a *agent) listSessions(_ context.Context, p acpsdk.ListSessionsRequest) (acpsdk.ListSessionsResponse, error) {
 	if p.Cwd == nil || *p.Cwd == "" {
 		return acpsdk.ListSessionsResponse{}, &acpsdk.RequestError{Code: -32602, Message: "session/list needs cwd: SCV lists the sessions of one workspace, so send its absolute path"}
 	}
@@ -229,8 +229,8 @@ func (a *agent) ListSessions(_ context.Context, p acpsdk.ListSessionsRequest) (a
 	return out, nil
 }
 
-// CloseSession cancels the session's work, answers its prompts and ends it.
-func (a *agent) CloseSession(ctx context.Context, p acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
+// closeSession cancels the session's work, answers its prompts and ends it.
+func (a *agent) closeSession(ctx context.Context, p acpsdk.CloseSessionRequest) (acpsdk.CloseSessionResponse, error) {
 	st := a.session(string(p.SessionId))
 	if st == nil {
 		return acpsdk.CloseSessionResponse{}, notAttached(string(p.SessionId))
@@ -252,8 +252,8 @@ func (a *agent) CloseSession(ctx context.Context, p acpsdk.CloseSessionRequest) 
 	return acpsdk.CloseSessionResponse{}, nil
 }
 
-// SetSessionMode switches the approval policy for the next turn.
-func (a *agent) SetSessionMode(_ context.Context, p acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
+// setSessionMode switches the approval policy for the next turn.
+func (a *agent) setSessionMode(_ context.Context, p acpsdk.SetSessionModeRequest) (acpsdk.SetSessionModeResponse, error) {
 	st := a.session(string(p.SessionId))
 	if st == nil {
 		return acpsdk.SetSessionModeResponse{}, notAttached(string(p.SessionId))
@@ -266,8 +266,8 @@ func (a *agent) SetSessionMode(_ context.Context, p acpsdk.SetSessionModeRequest
 	return acpsdk.SetSessionModeResponse{}, nil
 }
 
-// SetSessionConfigOption sets the mode option; it is the only option.
-func (a *agent) SetSessionConfigOption(_ context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
+// setSessionConfigOption sets the mode option; it is the only option.
+func (a *agent) setSessionConfigOption(_ context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
 	if p.ValueId == nil {
 		return acpsdk.SetSessionConfigOptionResponse{}, &acpsdk.RequestError{Code: -32602, Message: "SCV has no boolean options: its only option, mode, takes a value id"}
 	}
@@ -287,10 +287,10 @@ func (a *agent) SetSessionConfigOption(_ context.Context, p acpsdk.SetSessionCon
 	return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: configOptions(string(pol))}, nil
 }
 
-// Prompt runs one turn, or queues it behind the running one, and answers
+// prompt runs one turn, or queues it behind the running one, and answers
 // when it ends. Its context is not the turn's: the SDK cancels it when the
 // same session gets another prompt, which here waits its turn instead.
-func (a *agent) Prompt(_ context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
+func (a *agent) prompt(_ context.Context, p acpsdk.PromptRequest) (acpsdk.PromptResponse, error) {
 	st := a.session(string(p.SessionId))
 	if st == nil {
 		return acpsdk.PromptResponse{}, notAttached(string(p.SessionId))
@@ -327,11 +327,11 @@ func (a *agent) Prompt(_ context.Context, p acpsdk.PromptRequest) (acpsdk.Prompt
 	}
 }
 
-// Cancel cancels the session's running turn and drops the prompts this
+// cancel cancels the session's running turn and drops the prompts this
 // connection queued; each answers with stopReason cancelled. It returns at
 // once: the work runs on a helper goroutine, as a notification handler
 // must not block.
-func (a *agent) Cancel(_ context.Context, p acpsdk.CancelNotification) error {
+func (a *agent) cancelNotification(_ context.Context, p acpsdk.CancelNotification) error {
 	st := a.session(string(p.SessionId))
 	if st == nil {
 		return nil
