@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +36,7 @@ var (
 
 // scvBin builds the scv command next to the test's scv-server, where scv
 // looks for it first.
-func scvBin(t *testing.T) string {
+func scvBin(t testing.TB) string {
 	t.Helper()
 	scvOnce.Do(func() {
 		scvPath = filepath.Join(filepath.Dir(bin), "scv")
@@ -52,7 +53,7 @@ func scvBin(t *testing.T) string {
 }
 
 // acpSetup is a home whose config points at a fake model, and a workspace.
-func acpSetup(t *testing.T) (f *fo.Server, home, ws string) {
+func acpSetup(t testing.TB) (f *fo.Server, home, ws string) {
 	t.Helper()
 	f = fo.NewServer()
 	t.Cleanup(f.Close)
@@ -135,13 +136,7 @@ type acpProc struct {
 
 func startACP(t testing.TB, home string) *acpProc {
 	t.Helper()
-	tt, ok := t.(*testing.T)
-	var scv string
-	if ok {
-		scv = scvBin(tt)
-	} else {
-		scv = scvPath
-	}
+	scv := scvBin(t)
 	p := &acpProc{c: &goClient{chunk: make(chan struct{}, 1)}}
 	p.cmd = exec.Command(scv, "acp")
 	p.cmd.Env = []string{"SCV_HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOME=" + home}
@@ -158,7 +153,7 @@ func startACP(t testing.TB, home string) *acpProc {
 		t.Fatal(err)
 	}
 	p.conn = acpsdk.NewClientSideConnection(p.c, p.stdin, out)
-	p.conn.SetLogger(nil)
+	p.conn.SetLogger(slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { p.end(t) })
 	return p
 }
@@ -425,4 +420,30 @@ func readLines(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// BenchmarkACPFirstPrompt measures what an editor waits for after starting
+// the agent: spawning `scv acp` (scv execs scv-server), initialize,
+// session/new and a one-chunk prompt answered, up to the prompt's answer.
+func BenchmarkACPFirstPrompt(b *testing.B) {
+	f, home, ws := acpSetup(b)
+	scvBin(b)
+	ctx := context.Background()
+	for b.Loop() {
+		f.Enqueue(fo.Script(fo.Text("ok")))
+		p := startACP(b, home)
+		if _, err := p.conn.Initialize(ctx, acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber}); err != nil {
+			b.Fatal(err)
+		}
+		s, err := p.conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: ws, McpServers: []acpsdk.McpServer{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r, err := p.conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: s.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("hi")}}); err != nil || r.StopReason != acpsdk.StopReasonEndTurn {
+			b.Fatalf("prompt = %+v, %v", r, err)
+		}
+		b.StopTimer()
+		p.end(b)
+		b.StartTimer()
+	}
 }

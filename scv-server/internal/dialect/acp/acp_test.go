@@ -161,7 +161,7 @@ func (c *client) reset() {
 
 // harness is a runtime served over pipes with an SDK client.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	f      *fo.Server
 	home   string
 	ws     string
@@ -179,7 +179,7 @@ type harnessOptions struct {
 	home   string
 }
 
-func start(t *testing.T, o harnessOptions) *harness {
+func start(t testing.TB, o harnessOptions) *harness {
 	t.Helper()
 	f := fo.NewServer()
 	t.Cleanup(f.Close)
@@ -234,7 +234,7 @@ func (h *harness) stop() {
 	<-h.conn.Done()
 }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), wait)
 	t.Cleanup(cancel)
 	return c

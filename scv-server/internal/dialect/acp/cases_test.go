@@ -651,3 +651,29 @@ func TestRawErrors(t *testing.T) {
 		t.Fatalf("after an over-long line: %v", m)
 	}
 }
+
+// BenchmarkStreamUpdates measures the agent_message_chunk updates a turn
+// streams to an SDK client over pipes: the fake model sends 2000 chunks
+// per prompt as fast as it can; updates/s counts what the client received
+// (the session coalesces chunks while the writer queue is full, so it may
+// be fewer than the chunks sent).
+func BenchmarkStreamUpdates(b *testing.B) {
+	h := start(b, harnessOptions{})
+	h.init()
+	sid, _ := h.newSession()
+	const chunks = 2000
+	var received int
+	start := time.Now()
+	for b.Loop() {
+		h.c.reset()
+		h.f.Enqueue(fo.Script(fo.Repeat(chunks, "word ")))
+		r, err := h.conn.Prompt(context.Background(), acpsdk.PromptRequest{SessionId: sid, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("stream")}})
+		if err != nil || r.StopReason != acpsdk.StopReasonEndTurn {
+			b.Fatalf("prompt = %+v, %v", r, err)
+		}
+		h.c.mu.Lock()
+		received += len(h.c.updates)
+		h.c.mu.Unlock()
+	}
+	b.ReportMetric(float64(received)/time.Since(start).Seconds(), "updates/s")
+}
