@@ -15,6 +15,10 @@
 //     per session/cancel doing the cancelling (which may wait for the
 //     session's emit lock, so the SDK's notification worker never blocks).
 //
+// A write to a client that stopped reading blocks the writer, and so the
+// turns (their events wait for room); at the end of input Serve waits for
+// the writer for the grace period only.
+//
 // Traps of the SDK this package works around: a second session/prompt of
 // a session cancels the first one's context, so a prompt's turn never ends
 // with its request context (session/cancel does that, explicitly); lists
@@ -101,17 +105,34 @@ func Serve(ctx context.Context, mgr *session.Manager, rw io.ReadWriter, opts Opt
 		endErr = ctx.Err()
 	}
 
-	// Cleanup: stop the turns (stdio) or detach (a daemon), then stop the
-	// writer and every helper goroutine.
+	// Cleanup: cancel the turns (stdio), end the connection's context
+	// first, so that no emission waits on the writer queue any more and
+	// detaching never waits on a client that is gone, then detach and join
+	// the writer and every helper goroutine. Updates still queued are
+	// dropped: the client has ended the connection.
 	graceCtx, cancel := context.WithTimeout(context.Background(), opts.Grace)
 	defer cancel()
 	if opts.CloseManager {
 		mgr.CancelAll()
 	}
-	a.detachAll()
 	stop()
-	<-writerDone
-	a.helpers.Wait()
+	a.detachAll()
+	a.spawnMu.Lock()
+	a.ended = true
+	a.spawnMu.Unlock()
+	helpersDone := make(chan struct{})
+	go func() {
+		<-writerDone
+		a.helpers.Wait()
+		close(helpersDone)
+	}()
+	select {
+	case <-helpersDone:
+	case <-graceCtx.Done():
+		// A write to a client that stopped reading cannot be interrupted;
+		// the process exit ends it.
+		a.log.Warn("The ACP writer did not finish within the grace period; the client is not reading its output")
+	}
 	if opts.CloseManager {
 		mgr.Close(graceCtx)
 	}
@@ -128,8 +149,10 @@ type agent struct {
 	ctx context.Context
 
 	queue   chan item // the writer's; Deliver waits for room
-	helpers sync.WaitGroup
 	nextID  atomic.Uint64
+	helpers sync.WaitGroup
+	spawnMu sync.Mutex
+	ended   bool // guarded by spawnMu: no helper starts after Serve joins them
 
 	mu         sync.Mutex
 	sessions   map[string]*attached // guarded by mu
@@ -161,6 +184,11 @@ func (a *agent) requestID() string {
 
 // spawn runs f on a helper goroutine the connection joins.
 func (a *agent) spawn(f func()) {
+	a.spawnMu.Lock()
+	defer a.spawnMu.Unlock()
+	if a.ended {
+		return
+	}
 	a.helpers.Add(1)
 	go func() {
 		defer a.helpers.Done()
@@ -338,16 +366,17 @@ func (st *attached) answerAll(r result) {
 // streamed text while it has none.
 func (st *attached) Room(int) bool { return len(st.a.queue) < cap(st.a.queue) }
 
-// Deliver maps one session event to ACP updates and queues them. It runs
-// under the session's emit lock, so it only translates and queues.
+// Deliver maps one session event to ACP updates and queues them, waiting
+// for room. It runs under the session's emit lock, so it only translates
+// and queues.
 func (st *attached) Deliver(ctx context.Context, ev protocol.Sequenced) error {
 	for _, it := range st.translate(ev) {
 		it.sid = st.s.ID()
 		if !st.a.push(ctx, it) {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			return errors.New("the ACP connection has ended")
+			// A connection that has ended drops what is delivered to it,
+			// and the session goes on (with other subscribers, or for the
+			// next client of a daemon).
+			return ctx.Err()
 		}
 	}
 	return nil

@@ -545,6 +545,7 @@ func TestNoProvider(t *testing.T) {
 
 // rawAgent serves ACP over pipes for tests that write their own lines.
 type rawAgent struct {
+	f    *fo.Server
 	w    io.WriteCloser
 	r    *bufio.Scanner
 	done chan error
@@ -564,7 +565,7 @@ func startRaw(t *testing.T) *rawAgent {
 	}
 	cr, aw := io.Pipe()
 	ar, cw := io.Pipe()
-	a := &rawAgent{w: cw, r: bufio.NewScanner(cr), done: make(chan error, 1)}
+	a := &rawAgent{f: f, w: cw, r: bufio.NewScanner(cr), done: make(chan error, 1)}
 	a.r.Buffer(nil, 1<<20)
 	go func() {
 		err := rt.ServeACP(context.Background(), struct {
@@ -676,4 +677,38 @@ func BenchmarkStreamUpdates(b *testing.B) {
 		h.c.mu.Unlock()
 	}
 	b.ReportMetric(float64(received)/time.Since(start).Seconds(), "updates/s")
+}
+
+// TestEndOfInputWhileTheClientStoppedReading: a client that closes its
+// input while the agent is blocked writing to it (it stopped reading) does
+// not keep the agent from ending: the writer gets the grace period.
+func TestEndOfInputWhileTheClientStoppedReading(t *testing.T) {
+	t.Parallel()
+	a := startRaw(t)
+	ws := t.TempDir()
+	a.call(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	m := a.call(t, `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"`+ws+`","mcpServers":[]}}`)
+	sid, _ := m["result"].(map[string]any)["sessionId"].(string)
+	if sid == "" {
+		t.Fatalf("session/new: %v", m)
+	}
+	a.f.Enqueue(fo.Script(fo.Repeat(100000, "chunk ")))
+	if _, err := io.WriteString(a.w, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"flood"}]}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.f.WaitRequests(ctx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the pipe fills; nobody reads
+	start := time.Now()
+	_ = a.w.Close()
+	select {
+	case err := <-a.done:
+		a.done <- err
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("the agent took %v to end", d)
+		}
+	case <-time.After(wait):
+		t.Fatal("the agent did not end after the end of its input while its client was not reading")
+	}
 }
