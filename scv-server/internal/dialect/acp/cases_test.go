@@ -477,6 +477,10 @@ func TestListCloseLoadResume(t *testing.T) {
 	if _, err := h.prompt(sid, "closed?"); reqErr(t, err).Code != -32002 {
 		t.Fatalf("prompt to a closed session: %v", err)
 	}
+	_, err = h.conn.LoadSession(ctx(t), acpsdk.LoadSessionRequest{SessionId: "4b4c1f34-0000-4000-8000-000000000000", Cwd: h.ws, McpServers: []acpsdk.McpServer{}})
+	if re := reqErr(t, err); re.Code != -32002 || !strings.Contains(re.Message, "no stored session") {
+		t.Fatalf("load of an unknown session: %v", err)
+	}
 
 	h.c.reset()
 	if _, err := h.conn.LoadSession(ctx(t), acpsdk.LoadSessionRequest{SessionId: sid, Cwd: h.ws, McpServers: []acpsdk.McpServer{}}); err != nil {
@@ -491,6 +495,10 @@ func TestListCloseLoadResume(t *testing.T) {
 	h.c.mu.Unlock()
 	if call.Status != acpsdk.ToolCallStatusCompleted || call.Kind != acpsdk.ToolKindEdit {
 		t.Fatalf("replayed call %+v", call)
+	}
+	_, err = h.conn.LoadSession(ctx(t), acpsdk.LoadSessionRequest{SessionId: sid, Cwd: h.ws, McpServers: []acpsdk.McpServer{}})
+	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "open on this connection") {
+		t.Fatalf("a second load: %v", err)
 	}
 	h.f.Enqueue(fo.Script(fo.Text("still here")))
 	if r, err := h.prompt(sid, "again"); err != nil || r.StopReason != acpsdk.StopReasonEndTurn {
