@@ -62,6 +62,11 @@ type Config struct {
 	MaxSteps int
 	// Progress enables tool.progress events (protocol v3).
 	Progress bool
+	// OnReasoning, when set, receives the model's reasoning text as it
+	// streams (providers that expose it); an error stops the request like
+	// a failed emission. It is no protocol event: dialects that show
+	// reasoning get it from the session (session.ReasoningObserver).
+	OnReasoning func(ctx context.Context, text string) error
 
 	// ContextMaxTokens is the model's context window; 0 disables
 	// compaction and the context check.
@@ -163,9 +168,13 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 			HostedWebSearch: l.cfg.HostedWebSearch && l.cfg.Tools != nil}
 		held := len(l.out.Messages)
 
-		resp, err := l.cfg.Provider.Stream(ctx, req, provider.HandlerFunc(func(text string) error {
+		var h provider.Handler = provider.HandlerFunc(func(text string) error {
 			return l.sink.Emit(ctx, &protocol.AssistantDelta{Content: text})
-		}))
+		})
+		if l.cfg.OnReasoning != nil {
+			h = reasoningHandler{Handler: h, ctx: ctx, on: l.cfg.OnReasoning}
+		}
+		resp, err := l.cfg.Provider.Stream(ctx, req, h)
 		if err != nil {
 			return l.classify(ctx, err)
 		}
@@ -194,6 +203,15 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 	}
 	return &Failure{Code: protocol.FailStepLimit, Message: fmt.Sprintf("agent reached %d steps", l.cfg.MaxSteps)}
 }
+
+// reasoningHandler adds Config.OnReasoning to a delta handler.
+type reasoningHandler struct {
+	provider.Handler
+	ctx context.Context
+	on  func(ctx context.Context, text string) error
+}
+
+func (r reasoningHandler) OnReasoning(text string) error { return r.on(r.ctx, text) }
 
 // answerRest gives every call in calls a result, so the history never holds
 // a request without its answer.

@@ -32,6 +32,16 @@ type Subscriber interface {
 	Room(size int) bool
 }
 
+// ReasoningObserver is a Subscriber that also shows the model's reasoning
+// as it streams (ACP's agent_thought_chunk). Reasoning is no protocol
+// event: it takes no sequence number, is not stored, and subscribers that
+// do not implement this interface (the NDJSON dialect) never see it.
+// ObserveReasoning is called under the emit lock, in order with the
+// turn's events, and may wait for room until ctx ends.
+type ReasoningObserver interface {
+	ObserveReasoning(ctx context.Context, turnID, text string) error
+}
+
 // Session is one conversation in one workspace.
 type Session struct {
 	id      string
@@ -373,6 +383,9 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 		Rules:           s.rulesFunc(),
 		MaxSteps:        m.opts.MaxSteps,
 		Progress:        s.version >= protocol.Version3,
+		OnReasoning: func(ctx context.Context, text string) error {
+			return s.observeReasoning(ctx, t, text)
+		},
 
 		ContextMaxTokens: m.opts.Provider.ContextMaxTokens(),
 		CompactShare:     m.opts.CompactShare,
@@ -634,6 +647,26 @@ func (s *Session) Usage() protocol.Usage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.usage
+}
+
+// observeReasoning hands reasoning text to the subscribers that show it,
+// after the turn's coalesced events so the order holds.
+func (s *Session) observeReasoning(ctx context.Context, t *turn, text string) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	if err := s.flushPendingLocked(ctx, t, true); err != nil {
+		return err
+	}
+	for _, sub := range s.subs {
+		if o, ok := sub.(ReasoningObserver); ok {
+			if err := o.ObserveReasoning(ctx, t.id, text); err != nil {
+				return fmt.Errorf("showing reasoning: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // turnSink fills turn headers and emits under the session's lock.

@@ -314,6 +314,9 @@ type attached struct {
 	// message is the id of the assistant message being streamed; empty
 	// before its first delta (guarded by mu).
 	message string
+	// thought is the id of the reasoning being streamed; empty before its
+	// first chunk (guarded by mu).
+	thought string
 	// calls are the tool calls seen in the running turn (guarded by mu).
 	calls map[string]*call
 	// permCtx ends the outstanding permission requests (guarded by mu).

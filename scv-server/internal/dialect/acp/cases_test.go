@@ -720,3 +720,29 @@ func TestEndOfInputWhileTheClientStoppedReading(t *testing.T) {
 		t.Fatal("the agent did not end after the end of its input while its client was not reading")
 	}
 }
+
+// TestReasoningBecomesThoughtChunks: on the Responses wire the reasoning
+// summary streams as agent_thought_chunk, before the reply's text.
+func TestReasoningBecomesThoughtChunks(t *testing.T) {
+	t.Parallel()
+	f := fo.NewServer()
+	defer f.Close()
+	h := start(t, harnessOptions{config: st.FakeProviderConfig(f.URL(), `wire_api = "responses"`)})
+	h.f = f
+	h.init()
+	sid, _ := h.newSession()
+	f.Enqueue(fo.Script(fo.Reasoning("Weighing the options.", "enc-1"), fo.Text("The answer.")))
+	if r, err := h.prompt(sid, "think"); err != nil || r.StopReason != acpsdk.StopReasonEndTurn {
+		t.Fatalf("prompt = %+v, %v", r, err)
+	}
+	if k := strings.Join(h.c.kinds(), " "); k != "agent_thought_chunk agent_message_chunk usage_update" {
+		t.Fatalf("updates %q", k)
+	}
+	h.c.mu.Lock()
+	th := h.c.updates[0].Update.AgentThoughtChunk
+	msg := h.c.updates[1].Update.AgentMessageChunk
+	h.c.mu.Unlock()
+	if th.Content.Text == nil || th.Content.Text.Text != "Weighing the options." || th.MessageId == nil || *th.MessageId == *msg.MessageId {
+		t.Fatalf("thought %+v", th)
+	}
+}

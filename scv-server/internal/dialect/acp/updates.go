@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -32,7 +33,7 @@ func (st *attached) translate(ev protocol.Sequenced) []item {
 	defer st.mu.Unlock()
 	switch e := ev.(type) {
 	case *protocol.TurnStarted:
-		st.turn, st.turnRequest, st.message = e.TurnID, e.RequestID, ""
+		st.turn, st.turnRequest, st.message, st.thought = e.TurnID, e.RequestID, "", ""
 		st.calls = map[string]*call{}
 	case *protocol.QueueEnqueued:
 		if _, ok := st.waiters[e.RequestID]; ok {
@@ -47,6 +48,7 @@ func (st *attached) translate(ev protocol.Sequenced) []item {
 		}
 		delete(st.queued, id)
 	case *protocol.AssistantDelta:
+		st.thought = ""
 		if st.message == "" {
 			st.message = uuid.NewString()
 		}
@@ -55,7 +57,7 @@ func (st *attached) translate(ev protocol.Sequenced) []item {
 		// The deltas carried the text; a reply that came whole (no delta)
 		// is sent now.
 		msg := st.message
-		st.message = ""
+		st.message, st.thought = "", ""
 		if msg == "" && e.Content != "" {
 			return []item{{update: messageChunk(e.Content, uuid.NewString())}}
 		}
@@ -100,6 +102,26 @@ func (st *attached) translate(ev protocol.Sequenced) []item {
 		return st.end(e.RequestID, result{stop: acpsdk.StopReasonCancelled}, nil)
 	case *protocol.TurnFailed:
 		return st.end(e.RequestID, failure(e), nil)
+	}
+	return nil
+}
+
+// ObserveReasoning shows the model's reasoning as agent_thought_chunk,
+// one message id per stretch of reasoning (a reply's text ends it).
+func (st *attached) ObserveReasoning(ctx context.Context, turnID, text string) error {
+	st.mu.Lock()
+	if turnID != st.turn {
+		st.mu.Unlock()
+		return nil
+	}
+	if st.thought == "" {
+		st.thought = uuid.NewString()
+	}
+	id := st.thought
+	st.mu.Unlock()
+	up := &acpsdk.SessionUpdate{AgentThoughtChunk: &acpsdk.SessionUpdateAgentThoughtChunk{Content: acpsdk.TextBlock(text), MessageId: &id}}
+	if !st.a.push(ctx, item{sid: st.s.ID(), update: up}) {
+		return ctx.Err()
 	}
 	return nil
 }
