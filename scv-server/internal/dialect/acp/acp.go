@@ -319,13 +319,16 @@ type attached struct {
 	thought string
 	// calls are the tool calls seen in the running turn (guarded by mu).
 	calls map[string]*call
+	// early are prompts a session/cancel found neither queued nor running:
+	// they cancel themselves once started (guarded by mu).
+	early map[string]bool
 	// permCtx ends the outstanding permission requests (guarded by mu).
 	permCtx    context.Context
 	permCancel context.CancelFunc
 }
 
 func newAttached(a *agent, s *session.Session) *attached {
-	st := &attached{a: a, s: s, waiters: map[string]chan result{}, queued: map[string]string{}, calls: map[string]*call{}}
+	st := &attached{a: a, s: s, waiters: map[string]chan result{}, queued: map[string]string{}, calls: map[string]*call{}, early: map[string]bool{}}
 	st.permCtx, st.permCancel = context.WithCancel(a.ctx)
 	return st
 }
@@ -349,6 +352,7 @@ func (st *attached) answer(requestID string, r result) {
 	st.mu.Lock()
 	w, ok := st.waiters[requestID]
 	delete(st.waiters, requestID)
+	delete(st.early, requestID)
 	st.mu.Unlock()
 	if ok {
 		w <- r
@@ -359,6 +363,7 @@ func (st *attached) answerAll(r result) {
 	st.mu.Lock()
 	ws := st.waiters
 	st.waiters = map[string]chan result{}
+	st.early = map[string]bool{}
 	st.mu.Unlock()
 	for _, w := range ws {
 		w <- r

@@ -15,6 +15,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/scv-cli/scv/scv-server/internal/dialect/acp"
 	"github.com/scv-cli/scv/scv-server/internal/server"
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
@@ -744,5 +745,41 @@ func TestReasoningBecomesThoughtChunks(t *testing.T) {
 	h.c.mu.Unlock()
 	if th.Content.Text == nil || th.Content.Text.Text != "Weighing the options." || th.MessageId == nil || *th.MessageId == *msg.MessageId {
 		t.Fatalf("thought %+v", th)
+	}
+}
+
+// TestCancelBeforeThePromptStarts: a session/cancel handled while its
+// prompt is still on its way to the runtime (the SDK runs requests and
+// notifications on different goroutines) still cancels that prompt. Not
+// parallel: it sets the package's test hooks.
+func TestCancelBeforeThePromptStarts(t *testing.T) {
+	h := start(t, harnessOptions{})
+	h.init()
+	sid, _ := h.newSession()
+	h.f.Enqueue(fo.Script(fo.Hang()))
+	entered, gate, cancelled := make(chan struct{}, 1), make(chan struct{}), make(chan struct{}, 1)
+	acp.SetHooks(func() { entered <- struct{}{}; <-gate }, func() { cancelled <- struct{}{} })
+	defer acp.SetHooks(nil, nil)
+	got := make(chan acpsdk.PromptResponse, 1)
+	go func() {
+		r, err := h.prompt(sid, "cancelled before it starts")
+		if err != nil {
+			t.Errorf("prompt: %v", err)
+		}
+		got <- r
+	}()
+	<-entered
+	if err := h.conn.Cancel(ctx(t), acpsdk.CancelNotification{SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+	<-cancelled
+	close(gate)
+	select {
+	case r := <-got:
+		if r.StopReason != acpsdk.StopReasonCancelled {
+			t.Fatalf("stop reason %q", r.StopReason)
+		}
+	case <-time.After(wait):
+		t.Fatal("a prompt cancelled before it started ran on")
 	}
 }

@@ -310,11 +310,23 @@ func (a *agent) prompt(_ context.Context, p acpsdk.PromptRequest) (acpsdk.Prompt
 	if client == "" {
 		client = "acp"
 	}
+	if beforeStartTurn != nil {
+		beforeStartTurn()
+	}
 	if err := st.s.StartTurn(a.ctx, id, text, client); err != nil {
 		st.mu.Lock()
 		delete(st.waiters, id)
+		delete(st.early, id)
 		st.mu.Unlock()
 		return acpsdk.PromptResponse{}, mapErr(err)
+	}
+	// A session/cancel that came while the turn was being started.
+	st.mu.Lock()
+	early := st.early[id]
+	delete(st.early, id)
+	st.mu.Unlock()
+	if early {
+		a.spawn(func() { a.cancelOne(st, id, true) })
 	}
 	select {
 	case r := <-w:
@@ -342,23 +354,18 @@ func (a *agent) cancelNotification(_ context.Context, p acpsdk.CancelNotificatio
 }
 
 func (a *agent) cancel(st *attached) {
-	// Queued prompts first, so the cancelled turn's end starts none of them.
+	// Prompts that are queued or not started yet first, so the cancelled
+	// turn's end starts none of them; then the running turn.
 	st.mu.Lock()
-	queued := make(map[string]string, len(st.queued))
-	for q, r := range st.queued {
-		queued[q] = r
+	var ids []string
+	for id := range st.waiters {
+		if id != st.turnRequest {
+			ids = append(ids, id)
+		}
 	}
 	st.mu.Unlock()
-	for _, e := range st.s.Queue() {
-		reqID, ok := queued[e.QueueID]
-		if !ok {
-			continue
-		}
-		if err := st.s.RemoveQueued(a.ctx, a.requestID(), e.QueueID, e.Revision); err != nil {
-			a.log.Debug("A queued prompt could not be removed; it may have started", "session", st.s.ID(), "err", err)
-			continue
-		}
-		st.answer(reqID, result{stop: acpsdk.StopReasonCancelled})
+	for _, id := range ids {
+		a.cancelOne(st, id, true)
 	}
 	st.mu.Lock()
 	turn := st.turn
@@ -368,7 +375,59 @@ func (a *agent) cancel(st *attached) {
 			a.log.Debug("No turn to cancel", "session", st.s.ID(), "err", err)
 		}
 	}
+	if afterCancel != nil {
+		afterCancel()
+	}
 }
+
+// cancelOne cancels the prompt of request id: it removes it from the
+// queue, or cancels its turn; a prompt that is neither yet (its
+// session/prompt is between arriving and starting its turn, as the SDK
+// runs requests and notifications on different goroutines) is marked, and
+// the prompt cancels itself once it has started. retry allows one more
+// attempt when a queued prompt started meanwhile.
+func (a *agent) cancelOne(st *attached, id string, retry bool) {
+	st.mu.Lock()
+	queueID := ""
+	for q, r := range st.queued {
+		if r == id {
+			queueID = q
+			break
+		}
+	}
+	turn := ""
+	if st.turnRequest == id {
+		turn = st.turn
+	}
+	if _, waiting := st.waiters[id]; waiting && queueID == "" && turn == "" {
+		st.early[id] = true
+	}
+	st.mu.Unlock()
+	switch {
+	case queueID != "":
+		for _, e := range st.s.Queue() {
+			if e.QueueID != queueID {
+				continue
+			}
+			if err := st.s.RemoveQueued(a.ctx, a.requestID(), e.QueueID, e.Revision); err != nil {
+				a.log.Debug("A queued prompt could not be removed; it may have started", "session", st.s.ID(), "err", err)
+				if retry {
+					a.cancelOne(st, id, false)
+				}
+				return
+			}
+			st.answer(id, result{stop: acpsdk.StopReasonCancelled})
+		}
+	case turn != "":
+		if err := st.s.CancelTurn(turn); err != nil {
+			a.log.Debug("No turn to cancel", "session", st.s.ID(), "err", err)
+		}
+	}
+}
+
+// Test hooks: beforeStartTurn runs in session/prompt before the turn is
+// started or queued, afterCancel at the end of a session/cancel's work.
+var beforeStartTurn, afterCancel func()
 
 // promptText turns a prompt's content blocks into the turn's text: text as
 // it is, a resource link as a Markdown link the model can read with its
