@@ -43,6 +43,10 @@ type Config struct {
 	HostedWebSearch bool
 	ToolEnv         tools.Env
 	Policy          approval.Policy
+	// PolicyNow, when set, gives the policy at each call instead of
+	// Policy, so a client's mode switch applies within the running turn
+	// (session.Session.SetPolicy).
+	PolicyNow func() approval.Policy
 	// OnMessages, when set, is called on the turn's goroutine each time the
 	// loop adds messages to the turn (the prompt, an assistant message, a
 	// tool result), with just those messages, so that the session can
@@ -322,7 +326,11 @@ func (l *loop) check(call provider.ToolCall, progress func(string)) (tools.Resul
 }
 
 func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *tools.Plan, rep *reporter) (res tools.Result, started bool, err error) {
-	decision := l.cfg.Policy.Decide(plan.Risk)
+	policy := l.cfg.Policy
+	if l.cfg.PolicyNow != nil {
+		policy = l.cfg.PolicyNow()
+	}
+	decision := policy.Decide(plan.Risk)
 	if decision == approval.Ask && l.cfg.AutoApprove {
 		decision = approval.Run
 	}
@@ -336,7 +344,7 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 	switch decision {
 	case approval.Deny:
 		return tools.Failed(fmt.Sprintf("denied: the approval policy %q does not allow %s calls (%s risk) without asking, and it never asks; do not retry this call",
-			l.cfg.Policy, call.Name, plan.Risk)), false, nil
+			policy, call.Name, plan.Risk)), false, nil
 	case approval.Ask:
 		var proposed *protocol.Rule
 		if l.cfg.Rules != nil && plan.Rule != nil {

@@ -378,6 +378,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 		Tools:           s.tools,
 		HostedWebSearch: s.hostedSearch,
 		Policy:          policy,
+		PolicyNow:       s.Policy,
 		AutoApprove:     s.autoApprove,
 		Approvals:       s.approvals,
 		Rules:           s.rulesFunc(),
@@ -624,9 +625,10 @@ func (s *Session) Policy() approval.Policy {
 	return s.policy
 }
 
-// SetPolicy changes the session's approval policy from its next turn on
-// (a client's mode switch, such as ACP's session/set_mode); the running
-// turn keeps the policy it started with.
+// SetPolicy changes the session's approval policy (a client's mode
+// switch, such as ACP's session/set_mode): it applies to every tool call
+// from now on, those of the running turn's next model reply included; a
+// call already waiting for approval keeps waiting.
 func (s *Session) SetPolicy(p approval.Policy) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -783,3 +783,30 @@ func TestCancelBeforeThePromptStarts(t *testing.T) {
 		t.Fatal("a prompt cancelled before it started ran on")
 	}
 }
+
+// TestModeSwitchWithinATurn: a mode switch applies to the next model
+// reply's calls of the running turn.
+func TestModeSwitchWithinATurn(t *testing.T) {
+	t.Parallel()
+	h := start(t, harnessOptions{})
+	h.init()
+	sid, _ := h.newSession()
+	h.f.Enqueue(fo.Script(fo.Delay(500*time.Millisecond), fo.ToolCall("c1", "bash", `{"command":"touch ran"}`)), fo.Script(fo.Text("done")))
+	got := make(chan error, 1)
+	go func() { _, err := h.prompt(sid, "run"); got <- err }()
+	if _, err := h.f.WaitRequests(ctx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.conn.SetSessionMode(ctx(t), acpsdk.SetSessionModeRequest{SessionId: sid, ModeId: "auto"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	h.c.mu.Lock()
+	asked := len(h.c.asked)
+	h.c.mu.Unlock()
+	if _, err := os.Stat(filepath.Join(h.ws, "ran")); asked != 0 || err != nil {
+		t.Fatalf("after switching to full access mid-turn: asked %d, %v", asked, err)
+	}
+}
