@@ -44,9 +44,11 @@ var Table = []Layer{
 	// What delegation keeps on disk and several binaries read: sign-in
 	// files (which read the configuration) and delegation records.
 	{Name: "delegation state", Packages: []string{"delegate/signin", "delegate/records"}},
-	// What the programs are built from: the command line of a binary
-	// whose feature has not landed.
-	{Name: "clients and programs", Packages: []string{"placeholder"}},
+	// What the programs are built from: the one client connection (find,
+	// start and stop a server; frames over a byte stream), the CLI kit
+	// (exit codes, usage errors, the one error-to-exit-code function), the
+	// command line of a binary whose feature has not landed.
+	{Name: "clients and programs", Packages: []string{"cli", "client", "placeholder"}},
 }
 
 // TestOnly are the packages only tests use: the scripted fake model

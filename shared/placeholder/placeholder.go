@@ -7,24 +7,12 @@ package placeholder
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/version"
-)
-
-// Code is a process exit status.
-type Code int
-
-// Exit statuses.
-const (
-	ExitOK Code = 0
-	// ExitNotBuilt means the feature is not built yet.
-	ExitNotBuilt Code = 1
-	// ExitUsage means the command line was wrong.
-	ExitUsage Code = 2
 )
 
 // Command describes the binary.
@@ -39,27 +27,16 @@ type Command struct {
 	NotBuilt string
 }
 
-// usageError marks a command-line mistake.
-type usageError struct{ error }
-
-// Run runs the command with args and returns its exit code; it is the one
-// place an error becomes an exit code.
-func (c Command) Run(args []string, out, errOut io.Writer) Code {
+// Run runs the command with args and returns its exit code (the CLI
+// kit's: 1, cli.Failure, when asked to do the job that is not built; 2 for
+// a usage error); it is the one place an error becomes an exit code.
+func (c Command) Run(args []string, out, errOut io.Writer) cli.Code {
 	root := c.newRoot()
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(errOut)
-	err := root.ExecuteContext(context.Background())
-	if err == nil {
-		return ExitOK
-	}
-	fmt.Fprintf(errOut, "%s: %v\n", c.Name, err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(errOut, "Run '%s --help' for usage.\n", c.Name)
-		return ExitUsage
-	}
-	return ExitNotBuilt
+	cmd, err := root.ExecuteContextC(context.Background())
+	return cli.Program{Name: c.Name}.Exit(errOut, cmd, err)
 }
 
 func (c Command) newRoot() *cobra.Command {
@@ -72,14 +49,14 @@ func (c Command) newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown command %q for %q", args[0], c.Name)}
+				return cli.UsageErrorf("unknown command %q for %q", args[0], c.Name)
 			}
 			return nil
 		},
 		RunE: func(*cobra.Command, []string) error { return errors.New(c.NotBuilt) },
 	}
 	root.SetVersionTemplate(c.Name + " {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(cli.FlagErrorFunc)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
 }

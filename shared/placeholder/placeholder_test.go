@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/version"
 )
 
@@ -13,15 +14,15 @@ func TestRun(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     []string
-		wantCode Code
+		wantCode cli.Code
 		wantOut  string // substring of stdout, or "" for none
 		wantErr  string // substring of stderr, or "" for none
 	}{
 		{name: "version", args: []string{"--version"}, wantOut: "scv-x " + version.Version + "\n"},
 		{name: "help", args: []string{"--help"}, wantOut: "not built yet"},
-		{name: "no args says it is not built", args: nil, wantCode: ExitNotBuilt, wantErr: "scv-x: X is not built yet\n"},
-		{name: "unknown command", args: []string{"serve"}, wantCode: ExitUsage, wantErr: `unknown command "serve"`},
-		{name: "unknown flag", args: []string{"--bogus"}, wantCode: ExitUsage, wantErr: "unknown flag: --bogus"},
+		{name: "no args says it is not built", args: nil, wantCode: cli.Failure, wantErr: "scv-x: X is not built yet\n"},
+		{name: "unknown command", args: []string{"serve"}, wantCode: cli.Usage, wantErr: `unknown command "serve"`},
+		{name: "unknown flag", args: []string{"--bogus"}, wantCode: cli.Usage, wantErr: "unknown flag: --bogus"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 )
 
@@ -33,7 +34,7 @@ func privateCommand(f *cmdutil.Factory, home string, a adapters.Adapter) (path s
 
 // unknownAgent is the usage error for a name no adapter has.
 func unknownAgent(name string, allowed []string) error {
-	return cmdutil.UsageErrorf("unknown agent %q; choose one of: %s", name, joinNames(allowed))
+	return cli.UsageErrorf("unknown agent %q; choose one of: %s", name, joinNames(allowed))
 }
 
 func joinNames(names []string) string {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/spf13/cobra"
@@ -60,22 +61,22 @@ D is a number with a unit: 90m, 12h, 7d.`,
 		Example: "  scv agents gc --dry-run\n  scv agents gc --older-than 7d codex",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return cmdutil.UsageErrorf("gc takes at most one agent, got %d", len(args))
+				return cli.UsageErrorf("gc takes at most one agent, got %d", len(args))
 			}
 			if len(args) == 1 {
 				opts.Agent = args[0]
 				if !slices.ContainsFunc(transcriptDirs, func(t struct{ agent, dir string }) bool { return t.agent == opts.Agent }) {
-					return cmdutil.UsageErrorf("gc collects the transcripts of claude, codex and pi, not %q", opts.Agent)
+					return cli.UsageErrorf("gc collects the transcripts of claude, codex and pi, not %q", opts.Agent)
 				}
 			}
 			opts.OlderThan = defaultGCAge
 			if older != "" {
 				d, err := parseAge(older)
 				if err != nil {
-					return cmdutil.UsageErrorf("--older-than %q: %v", older, err)
+					return cli.UsageErrorf("--older-than %q: %v", older, err)
 				}
 				if d < minGCAge {
-					return cmdutil.UsageErrorf("--older-than %s is less than an hour; transcripts younger than 1h are always kept, so pass 1h or more", older)
+					return cli.UsageErrorf("--older-than %s is less than an hour; transcripts younger than 1h are always kept, so pass 1h or more", older)
 				}
 				opts.OlderThan = d
 			}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/spf13/cobra"
 )
@@ -39,27 +40,27 @@ scv    gives the nested SCV a copy of SCV's active provider.
 Keys are copied, never printed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return cmdutil.UsageErrorf("name what to import: codex, grok, pi --from-scv-provider, or scv")
+				return cli.UsageErrorf("name what to import: codex, grok, pi --from-scv-provider, or scv")
 			}
 			opts.Agent = args[0]
 			switch opts.Agent {
 			case "codex", "grok":
 				if opts.FromSCVProvider {
-					return cmdutil.UsageErrorf("--from-scv-provider is for pi only")
+					return cli.UsageErrorf("--from-scv-provider is for pi only")
 				}
 			case "pi":
 				if !opts.FromSCVProvider {
-					return cmdutil.UsageErrorf("import pi needs --from-scv-provider (or sign pi in with scv agents login pi)")
+					return cli.UsageErrorf("import pi needs --from-scv-provider (or sign pi in with scv agents login pi)")
 				}
 				if opts.From != "" {
-					return cmdutil.UsageErrorf("import pi takes no --from")
+					return cli.UsageErrorf("import pi takes no --from")
 				}
 			case "scv":
 				if opts.From != "" || opts.FromSCVProvider {
-					return cmdutil.UsageErrorf("import scv takes no flags: it always copies SCV's active provider")
+					return cli.UsageErrorf("import scv takes no flags: it always copies SCV's active provider")
 				}
 			default:
-				return cmdutil.UsageErrorf("cannot import %q; choose codex, grok, pi --from-scv-provider, or scv", opts.Agent)
+				return cli.UsageErrorf("cannot import %q; choose codex, grok, pi --from-scv-provider, or scv", opts.Agent)
 			}
 			if runF != nil {
 				return runF(opts)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/spf13/cobra"
 )
@@ -35,9 +36,9 @@ gone and removes its record.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case opts.Orphans && len(args) > 0:
-				return cmdutil.UsageErrorf("give a HANDLE or --orphans, not both")
+				return cli.UsageErrorf("give a HANDLE or --orphans, not both")
 			case !opts.Orphans && len(args) != 1:
-				return cmdutil.UsageErrorf("name the run to stop, such as scv agents kill codex-3f9a2c, or pass --orphans")
+				return cli.UsageErrorf("name the run to stop, such as scv agents kill codex-3f9a2c, or pass --orphans")
 			}
 			if len(args) == 1 {
 				opts.Handle = args[0]
@@ -61,7 +62,7 @@ func killRun(ctx context.Context, opts *KillOptions) error {
 		return killOrphans(ctx, home, opts)
 	}
 	if err := records.CheckName("handle", opts.Handle); err != nil {
-		return cmdutil.UsageErrorf("%v; pass a handle as scv agents ps lists it", err)
+		return cli.UsageErrorf("%v; pass a handle as scv agents ps lists it", err)
 	}
 	r, err := records.Read(home, opts.Handle)
 	var ce *records.CorruptError

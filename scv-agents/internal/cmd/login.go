@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/delegate/signin"
@@ -54,14 +55,14 @@ A key is never accepted as an argument.`,
 				names, opts.Extra = args[:dash], args[dash:]
 			}
 			if len(names) != 1 {
-				return cmdutil.UsageErrorf("name one agent to sign in, such as scv agents login codex")
+				return cli.UsageErrorf("name one agent to sign in, such as scv agents login codex")
 			}
 			opts.Agent = names[0]
 			if opts.OpenAICompatible && opts.Agent != adapters.Pi {
-				return cmdutil.UsageErrorf("--openai-compatible is for pi only")
+				return cli.UsageErrorf("--openai-compatible is for pi only")
 			}
 			if !opts.OpenAICompatible && (opts.BaseURL != "" || opts.WireAPI != "" || opts.Model != "") {
-				return cmdutil.UsageErrorf("--base-url, --wire-api and --model go with --openai-compatible")
+				return cli.UsageErrorf("--base-url, --wire-api and --model go with --openai-compatible")
 			}
 			if runF != nil {
 				return runF(opts)
@@ -84,7 +85,7 @@ func loginRun(ctx context.Context, opts *LoginOptions) error {
 	switch opts.Agent {
 	case adapters.DSH:
 		if len(opts.Extra) > 0 {
-			return cmdutil.UsageErrorf("dsh login takes no arguments after --; it reads the key from the terminal or stdin")
+			return cli.UsageErrorf("dsh login takes no arguments after --; it reads the key from the terminal or stdin")
 		}
 		key, err := readKey(opts.F, "DeepSeek API key: ")
 		if err != nil {
@@ -103,7 +104,7 @@ func loginRun(ctx context.Context, opts *LoginOptions) error {
 		fmt.Fprintln(opts.IO.ErrOut, "Opening pi in its private home: run /login, sign in, then /quit.")
 		return runOwn(ctx, opts.F, home, a, opts.Extra, "pi")
 	case "scv":
-		return cmdutil.UsageErrorf("the nested SCV signs in with a copy of SCV's own provider: run scv agents import scv")
+		return cli.UsageErrorf("the nested SCV signs in with a copy of SCV's own provider: run scv agents import scv")
 	}
 	a, ok := adapters.Get(opts.Agent)
 	if !ok {
@@ -186,7 +187,7 @@ func loginPiEndpoint(home string, opts *LoginOptions) error {
 	}
 	e := signin.PiEndpoint{BaseURL: opts.BaseURL, WireAPI: config.WireAPI(opts.WireAPI), Model: opts.Model}
 	if err := e.Validate(); err != nil && !strings.Contains(err.Error(), "API key") {
-		return cmdutil.UsageErrorf("%v", err)
+		return cli.UsageErrorf("%v", err)
 	}
 	var key string
 	var err error

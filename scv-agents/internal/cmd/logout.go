@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/spf13/cobra"
@@ -30,7 +31,7 @@ pi loses auth.json, the scv provider and a default that points at it; the nested
 SCV's configuration file is removed. Your own login is not touched.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return cmdutil.UsageErrorf("name one agent to sign out, such as scv agents logout claude")
+				return cli.UsageErrorf("name one agent to sign out, such as scv agents logout claude")
 			}
 			opts.Agent = args[0]
 			if runF != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/spf13/cobra"
 )
@@ -29,7 +30,7 @@ handle, agent, parent session, conversation and turn, state (running, idle
 between turns, or background while a nested SCV's own jobs run), age and
 directory. --all also lists orphans: runs whose SCV process is gone, which
 the next reconcile or "scv agents kill --orphans" stops.`,
-		Args: cmdutil.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(opts)

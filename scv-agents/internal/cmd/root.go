@@ -4,10 +4,10 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
+	"github.com/scv-cli/scv/shared/cli"
 	sharedversion "github.com/scv-cli/scv/shared/version"
 	"github.com/spf13/cobra"
 )
@@ -22,18 +22,12 @@ func Run(f *cmdutil.Factory, args []string) int {
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(context.Background())
-	if err == nil {
-		return cmdutil.ExitOK
-	}
-	fmt.Fprintf(f.IO.ErrOut, "scv agents: %v\n", err)
-	if cmdutil.IsUsage(err) {
-		if cmd != nil {
-			fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
-		}
-		return cmdutil.ExitUsage
-	}
-	return cmdutil.ExitFailure
+	return int(program.Exit(f.IO.ErrOut, cmd, err))
 }
+
+// program is how scv-agents reports errors, under the name the user typed
+// most likely ("scv agents").
+var program = cli.Program{Name: "scv agents"}
 
 // NewCmdRoot returns the root command with every subcommand.
 func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
@@ -47,7 +41,7 @@ $SCV_HOME/agents/<name>, separate from your own login.
 
 Exit codes: 0 ok, 1 failure, 2 usage error.`,
 		Version:       sharedversion.Version,
-		Args:          cmdutil.NoArgs,
+		Args:          cli.NoArgs,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Runnable, so that cobra checks Args: a mistyped subcommand is a
@@ -58,7 +52,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error.`,
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
-	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
+	root.SetFlagErrorFunc(cli.FlagErrorFunc)
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
 		NewCmdPs(f, nil),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-agents/internal/cmdutil"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/spf13/cobra"
@@ -34,7 +35,7 @@ holds a sign-in. For Claude Code and Codex this runs the CLI's own status
 command with the private environment and prints only a summary; for the
 others it reads the credential file and says whether one is stored, never its
 value. Imported setups are compared with their source.`,
-		Args: cmdutil.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(opts)

@@ -1,9 +1,9 @@
 // Package cmdutil holds what every scv-agents command is built from: the
 // Factory of dependencies (streams, environment, the instance directory,
-// how to run an agent's own command, how to read a secret), the exit
-// codes, and small cobra helpers. Commands take a *Factory instead of
-// reaching for os.Stdout or os.Environ, so tests can hand them fakes (the
-// GitHub CLI's Factory pattern).
+// how to run an agent's own command, how to read a secret). The exit
+// codes and cobra helpers are the CLI kit's (shared/cli). Commands take a
+// *Factory instead of reaching for os.Stdout or os.Environ, so tests can
+// hand them fakes (the GitHub CLI's Factory pattern).
 package cmdutil
 
 import (
@@ -16,24 +16,13 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/paths"
-	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
 
-// Exit codes of scv-agents.
-const (
-	ExitOK      = 0
-	ExitFailure = 1
-	ExitUsage   = 2
-)
-
-// IOStreams are the standard streams of a command.
-type IOStreams struct {
-	In     io.Reader
-	Out    io.Writer
-	ErrOut io.Writer
-}
+// IOStreams are the standard streams of a command (the CLI kit's).
+type IOStreams = cli.IOStreams
 
 // Factory carries the dependencies of the commands.
 type Factory struct {
@@ -122,35 +111,4 @@ func (f *Factory) ReadLine(r *bufio.Reader) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(line), nil
-}
-
-// UsageError is a mistake on the command line; it exits with ExitUsage.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-// UsageErrorf returns a *UsageError with a formatted message.
-func UsageErrorf(format string, args ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, args...)}
-}
-
-// IsUsage reports whether err is, or wraps, a *UsageError.
-func IsUsage(err error) bool {
-	var u *UsageError
-	return errors.As(err, &u)
-}
-
-// FlagErrorFunc makes cobra's flag-parsing errors usage errors.
-func FlagErrorFunc(_ *cobra.Command, err error) error { return &UsageError{Err: err} }
-
-// NoArgs refuses positional arguments with a usage error.
-func NoArgs(cmd *cobra.Command, args []string) error {
-	if len(args) == 0 {
-		return nil
-	}
-	if cmd.HasSubCommands() {
-		return UsageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
-	}
-	return UsageErrorf("%q takes no arguments, got %q", cmd.CommandPath(), args[0])
 }

@@ -5,6 +5,7 @@ package cmd
 import (
 	"os"
 
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/placeholder"
 )
 
@@ -17,6 +18,6 @@ var Command = placeholder.Command{
 }
 
 // Main runs scv-bridge with the process's arguments and returns its exit code.
-func Main() placeholder.Code {
+func Main() cli.Code {
 	return Command.Run(os.Args[1:], os.Stdout, os.Stderr)
 }

@@ -1,7 +1,7 @@
 // Package cmd is the scv-server command line: `scv-server --stdio` serves
 // the protocol on standard input and output, `scv-server schema --out DIR`
-// writes the protocol's JSON Schema. Main maps errors to exit codes in one
-// place.
+// writes the protocol's JSON Schema. Run maps errors to the exit codes of
+// the CLI kit (shared/cli) in one place.
 package cmd
 
 import (
@@ -22,18 +22,10 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
 	"github.com/scv-cli/scv/scv-server/internal/logwriter"
 	"github.com/scv-cli/scv/scv-server/internal/server"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol/schema"
 	"github.com/scv-cli/scv/shared/version"
-)
-
-// Exit codes.
-const (
-	ExitOK              = 0
-	ExitError           = 1
-	ExitUsage           = 2
-	ExitVersionMismatch = 3
-	ExitConfig          = 78 // EX_CONFIG
 )
 
 // IO is the process's standard streams and environment.
@@ -68,9 +60,6 @@ const logFlushTimeout = 2 * time.Second
 // then the process exits 1. SIGHUP is the terminal closing.
 var shutdownSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
-// usageError marks a command-line mistake.
-type usageError struct{ error }
-
 // Run runs the command with args and returns the exit code.
 func Run(args []string, stdio IO) int {
 	ctx, stop := signal.NotifyContext(context.Background(), shutdownSignals...)
@@ -80,29 +69,29 @@ func Run(args []string, stdio IO) int {
 	root.SetOut(stdio.ErrOut) // help and usage never touch the protocol stream
 	root.SetErr(stdio.ErrOut)
 	err := root.ExecuteContext(ctx)
-	return exitCode(err, stdio.ErrOut)
+	return int(program.Exit(stdio.ErrOut, nil, classify(err)))
 }
 
-func exitCode(err error, errOut io.Writer) int {
-	if err == nil {
-		return ExitOK
-	}
-	var ue usageError
+// program is how scv-server reports errors: "scv-server: message" on
+// stderr, without a --help hint (its stderr is a log).
+var program = cli.Program{Name: "scv-server", NoUsageHint: true}
+
+// classify gives the server's errors their exit codes of the CLI kit's
+// table: 3 for a client that speaks no version of ours, 78 for a
+// configuration refused before any input was read; a run ended by a signal
+// exits 1 without a message (the signal said it all).
+func classify(err error) error {
 	switch {
-	case errors.As(err, &ue):
-		fmt.Fprintf(errOut, "scv-server: %v\n", err)
-		return ExitUsage
+	case err == nil, cli.IsUsage(err):
+		return err
 	case errors.Is(err, ndjson.ErrVersionMismatch):
-		fmt.Fprintf(errOut, "scv-server: %v\n", err)
-		return ExitVersionMismatch
+		return cli.WithCode(cli.VersionMismatch, err)
 	case errors.Is(err, server.ErrConfig):
-		fmt.Fprintf(errOut, "scv-server: %v\n", err)
-		return ExitConfig
+		return cli.WithCode(cli.Config, err)
 	case errors.Is(err, context.Canceled):
-		return ExitError
+		return cli.WithCode(cli.Failure, nil)
 	}
-	fmt.Fprintf(errOut, "scv-server: %v\n", err)
-	return ExitError
+	return err
 }
 
 // NewCmdRoot returns the root command.
@@ -122,16 +111,16 @@ func NewCmdRoot(stdio IO) *cobra.Command {
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !useStdio {
-				return usageError{errors.New("nothing to do: run `scv-server --stdio` to serve the protocol on stdin and stdout (see --help)")}
+				return cli.UsageErrorf("nothing to do: run `scv-server --stdio` to serve the protocol on stdin and stdout (see --help)")
 			}
 			log, err := newLogger(stdio.ErrOut, logLevel, stdio.Env)
 			if err != nil {
-				return usageError{err}
+				return &cli.UsageError{Err: err}
 			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
-					return usageError{fmt.Errorf("--cpuprofile: %w", err)}
+					return cli.UsageErrorf("--cpuprofile: %w", err)
 				}
 				defer f.Close()
 				if err := pprof.StartCPUProfile(f); err != nil {
@@ -147,7 +136,7 @@ func NewCmdRoot(stdio IO) *cobra.Command {
 	root.Flags().StringVar(&logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default warn, or $SCV_LOG_LEVEL)")
 	root.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	_ = root.Flags().MarkHidden("cpuprofile")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(cli.FlagErrorFunc)
 	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdACP(stdio))
 	return root
 }
@@ -166,7 +155,7 @@ Exit codes: 0 at the end of input, 1 on a runtime failure or a signal, 2 on a us
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(stdio.ErrOut, logLevel, stdio.Env)
 			if err != nil {
-				return usageError{err}
+				return &cli.UsageError{Err: err}
 			}
 			return server.RunACP(cmd.Context(), server.Options{Env: stdio.Env, ApprovalPolicy: policy, Logger: log}, stdio.In, stdio.Out)
 		},
@@ -184,7 +173,7 @@ func newCmdSchema(stdio IO) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if out == "" {
-				return usageError{errors.New("schema needs --out DIR")}
+				return cli.UsageErrorf("schema needs --out DIR")
 			}
 			if err := schema.Write(out); err != nil {
 				return err

@@ -22,6 +22,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/server"
 	"github.com/scv-cli/scv/scv-server/internal/session"
+	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -178,10 +179,11 @@ func (s *Server) Stop() {
 	s.Client.wait()
 }
 
-// Client speaks the protocol to a server.
+// Client speaks the protocol to a server through shared/client's Conn,
+// the connection every SCV client uses.
 type Client struct {
 	t      testing.TB
-	w      io.Writer
+	conn   *client.Conn
 	events chan Frame
 	wg     sync.WaitGroup
 
@@ -199,25 +201,24 @@ type Frame struct {
 	Err   error
 }
 
-// NewClient reads frames from r and writes to w.
+// NewClient reads frames from r and writes to w. The test owns r and w:
+// the client never closes them.
 func NewClient(t testing.TB, r io.Reader, w io.Writer) *Client {
-	c := &Client{t: t, w: w, events: make(chan Frame, 1<<16), lastSq: map[string]uint64{}}
+	conn := client.NewConn(readWriter{r, w}, protocol.MaxServerFrameBytes)
+	c := &Client{t: t, conn: conn, events: make(chan Frame, 1<<16), lastSq: map[string]uint64{}}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		defer close(c.events)
-		fr := protocol.NewFrameReader(r, protocol.MaxServerFrameBytes)
 		for {
-			line, err := fr.Next()
+			f, err := conn.Read()
 			if err != nil {
 				return
 			}
-			raw := append([]byte(nil), line...)
-			ev, derr := protocol.DecodeEvent(raw)
 			c.mu.Lock()
-			c.lines = append(c.lines, raw)
+			c.lines = append(c.lines, f.Raw)
 			c.mu.Unlock()
-			c.events <- Frame{Raw: raw, Event: ev, Err: derr}
+			c.events <- Frame{Raw: f.Raw, Event: f.Event, Err: f.Err}
 			c.mu.Lock()
 			resume := c.resume
 			c.mu.Unlock()
@@ -230,6 +231,14 @@ func NewClient(t testing.TB, r io.Reader, w io.Writer) *Client {
 }
 
 func (c *Client) wait() { c.wg.Wait() }
+
+// readWriter is a byte stream whose ends the test closes itself.
+type readWriter struct {
+	io.Reader
+	io.Writer
+}
+
+func (readWriter) Close() error { return nil }
 
 // Pause stops reading the server's output after the frame being read, so
 // the server sees a client that does not keep up.
@@ -253,11 +262,11 @@ func (c *Client) Resume() {
 
 // TrySend writes a client message and returns the write error.
 func (c *Client) TrySend(m protocol.ClientMessage) error {
-	b, err := protocol.EncodeClientMessage(m)
-	if err != nil {
-		return err
+	err := c.conn.Send(m)
+	var we *client.WriteError
+	if errors.As(err, &we) {
+		return we.Err
 	}
-	_, err = io.WriteString(c.w, string(b)+"\n")
 	return err
 }
 
@@ -289,7 +298,7 @@ func (c *Client) Send(m protocol.ClientMessage) {
 // SendRaw writes one line as is (a newline is added).
 func (c *Client) SendRaw(line string) {
 	c.t.Helper()
-	if _, err := io.WriteString(c.w, line+"\n"); err != nil {
+	if err := c.conn.WriteFrames([]byte(line + "\n")); err != nil {
 		c.t.Fatalf("sending %.80q: %v", line, err)
 	}
 }

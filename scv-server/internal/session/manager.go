@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/scv-cli/scv/shared/paths"
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
@@ -399,19 +400,22 @@ func canonicalWorkspace(cwd string) (string, error) {
 	if !filepath.IsAbs(cwd) {
 		return "", errorf(protocol.ErrInvalidRequest, "cwd %q is not an absolute path: send the workspace as an absolute path", cwd)
 	}
-	real, err := filepath.EvalSymlinks(cwd)
-	if err != nil {
+	real, err := paths.ResolveWorkspace(cwd, true)
+	var we *paths.WorkspaceError
+	if errors.As(err, &we) {
+		switch we.Step {
+		case paths.WorkspaceNotDir:
+			return "", errorf(protocol.ErrInvalidRequest, "cwd is not a directory: %s", cwd)
+		case paths.WorkspaceStat:
+			return "", errorf(protocol.ErrInvalidRequest, "cwd %s cannot be read: %v", cwd, we.Err)
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			return "", errorf(protocol.ErrInvalidRequest, "cwd %s does not exist", cwd)
 		}
-		return "", errorf(protocol.ErrInvalidRequest, "cwd %s cannot be resolved: %v", cwd, err)
+		return "", errorf(protocol.ErrInvalidRequest, "cwd %s cannot be resolved: %v", cwd, we.Err)
 	}
-	fi, err := os.Stat(real)
 	if err != nil {
-		return "", errorf(protocol.ErrInvalidRequest, "cwd %s cannot be read: %v", cwd, err)
-	}
-	if !fi.IsDir() {
-		return "", errorf(protocol.ErrInvalidRequest, "cwd is not a directory: %s", cwd)
+		return "", errorf(protocol.ErrInvalidRequest, "cwd %s cannot be resolved: %v", cwd, err)
 	}
 	return filepath.Clean(real), nil
 }

@@ -1,5 +1,9 @@
 // Package client runs `scv-server --stdio` as a child process of the TUI and
-// carries protocol frames to and from it. It decodes what the server writes
+// carries protocol frames to and from it. Finding, starting and stopping the
+// server, the frames and the exit mapping are shared/client's; this package
+// adds what the TUI needs on top: a bounded send queue that never blocks the
+// UI, the server's stderr in a log file, restarts, and one channel of
+// messages across processes. It decodes what the server writes
 // into protocol events and reports everything else (a line that is not an
 // event, a frame over the limit, the process exiting) as problems; it never
 // interprets events beyond decoding them.
@@ -19,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/statefile"
@@ -60,7 +65,7 @@ type Message struct {
 
 // Config describes how to run the server.
 type Config struct {
-	Path      string        // the scv-server binary (see Finder)
+	Path      string        // the scv-server binary (shared/client.Finder)
 	Args      []string      // its arguments; nil means "--stdio"
 	Dir       string        // its working directory: the workspace
 	Env       []string      // its environment; nil means this process's
@@ -165,15 +170,10 @@ func (c *Client) Restart() error {
 
 // Send queues m for the current process. It never waits for the server.
 func (c *Client) Send(m protocol.ClientMessage) error {
-	frame, err := protocol.EncodeClientMessage(m)
+	frame, err := sclient.EncodeChecked(m)
 	if err != nil {
-		return fmt.Errorf("encoding %s: %w", m.Kind(), err)
+		return err
 	}
-	if len(frame) > protocol.MaxClientFrameBytes {
-		return fmt.Errorf("the %s message is %d bytes, over the server's %d-byte limit; make it shorter",
-			m.Kind(), len(frame), protocol.MaxClientFrameBytes)
-	}
-	frame = append(frame, '\n')
 	c.mu.Lock()
 	p, closed := c.cur, c.closed
 	c.mu.Unlock()

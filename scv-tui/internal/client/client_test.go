@@ -427,7 +427,7 @@ func TestCloseKillsAStubbornServer(t *testing.T) {
 		t.Fatalf("got %+v, want the ready event", m)
 	}
 	c.mu.Lock()
-	pgid := c.cur.cmd.Process.Pid
+	pgid := c.cur.sp.Pid()
 	c.mu.Unlock()
 	start := time.Now()
 	err := closeClient(t, c)
@@ -576,64 +576,6 @@ func TestExitErrorMessages(t *testing.T) {
 		if got := tt.ee.Error(); got != tt.want {
 			t.Errorf("%+v: %q, want %q", tt.ee, got, tt.want)
 		}
-	}
-}
-
-func TestFinder(t *testing.T) {
-	dir := t.TempDir()
-	next := filepath.Join(dir, "bin", ServerName)
-	envBin := filepath.Join(dir, "env-server")
-	for _, p := range []string{next, envBin} {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	notExec := filepath.Join(dir, "plain")
-	if err := os.WriteFile(notExec, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	self := func(p string) func() (string, error) { return func() (string, error) { return p, nil } }
-	env := func(v string) func(string) string {
-		return func(k string) string {
-			if k == ServerBinEnv {
-				return v
-			}
-			return ""
-		}
-	}
-	onPath := func(string) (string, error) { return "/usr/bin/scv-server", nil }
-	notOnPath := func(string) (string, error) { return "", exec.ErrNotFound }
-	tests := []struct {
-		name    string
-		f       Finder
-		want    string
-		wantErr []string
-	}{
-		{"the variable wins", Finder{self(filepath.Join(dir, "bin", "scv-tui")), env(envBin), onPath}, envBin, nil},
-		{"then next to the executable", Finder{self(filepath.Join(dir, "bin", "scv-tui")), env(""), onPath}, next, nil},
-		{"then PATH", Finder{self(filepath.Join(dir, "scv-tui")), env(""), onPath}, "/usr/bin/scv-server", nil},
-		{"a bad variable is an error, not a fallback", Finder{self(filepath.Join(dir, "bin", "scv-tui")), env(notExec), onPath}, "", []string{"SCV_SERVER_BIN=" + notExec + " cannot be run: it is not executable"}},
-		{"nowhere", Finder{self(filepath.Join(dir, "scv-tui")), env(""), notOnPath}, "", []string{"next to scv-tui (in " + dir + ")", "SCV_SERVER_BIN is not set", "$PATH", "scripts/build.sh"}},
-		{"nowhere, bad variable", Finder{self(filepath.Join(dir, "scv-tui")), env(notExec), notOnPath}, "", []string{"SCV_SERVER_BIN=" + notExec + " cannot be run: it is not executable"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.f.Find()
-			if got != tt.want {
-				t.Errorf("Find = %q, want %q", got, tt.want)
-			}
-			for _, w := range tt.wantErr {
-				if err == nil || !strings.Contains(err.Error(), w) {
-					t.Errorf("error %v does not contain %q", err, w)
-				}
-			}
-			if tt.wantErr == nil && err != nil {
-				t.Errorf("error %v", err)
-			}
-		})
 	}
 }
 

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -20,29 +19,28 @@ import (
 // them open would otherwise block the reader forever.
 const drainGrace = 2 * time.Second
 
-// proc is one server process and its goroutines.
+// proc is one server process (started and stopped by shared/client) and
+// the goroutines that carry its frames.
 type proc struct {
-	cmd     *exec.Cmd
+	sp      *sclient.Process
+	conn    *sclient.Conn
 	logPath string
 	out     chan<- Message
 
-	stdinW, stdoutR, stderrR *os.File
-	log                      *os.File // nil when stderr is discarded
+	log *os.File // nil when stderr is discarded
 
 	mu       sync.Mutex
 	stopping bool        // set once; the queue is closed then
 	queue    chan []byte // frames for the writer
 
-	abort    chan struct{} // closed when stopping: deliveries are dropped
-	exited   chan struct{} // closed when cmd.Wait returned
-	waitErr  error         // cmd.Wait's result, read after exited
+	abort    chan struct{}   // closed when stopping: deliveries are dropped
+	exited   <-chan struct{} // the Process's Exited
 	readDone chan struct{}
 	errDone  chan struct{}
 	wrDone   chan struct{} // closed when the writer has ended
 	done     chan struct{} // closed when every goroutine has ended
 	tail     tailBuffer    // the end of stderr, for the exit message
 
-	killed      bool // stop killed it; read after done
 	exitedFirst bool // it exited before stop began; read after done
 }
 
@@ -53,7 +51,6 @@ func startProc(cfg Config, out chan<- Message) (p *proc, err error) {
 		out:      out,
 		queue:    make(chan []byte, cfg.QueueSize),
 		abort:    make(chan struct{}),
-		exited:   make(chan struct{}),
 		readDone: make(chan struct{}),
 		errDone:  make(chan struct{}),
 		wrDone:   make(chan struct{}),
@@ -73,54 +70,25 @@ func startProc(cfg Config, out chan<- Message) (p *proc, err error) {
 		}
 		closers = append(closers, p.log)
 	}
-	// Plain pipes rather than cmd.*Pipe: Wait must not close our ends,
-	// and the reader must be able to drain stdout after the exit.
-	stdinR, stdinW, err := os.Pipe()
+	// Its own process group (shared/client): a Ctrl+C on the terminal
+	// reaches only the TUI, which shuts the server down itself; and Close
+	// can kill the server together with anything it started. Its stderr
+	// is a pipe this package copies into the log.
+	sp, err := sclient.Start(sclient.Command{Path: cfg.Path, Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env})
 	if err != nil {
-		return nil, fmt.Errorf("starting %s: %w", cfg.Path, err)
+		return nil, err
 	}
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		_ = stdinR.Close()
-		_ = stdinW.Close()
-		return nil, fmt.Errorf("starting %s: %w", cfg.Path, err)
-	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		for _, f := range []*os.File{stdinR, stdinW, stdoutR, stdoutW} {
-			_ = f.Close()
-		}
-		return nil, fmt.Errorf("starting %s: %w", cfg.Path, err)
-	}
-	childEnds := []*os.File{stdinR, stdoutW, stderrW}
-	closers = append(closers, stdinW, stdoutR, stderrR)
+	p.sp, p.exited = sp, sp.Exited()
+	p.conn = sclient.NewConn(sp.Stream(), cfg.MaxFrame)
+	p.logf("started %s %s in %s (pid %d)", cfg.Path, strings.Join(cfg.Args, " "), cfg.Dir, sp.Pid())
 
-	cmd := exec.Command(cfg.Path, cfg.Args...)
-	cmd.Dir = cfg.Dir
-	cmd.Env = cfg.Env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	// Its own process group: a Ctrl+C on the terminal reaches only the
-	// TUI, which shuts the server down itself; and Close can kill the
-	// server together with anything it started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	for _, f := range childEnds {
-		_ = f.Close()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("starting %s: %w", cfg.Path, err)
-	}
-	p.cmd, p.stdinW, p.stdoutR, p.stderrR = cmd, stdinW, stdoutR, stderrR
-	p.logf("started %s %s in %s (pid %d)", cfg.Path, strings.Join(cfg.Args, " "), cfg.Dir, cmd.Process.Pid)
-
-	go p.wait()
 	go p.copyStderr()
 	go p.write()
 	go func() {
 		// The first message of the process; the reader and then the
 		// monitor are its only other senders.
 		p.deliver(Message{Started: true})
-		p.read(cfg.MaxFrame)
+		p.read()
 	}()
 	go p.monitor()
 	return p, nil
@@ -135,11 +103,6 @@ func (p *proc) logf(format string, args ...any) {
 	}
 	line := fmt.Sprintf("scv-tui %s: %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
 	_, _ = p.log.WriteString(line)
-}
-
-func (p *proc) wait() {
-	p.waitErr = p.cmd.Wait()
-	close(p.exited)
 }
 
 // gone reports whether the process has exited or is being stopped.
@@ -170,26 +133,23 @@ func (p *proc) deliver(m Message) {
 // read decodes stdout until end of file. It keeps reading while the
 // process is being stopped, so a server that writes its last events on
 // the way out is never blocked on a full pipe.
-func (p *proc) read(maxFrame int) {
+func (p *proc) read() {
 	defer close(p.readDone)
-	fr := protocol.NewFrameReader(p.stdoutR, maxFrame)
 	for {
-		frame, err := fr.Next()
-		var big *protocol.ErrFrameTooLarge
-		switch {
-		case errors.As(err, &big):
-			p.deliver(Message{Err: &LineError{Size: big.Size, Limit: big.Limit, Err: err}})
-			continue
-		case err != nil:
+		f, err := p.conn.Read()
+		if err != nil {
 			// io.EOF, or the pipe closed by the monitor.
 			return
 		}
-		ev, err := protocol.DecodeEvent(frame)
-		if err != nil {
-			p.deliver(Message{Err: &LineError{Line: clip(frame), Size: len(frame), Err: err}})
-			continue
+		var big *protocol.ErrFrameTooLarge
+		switch {
+		case errors.As(f.Err, &big):
+			p.deliver(Message{Err: &LineError{Size: big.Size, Limit: big.Limit, Err: f.Err}})
+		case f.Err != nil:
+			p.deliver(Message{Err: &LineError{Line: clip(f.Raw), Size: len(f.Raw), Err: f.Err}})
+		default:
+			p.deliver(Message{Event: f.Event})
 		}
-		p.deliver(Message{Event: ev})
 	}
 }
 
@@ -199,7 +159,7 @@ func (p *proc) copyStderr() {
 	defer close(p.errDone)
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := p.stderrR.Read(buf)
+		n, err := p.sp.Stderr.Read(buf)
 		if n > 0 {
 			p.tail.Write(buf[:n])
 			if p.log != nil {
@@ -217,14 +177,14 @@ func (p *proc) copyStderr() {
 // server is gone) or when the process has exited.
 func (p *proc) write() {
 	defer close(p.wrDone)
-	defer p.stdinW.Close()
+	defer func() { _ = p.sp.CloseStdin() }()
 	for {
 		select {
 		case frame, ok := <-p.queue:
 			if !ok {
 				return
 			}
-			if _, err := p.stdinW.Write(frame); err != nil {
+			if err := p.conn.WriteFrames(frame); err != nil {
 				return
 			}
 		case <-p.exited:
@@ -278,48 +238,43 @@ func (p *proc) monitor() {
 		case <-timer.C:
 			// Something the server started still holds the pipes; end
 			// the group and stop reading.
-			p.logf("scv-server (pid %d) exited, but its output is still open after %s; killing its process group", p.cmd.Process.Pid, drainGrace)
-			p.killGroup()
-			_ = p.stdoutR.Close()
-			_ = p.stderrR.Close()
+			p.logf("scv-server (pid %d) exited, but its output is still open after %s; killing its process group", p.sp.Pid(), drainGrace)
+			p.sp.KillGroup()
+			p.closeOutput()
 			<-p.readDone
 			<-p.errDone
 		}
 	}
 	<-p.wrDone
-	_ = p.stdoutR.Close()
-	_ = p.stderrR.Close()
+	p.closeOutput()
 	ee := p.exitError()
-	p.logf("scv-server (pid %d) %s", p.cmd.Process.Pid, ee.status())
+	p.logf("scv-server (pid %d) %s", p.sp.Pid(), ee.status())
 	if p.log != nil {
 		_ = p.log.Close()
 	}
 	p.deliver(Message{Err: ee, Exited: true})
 }
 
-// exitError describes how the process ended. Call it after exited.
-func (p *proc) exitError() *ExitError {
-	ee := &ExitError{Code: -1, Stderr: p.tail.Lines(maxStderrLines), LogPath: p.logPath}
-	st := p.cmd.ProcessState
-	if st == nil {
-		ee.Err = p.waitErr
-		return ee
-	}
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		ee.Signal = ws.Signal().String()
-		return ee
-	}
-	ee.Code = st.ExitCode()
-	return ee
+// closeOutput closes the read ends of the server's stdout and stderr,
+// which ends the reader and the stderr copier.
+func (p *proc) closeOutput() {
+	_ = p.sp.Stdout.Close()
+	_ = p.sp.Stderr.Close()
 }
 
-// killGroup kills the server's process group. It is only called while the
-// group can still exist: before the leader was reaped, or while its
-// pipes are held open by members.
-func (p *proc) killGroup() {
-	if pr := p.cmd.Process; pr != nil {
-		_ = syscall.Kill(-pr.Pid, syscall.SIGKILL)
+// exitError describes how the process ended, from shared/client's exit
+// mapping plus the end of its stderr and where the log is. Call it after
+// exited.
+func (p *proc) exitError() *ExitError {
+	ee := &ExitError{Stderr: p.tail.Lines(maxStderrLines), LogPath: p.logPath}
+	var xe *sclient.ExitError
+	if err := p.sp.ExitError(); errors.As(err, &xe) {
+		ee.Code, ee.Signal = xe.Code, xe.Signal
+		if xe.State == nil {
+			ee.Err = xe.Err
+		}
 	}
+	return ee
 }
 
 // stop ends the process as Close describes and joins its goroutines.
@@ -341,23 +296,24 @@ func (p *proc) stop(ctx context.Context, grace time.Duration) error {
 		<-p.done
 		return nil
 	}
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
+	// The writer closes stdin after the frames queued before; then the
+	// Process gives the server what is left of the grace to exit, and
+	// kills its group after it (or when ctx ends).
+	deadline := time.Now().Add(grace)
+	sctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	select {
+	case <-p.wrDone:
 	case <-p.exited:
-	case <-timer.C:
-		p.killed = true
-		p.killGroup()
-	case <-ctx.Done():
-		p.killed = true
-		p.killGroup()
+	case <-sctx.Done():
 	}
+	err := p.sp.Stop(sctx, time.Until(deadline))
 	<-p.done
 	switch {
 	case p.exitedFirst:
 		// Its exit was reported when it happened.
 		return nil
-	case p.killed:
+	case errors.Is(err, sclient.ErrKilled):
 		return fmt.Errorf("scv-server did not exit within %s of its input closing, so it was killed", grace)
 	}
 	if ee := p.exitError(); ee.Code != 0 {
@@ -395,10 +351,6 @@ func clip(b []byte) string {
 	return strings.ToValidUTF8(string(b[:maxLineShown]), "") + "..."
 }
 
-// ExitConfigError is the server's exit code for a configuration error,
-// printed on stderr before it reads any input.
-const ExitConfigError = 78
-
 // ExitError says how the server process ended.
 type ExitError struct {
 	Code    int    // exit status, -1 when it was killed by a signal or could not be waited for
@@ -422,7 +374,7 @@ func (e *ExitError) status() string {
 
 // ConfigError reports whether the server refused its configuration; then
 // Stderr is its message.
-func (e *ExitError) ConfigError() bool { return e.Code == ExitConfigError }
+func (e *ExitError) ConfigError() bool { return e.Code == sclient.ExitConfig }
 
 func (e *ExitError) Error() string {
 	var b strings.Builder

@@ -12,16 +12,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/version"
 	"github.com/spf13/cobra"
-)
-
-// Exit codes of scv-tui (the same table as scv's).
-const (
-	ExitOK          = 0
-	ExitFailure     = 1
-	ExitUsage       = 2
-	ExitInterrupted = 130
 )
 
 // Flags are the command line of scv-tui.
@@ -31,21 +25,6 @@ type Flags struct {
 	Model   string // --model: a model override
 	LogFile string // --log-file: where the server's stderr goes
 }
-
-// usageError is a mistake on the command line (exit 2).
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-// exitError carries an exit code whose message was already printed, or
-// that has none to print.
-type exitError struct {
-	code int
-	msg  string // printed as "scv-tui: msg" when not empty
-}
-
-func (e *exitError) Error() string { return e.msg }
 
 // Main runs scv-tui with the process's arguments and returns its exit
 // code.
@@ -61,24 +40,13 @@ func Run(args []string, stdout, stderr io.Writer, run func(context.Context, Flag
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	c, err := root.ExecuteC()
-	if err == nil {
-		return ExitOK
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.msg != "" {
-			fmt.Fprintf(stderr, "scv-tui: %s\n", ee.msg)
-		}
-		return ee.code
-	}
-	fmt.Fprintf(stderr, "scv-tui: %v\n", err)
-	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", c.CommandPath())
-		return ExitUsage
-	}
-	return ExitFailure
+	return int(program.Exit(stderr, c, err))
 }
+
+// program is how scv-tui reports errors: "scv-tui: message", with a
+// --help hint after a usage error; a *cli.ExitError without a message
+// (Ctrl+C) prints nothing.
+var program = cli.Program{Name: "scv-tui"}
 
 // NewCommand returns the scv-tui command; run does the work.
 func NewCommand(run func(context.Context, Flags) error) *cobra.Command {
@@ -99,7 +67,7 @@ Exit codes: 0 ok, 1 error, 2 usage error, 130 interrupted.`,
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return &usageError{fmt.Errorf("scv-tui takes no arguments, got %q; type prompts in the UI, or use `scv exec PROMPT` for one turn without it", args[0])}
+				return &cli.UsageError{Err: fmt.Errorf("scv-tui takes no arguments, got %q; type prompts in the UI, or use `scv exec PROMPT` for one turn without it", args[0])}
 			}
 			return nil
 		},
@@ -118,7 +86,7 @@ Exit codes: 0 ok, 1 error, 2 usage error, 130 interrupted.`,
 		},
 	}
 	c.SetVersionTemplate("scv-tui " + version.Version + "\n")
-	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	c.SetFlagErrorFunc(cli.FlagErrorFunc)
 	c.CompletionOptions.DisableDefaultCmd = true
 	fl := c.Flags()
 	fl.StringVarP(&f.Dir, "cd", "C", "", "run in `DIR` instead of the current directory")
@@ -128,26 +96,21 @@ Exit codes: 0 ok, 1 error, 2 usage error, 130 interrupted.`,
 	return c
 }
 
-// workspace returns the absolute workspace directory, refusing one that
-// does not exist.
+// workspace returns the absolute workspace directory (paths.ResolveWorkspace),
+// refusing one that does not exist; a bad --cd is a usage error.
 func workspace(dir string) (string, error) {
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", fmt.Errorf("cannot tell the current directory: %w", err)
-		}
-		return wd, nil
+	abs, err := paths.ResolveWorkspace(dir, false)
+	var we *paths.WorkspaceError
+	if err == nil || !errors.As(err, &we) {
+		return abs, err
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", &usageError{fmt.Errorf("--cd %s: %w", dir, err)}
+	switch {
+	case dir == "":
+		return "", fmt.Errorf("cannot tell the current directory: %w", we.Err)
+	case we.Step == paths.WorkspaceAbs:
+		return "", &cli.UsageError{Err: fmt.Errorf("--cd %s: %w", dir, we.Err)}
+	case we.Step == paths.WorkspaceNotDir:
+		return "", &cli.UsageError{Err: fmt.Errorf("--cd %s: not a directory", dir)}
 	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return "", &usageError{fmt.Errorf("--cd %s: no such directory", dir)}
-	}
-	if !st.IsDir() {
-		return "", &usageError{fmt.Errorf("--cd %s: not a directory", dir)}
-	}
-	return abs, nil
+	return "", &cli.UsageError{Err: fmt.Errorf("--cd %s: no such directory", dir)}
 }

@@ -14,6 +14,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/scv-cli/scv/scv-tui/internal/app"
 	"github.com/scv-cli/scv/scv-tui/internal/client"
+	"github.com/scv-cli/scv/shared/cli"
+	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 	"go.uber.org/goleak"
@@ -52,8 +54,8 @@ func TestCommandLine(t *testing.T) {
 		{name: "version", args: []string{"--version"}, wantOut: "scv-tui "},
 		{name: "help", args: []string{"--help"}, wantOut: "--log-file"},
 		{name: "run fails", runErr: errors.New("boom"), want: &Flags{Dir: wd}, wantCode: 1, wantErr: []string{"scv-tui: boom\n"}},
-		{name: "run exits quietly", runErr: &exitError{code: 130}, want: &Flags{Dir: wd}, wantCode: 130},
-		{name: "run exits with a message", runErr: &exitError{code: 1, msg: "bad config"}, want: &Flags{Dir: wd}, wantCode: 1, wantErr: []string{"scv-tui: bad config\n"}},
+		{name: "run exits quietly", runErr: cli.WithCode(cli.Interrupted, nil), want: &Flags{Dir: wd}, wantCode: 130},
+		{name: "run exits with a message", runErr: cli.WithCode(cli.Failure, errors.New("bad config")), want: &Flags{Dir: wd}, wantCode: 1, wantErr: []string{"scv-tui: bad config\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +97,7 @@ func TestSetup(t *testing.T) {
 	// Not found anywhere: the message names every place.
 	t.Setenv("PATH", t.TempDir())
 	_, err := setup(Flags{Dir: ws}, paths.MapEnv(map[string]string{"SCV_HOME": home}))
-	var nf *client.NotFoundError
+	var nf *sclient.NotFoundError
 	if !errors.As(err, &nf) || !strings.Contains(err.Error(), "SCV_SERVER_BIN") {
 		t.Fatalf("setup without a server = %v", err)
 	}

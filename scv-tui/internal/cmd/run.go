@@ -20,6 +20,8 @@ import (
 	"github.com/scv-cli/scv/scv-tui/internal/app"
 	"github.com/scv-cli/scv/scv-tui/internal/client"
 	"github.com/scv-cli/scv/scv-tui/internal/history"
+	"github.com/scv-cli/scv/shared/cli"
+	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/statefile"
 )
@@ -53,7 +55,7 @@ type session struct {
 	// newModel builds the program's model; tests replace it.
 	newModel func(app.Options) tea.Model
 	// signals quit the program as /quit does (the exit code is then
-	// ExitInterrupted). In raw mode Ctrl+C is a key, not a SIGINT.
+	// cli.Interrupted). In raw mode Ctrl+C is a key, not a SIGINT.
 	signals   []os.Signal
 	signalled atomic.Bool
 }
@@ -61,7 +63,7 @@ type session struct {
 // setup finds the server and prepares the log and the history; nothing is
 // started yet.
 func setup(f Flags, env paths.Env) (*session, error) {
-	serverPath, err := client.Finder{Getenv: env.Getenv}.Find()
+	serverPath, err := sclient.Finder{Self: "scv-tui", Getenv: env.Getenv}.Find(sclient.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -165,28 +167,28 @@ func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err err
 	}
 
 	if panicked != nil {
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf(
+		return cli.Exitf(cli.Failure,
 			"internal error (a bug): %v\nThe terminal was restored and the server was shut down. The details are in %s; please report them.",
-			panicked, s.logPath)}
+			panicked, s.logPath)
 	}
 	switch {
 	case errors.Is(err, tea.ErrProgramPanic):
-		return &exitError{code: ExitFailure, msg: fmt.Sprintf(
+		return cli.Exitf(cli.Failure,
 			"internal error (a bug): the terminal UI crashed (the trace is above). The terminal was restored and the server was shut down; the server's log is %s.",
-			s.logPath)}
+			s.logPath)
 	case err == nil && s.signalled.Load():
-		return &exitError{code: ExitInterrupted}
+		return cli.WithCode(cli.Interrupted, nil)
 	case errors.Is(err, tea.ErrInterrupted):
-		return &exitError{code: ExitInterrupted}
+		return cli.WithCode(cli.Interrupted, nil)
 	case errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil:
-		return &exitError{code: ExitInterrupted}
+		return cli.WithCode(cli.Interrupted, nil)
 	case err != nil:
 		return fmt.Errorf("the terminal UI failed: %w", err)
 	}
 	// The user quit while the server was down: say why once more, now
 	// that the screen is back, for a configuration error above all.
 	if ee := pu.lastExit(); ee != nil {
-		return &exitError{code: ExitFailure, msg: ee.Error()}
+		return &cli.ExitError{Code: cli.Failure, Err: ee}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/scv-cli/scv/scv-tui/internal/app"
 	"github.com/scv-cli/scv/scv-tui/internal/client"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -134,9 +135,9 @@ func TestRunReportsTheServersConfigError(t *testing.T) {
 		}
 		return nil
 	})
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != ExitFailure ||
-		ee.msg != "scv-server could not start because of a configuration error:\nconfig.toml:2: unknown key \"x\"" {
+	var ee *cli.ExitError
+	if !errors.As(err, &ee) || ee.Code != cli.Failure ||
+		ee.Error() != "scv-server could not start because of a configuration error:\nconfig.toml:2: unknown key \"x\"" {
 		t.Errorf("run = %#v, want the server's message", err)
 	}
 }
@@ -151,8 +152,8 @@ func TestRunRecoversFromAPanic(t *testing.T) {
 		}
 		return nil
 	})
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != ExitFailure || !strings.Contains(ee.msg, "internal error (a bug)") || !strings.Contains(ee.msg, "the server was shut down") {
+	var ee *cli.ExitError
+	if !errors.As(err, &ee) || ee.Code != cli.Failure || !strings.Contains(ee.Error(), "internal error (a bug)") || !strings.Contains(ee.Error(), "the server was shut down") {
 		t.Errorf("run = %v, want the internal-error message", err)
 	}
 	if !strings.Contains(log, "exited with status 0") {
@@ -187,9 +188,9 @@ func TestRunQuitsOnASignal(t *testing.T) {
 		}
 		return nil
 	}, syscall.SIGUSR1)
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != ExitInterrupted || ee.msg != "" {
-		t.Errorf("run = %#v, want a quiet exit with code %d", err, ExitInterrupted)
+	var ee *cli.ExitError
+	if !errors.As(err, &ee) || ee.Code != cli.Interrupted || ee.Err != nil {
+		t.Errorf("run = %#v, want a quiet exit with code %d", err, cli.Interrupted)
 	}
 	if !strings.Contains(log, "quitting on a signal") || !strings.Contains(log, "exited with status 0") {
 		t.Errorf("the log does not show the signal and a clean server exit:\n%s", log)

@@ -2,12 +2,12 @@ package cmd
 
 import (
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/client"
 	"github.com/spf13/cobra"
 )
 
 // agentsBinary is the sibling binary behind `scv agents`.
-const agentsBinary = launch.Agents
+const agentsBinary = client.Agents
 
 // newCmdAgents returns `scv agents`, which becomes scv-agents with every
 // argument passed through. runF replaces the behaviour in tests.

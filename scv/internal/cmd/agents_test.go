@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/exitcode"
+	"github.com/scv-cli/scv/shared/cli"
 )
 
 func TestAgentsExecsScvAgents(t *testing.T) {
@@ -26,14 +26,14 @@ func TestAgentsExecsScvAgents(t *testing.T) {
 			return nil
 		},
 	}
-	if code := Run(f, []string{"agents", "kill", "--orphans", "--help"}); code != exitcode.OK {
+	if code := Run(f, []string{"agents", "kill", "--orphans", "--help"}); code != cli.OK {
 		t.Fatalf("exit %d", code)
 	}
 	if gotPath != "/opt/scv/scv-agents" || !slices.Equal(gotArgv, []string{"scv-agents", "kill", "--orphans", "--help"}) {
 		t.Fatalf("exec %q %q", gotPath, gotArgv)
 	}
 	f.FindBinary = func(string) (string, error) { return "", errors.New("scv-agents not found") }
-	if code := Run(f, []string{"agents", "ps"}); code != exitcode.Failure {
+	if code := Run(f, []string{"agents", "ps"}); code != cli.Failure {
 		t.Fatalf("missing binary: exit %d", code)
 	}
 }

@@ -1,10 +1,9 @@
 // Package cmd is the scv command tree and Main, which maps its errors to the
-// exit codes of package exitcode.
+// exit codes of package cli.
 package cmd
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/scv-cli/scv/scv/internal/cmd/acp"
@@ -13,39 +12,30 @@ import (
 	"github.com/scv-cli/scv/scv/internal/cmd/server"
 	"github.com/scv-cli/scv/scv/internal/cmd/version"
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/exitcode"
-	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/client"
 	sharedversion "github.com/scv-cli/scv/shared/version"
 	"github.com/spf13/cobra"
 )
 
 // Main runs scv with the process's arguments and returns its exit code.
-func Main() exitcode.Code {
+func Main() cli.Code {
 	return Run(cmdutil.New(), os.Args[1:])
 }
 
 // Run runs scv with args and returns its exit code. It is the only place
 // an error becomes an exit code.
-func Run(f *cmdutil.Factory, args []string) exitcode.Code {
+func Run(f *cmdutil.Factory, args []string) cli.Code {
 	root := NewCmdRoot(f, nil)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(context.Background())
-	Report(f.IO, cmd, err)
-	return exitcode.For(err)
+	return Program.Exit(f.IO.ErrOut, cmd, err)
 }
 
-// Report prints err the one way scv prints errors: "scv: message" on stderr,
-// followed by a --help hint for usage errors. It prints nothing for nil or
-// for an error the command already reported.
-func Report(io *cmdutil.IOStreams, cmd *cobra.Command, err error) {
-	if err == nil || exitcode.IsReported(err) {
-		return
-	}
-	fmt.Fprintf(io.ErrOut, "scv: %v\n", err)
-	if exitcode.IsUsage(err) && cmd != nil {
-		fmt.Fprintf(io.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
-	}
-}
+// Program is how scv reports errors: "scv: message" on stderr, followed by
+// a --help hint for usage errors; nothing for an error the command already
+// reported.
+var Program = cli.Program{Name: "scv"}
 
 // NewCmdRoot returns the root command with every subcommand. runTUI
 // replaces the no-argument behaviour in tests.
@@ -58,7 +48,7 @@ or "scv exec PROMPT" to run one turn headless.
 
 Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 		Version:       sharedversion.Version,
-		Args:          cmdutil.NoArgs,
+		Args:          cli.NoArgs,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -73,7 +63,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	// Subcommands inherit this, so every flag mistake exits 2.
-	root.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
+	root.SetFlagErrorFunc(cli.FlagErrorFunc)
 	// Completion scripts can come later; a hidden "completion" command
 	// would only be one more thing to keep working.
 	root.CompletionOptions.DisableDefaultCmd = true
@@ -91,9 +81,9 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 
 // tuiRun becomes scv-tui, which inherits the terminal.
 func tuiRun(f *cmdutil.Factory) error {
-	path, err := f.FindBinary(launch.TUI)
+	path, err := f.FindBinary(client.TUI)
 	if err != nil {
 		return err
 	}
-	return f.Exec(path, []string{launch.TUI})
+	return f.Exec(path, []string{client.TUI})
 }

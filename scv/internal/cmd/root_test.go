@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/exitcode"
-	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/version"
 )
 
@@ -23,7 +23,7 @@ func fakeFactory(missing ...string) (*cmdutil.Factory, *bytes.Buffer, *bytes.Buf
 		IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut},
 		FindBinary: func(name string) (string, error) {
 			if slices.Contains(missing, name) {
-				return "", &launch.NotFoundError{Name: name, Dir: "/opt/scv/bin"}
+				return "", &client.NotFoundError{Name: name, Self: "scv", Dir: "/opt/scv/bin", EnvVar: client.OverrideEnv(name)}
 			}
 			return "/bin/" + name, nil
 		},
@@ -43,7 +43,7 @@ func TestRun(t *testing.T) {
 		args      []string
 		missing   []string
 		execErr   error
-		wantCode  exitcode.Code
+		wantCode  cli.Code
 		wantOut   string
 		wantErr   []string // substrings of stderr
 		wantExecd []string // path, then argv
@@ -55,7 +55,7 @@ func TestRun(t *testing.T) {
 			wantExecd: []string{"/bin/scv-tui", "scv-tui"},
 		},
 		{
-			name: "no TUI", args: nil, missing: []string{launch.TUI}, wantCode: exitcode.Failure,
+			name: "no TUI", args: nil, missing: []string{client.TUI}, wantCode: cli.Failure,
 			wantErr: []string{"scv: scv-tui not found", "/opt/scv/bin", "$PATH", "scripts/build.sh"},
 		},
 		{
@@ -67,31 +67,31 @@ func TestRun(t *testing.T) {
 			wantExecd: []string{"/bin/scv-server", "scv-server", "acp", "--approval-policy", "never", "--help"},
 		},
 		{
-			name: "no server", args: []string{"server", "--stdio"}, missing: []string{launch.Server}, wantCode: exitcode.Failure,
+			name: "no server", args: []string{"server", "--stdio"}, missing: []string{client.Server}, wantCode: cli.Failure,
 			wantErr: []string{"scv-server not found", "SCV_SERVER_BIN"},
 		},
 		{
 			name: "exec failure", args: []string{"server", "--stdio"}, execErr: errors.New("exec /bin/scv-server: permission denied"),
-			wantCode: exitcode.Failure, wantErr: []string{"scv: exec /bin/scv-server: permission denied"},
+			wantCode: cli.Failure, wantErr: []string{"scv: exec /bin/scv-server: permission denied"},
 		},
 		{
-			name: "unknown command", args: []string{"bogus"}, wantCode: exitcode.Usage,
+			name: "unknown command", args: []string{"bogus"}, wantCode: cli.Usage,
 			wantErr: []string{`scv: unknown command "bogus" for "scv"`, "Run 'scv --help' for usage."},
 		},
 		{
-			name: "unknown flag", args: []string{"--bogus"}, wantCode: exitcode.Usage,
+			name: "unknown flag", args: []string{"--bogus"}, wantCode: cli.Usage,
 			wantErr: []string{"unknown flag: --bogus"},
 		},
 		{
-			name: "exec without prompt", args: []string{"exec"}, wantCode: exitcode.Usage,
+			name: "exec without prompt", args: []string{"exec"}, wantCode: cli.Usage,
 			wantErr: []string{"exec needs one PROMPT argument", "Run 'scv exec --help' for usage."},
 		},
 		{
-			name: "exec bad flag", args: []string{"exec", "--nope", "hi"}, wantCode: exitcode.Usage,
+			name: "exec bad flag", args: []string{"exec", "--nope", "hi"}, wantCode: cli.Usage,
 			wantErr: []string{"unknown flag: --nope", "Run 'scv exec --help'"},
 		},
 		{
-			name: "version takes no args", args: []string{"version", "x"}, wantCode: exitcode.Usage,
+			name: "version takes no args", args: []string{"version", "x"}, wantCode: cli.Usage,
 		},
 	}
 	for _, tt := range tests {
@@ -112,7 +112,7 @@ func TestRun(t *testing.T) {
 					t.Errorf("stderr %q does not contain %q", errOut, s)
 				}
 			}
-			if tt.wantErr == nil && tt.wantCode == exitcode.OK && errOut.Len() > 0 {
+			if tt.wantErr == nil && tt.wantCode == cli.OK && errOut.Len() > 0 {
 				t.Errorf("unexpected stderr %q", errOut)
 			}
 			if !slices.Equal(*execd, tt.wantExecd) {

@@ -1,3 +1,6 @@
+// Package launch makes scv become another SCV binary (`scv server`, `scv`
+// with no arguments, `scv agents`): it replaces the process. Finding the
+// binaries is the client kit's (shared/client.Finder).
 package launch
 
 import (

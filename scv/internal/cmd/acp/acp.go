@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/client"
 )
 
 // Options are the inputs of `scv acp`.
@@ -41,11 +41,11 @@ See docs/acp.md for what is supported and the exit codes.`,
 }
 
 func run(f *cmdutil.Factory, opts *Options) error {
-	path, err := f.FindBinary(launch.Server)
+	path, err := f.FindBinary(client.Server)
 	if err != nil {
 		return err
 	}
 	// Exec, not a child: the editor's pipes and signals reach the server
 	// with no relay in between.
-	return f.Exec(path, append([]string{launch.Server, "acp"}, opts.Args...))
+	return f.Exec(path, append([]string{client.Server, "acp"}, opts.Args...))
 }

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,7 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/exitcode"
+	"github.com/scv-cli/scv/shared/cli"
 	sconfig "github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/scv-cli/scv/shared/paths"
@@ -49,7 +48,7 @@ See docs/configuration.md for every key.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return exitcode.UsageErrorf("unknown config command %q: use show or path", args[0])
+				return cli.UsageErrorf("unknown config command %q: use show or path", args[0])
 			}
 			return cmd.Help()
 		},
@@ -77,7 +76,7 @@ api_key_env shows the variable's name and whether it is set.
 A configuration error exits 1 with the loader's message.`,
 		Example: `  scv config show
   scv config show --cd ~/src/app --json`,
-		Args: cmdutil.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(opts)
@@ -99,7 +98,7 @@ func NewCmdPath(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Long: `Print the user configuration file, the project configuration file of the
 workspace (the current directory, or --cd DIR) and the instance directory
 SCV_HOME, each marked "exists" or "not found".`,
-		Args: cmdutil.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(opts)
@@ -130,27 +129,7 @@ func locate(opts *Options) (locations, error) {
 
 // workspace returns the canonical workspace for dir ("" is the current
 // directory), as the server resolves a session's cwd.
-func workspace(dir string) (string, error) {
-	if dir == "" {
-		dir = "."
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("resolving the workspace %s: %w", dir, err)
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
-	}
-	st, err := os.Stat(real)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
-	}
-	if !st.IsDir() {
-		return "", fmt.Errorf("workspace %s is not a directory", abs)
-	}
-	return real, nil
-}
+func workspace(dir string) (string, error) { return paths.ResolveWorkspace(dir, true) }
 
 func exists(path string) string {
 	if _, err := os.Stat(path); err == nil {

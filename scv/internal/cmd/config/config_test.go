@@ -13,7 +13,7 @@ import (
 	"github.com/scv-cli/scv/scv/internal/cmd"
 	"github.com/scv-cli/scv/scv/internal/cmd/config"
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/exitcode"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/scv-cli/scv/shared/paths"
 )
@@ -27,7 +27,7 @@ func TestNewCmdConfig(t *testing.T) {
 		argv     []string
 		wantCmd  string // "show" or "path"
 		want     config.Options
-		wantCode exitcode.Code
+		wantCode cli.Code
 		wantErr  string
 	}{
 		{name: "show", argv: []string{"show"}, wantCmd: "show"},
@@ -36,9 +36,9 @@ func TestNewCmdConfig(t *testing.T) {
 		{name: "show -C json", argv: []string{"show", "-C", "/src", "--json"}, wantCmd: "show", want: config.Options{Dir: "/src", JSON: true}},
 		{name: "path", argv: []string{"path"}, wantCmd: "path"},
 		{name: "path cd", argv: []string{"path", "-C", "/src"}, wantCmd: "path", want: config.Options{Dir: "/src"}},
-		{name: "show takes no args", argv: []string{"show", "x"}, wantCode: exitcode.Usage, wantErr: "takes no arguments"},
-		{name: "path has no json", argv: []string{"path", "--json"}, wantCode: exitcode.Usage, wantErr: "unknown flag: --json"},
-		{name: "unknown subcommand", argv: []string{"edit"}, wantCode: exitcode.Usage, wantErr: `unknown config command "edit": use show or path`},
+		{name: "show takes no args", argv: []string{"show", "x"}, wantCode: cli.Usage, wantErr: "takes no arguments"},
+		{name: "path has no json", argv: []string{"path", "--json"}, wantCode: cli.Usage, wantErr: "unknown flag: --json"},
+		{name: "unknown subcommand", argv: []string{"edit"}, wantCode: cli.Usage, wantErr: `unknown config command "edit": use show or path`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,14 +48,14 @@ func TestNewCmdConfig(t *testing.T) {
 			c := config.NewCmdConfig(f,
 				func(o *config.Options) error { got, ran = o, "show"; return nil },
 				func(o *config.Options) error { got, ran = o, "path"; return nil })
-			c.SetFlagErrorFunc(cmdutil.FlagErrorFunc)
+			c.SetFlagErrorFunc(cli.FlagErrorFunc)
 			c.SetArgs(tt.argv)
 			c.SetOut(&bytes.Buffer{})
 			c.SetErr(&bytes.Buffer{})
 			c.SilenceErrors, c.SilenceUsage = true, true
 			err := c.Execute()
-			if tt.wantCode != exitcode.OK {
-				if code := exitcode.For(err); code != tt.wantCode {
+			if tt.wantCode != cli.OK {
+				if code := cli.CodeOf(err); code != tt.wantCode {
 					t.Fatalf("exit code = %d (%v), want %d", code, err, tt.wantCode)
 				}
 				if !strings.Contains(err.Error(), tt.wantErr) {
@@ -246,7 +246,7 @@ func TestConfigErrorExitsOne(t *testing.T) {
 			code := cmd.Run(f, []string{"config", sub, "--cd", in.ws})
 			if sub == "path" {
 				// path does not load the files: it still works.
-				if code != exitcode.OK || !strings.Contains(out.String(), "project config  exists") {
+				if code != cli.OK || !strings.Contains(out.String(), "project config  exists") {
 					t.Fatalf("code %d, out %q, err %q", code, out.String(), errOut.String())
 				}
 				return
@@ -254,7 +254,7 @@ func TestConfigErrorExitsOne(t *testing.T) {
 			got := in.placeholders(errOut.String())
 			want := `scv: $WS/.scv/config.toml:2: unknown key "tools.zzz"; see docs/configuration.md for the keys` + "\n" +
 				`$WS/.scv/config.toml:3: key "tools.output_limit_bytes" is 1, out of range: it must be a number of bytes from 1024 to 1048576` + "\n"
-			if code != exitcode.Failure || got != want || out.Len() != 0 {
+			if code != cli.Failure || got != want || out.Len() != 0 {
 				t.Fatalf("code %d, stdout %q, stderr:\n%s\nwant:\n%s", code, out.String(), got, want)
 			}
 		})

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/exitcode"
-	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/spf13/cobra"
 )
@@ -67,7 +67,7 @@ type Options struct {
 func NewCmdExec(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{
 		IO:         f.IO,
-		ServerPath: func() (string, error) { return f.FindBinary(launch.Server) },
+		ServerPath: func() (string, error) { return f.FindBinary(client.Server) },
 		IsTerminal: f.StdinIsTerminal,
 		Signals:    notifySignals,
 	}
@@ -90,14 +90,14 @@ Exit codes: 0 the turn completed, 1 it failed or an error occurred,
   scv exec - < task.md
   scv exec --json --cd ~/src/app "list the failing tests"
   scv exec --continue "now fix the first one"`,
-		Args: cmdutil.ExactArgs(1, `exec needs one PROMPT argument: quote a prompt of several words, or pass "-" to read it from stdin`),
+		Args: cli.ExactArgs(1, `exec needs one PROMPT argument: quote a prompt of several words, or pass "-" to read it from stdin`),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Prompt = args[0]
 			if strings.TrimSpace(opts.Prompt) == "" {
-				return exitcode.UsageErrorf("the prompt is empty")
+				return cli.UsageErrorf("the prompt is empty")
 			}
 			if cmd.Flags().Changed("approval-policy") && !validPolicy(opts.ApprovalPolicy) {
-				return exitcode.UsageErrorf("invalid --approval-policy %q: want one of %s", opts.ApprovalPolicy, strings.Join(ApprovalPolicies, ", "))
+				return cli.UsageErrorf("invalid --approval-policy %q: want one of %s", opts.ApprovalPolicy, strings.Join(ApprovalPolicies, ", "))
 			}
 			if runF != nil {
 				return runF(opts)
@@ -140,7 +140,7 @@ func readPrompt(prompt string, in io.Reader) (string, error) {
 	}
 	p := strings.TrimRight(string(b), "\r\n")
 	if strings.TrimSpace(p) == "" {
-		return "", exitcode.UsageErrorf("the prompt read from stdin is empty")
+		return "", cli.UsageErrorf("the prompt read from stdin is empty")
 	}
 	return p, checkPromptSize(p)
 }
@@ -149,7 +149,7 @@ func readPrompt(prompt string, in io.Reader) (string, error) {
 // it.
 func checkPromptSize(p string) error {
 	if len(p) > protocol.MaxPromptBytes {
-		return exitcode.UsageErrorf("the prompt is over the %d KiB limit", protocol.MaxPromptBytes>>10)
+		return cli.UsageErrorf("the prompt is over the %d KiB limit", protocol.MaxPromptBytes>>10)
 	}
 	return nil
 }

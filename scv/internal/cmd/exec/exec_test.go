@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/exitcode"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/protocol"
 	"go.uber.org/goleak"
 )
@@ -30,7 +30,7 @@ func TestNewCmdExec(t *testing.T) {
 		name     string
 		argv     []string
 		want     Options
-		wantCode exitcode.Code // of a refused command line
+		wantCode cli.Code // of a refused command line
 		wantErr  string
 	}{
 		{name: "prompt", argv: []string{"fix the test"}, want: Options{Prompt: "fix the test"}},
@@ -45,26 +45,26 @@ func TestNewCmdExec(t *testing.T) {
 		{name: "dash-dash prompt", argv: []string{"--", "--json"}, want: Options{Prompt: "--json"}},
 		{name: "continue", argv: []string{"--continue", "go on"}, want: Options{Prompt: "go on", Continue: true}},
 		{name: "continue with json", argv: []string{"--json", "--continue", "-"}, want: Options{Prompt: "-", JSON: true, Continue: true}},
-		{name: "bad policy", argv: []string{"--approval-policy", "yolo", "hi"}, wantCode: exitcode.Usage, wantErr: `invalid --approval-policy "yolo": want one of on-risk, never, auto`},
-		{name: "empty policy", argv: []string{"--approval-policy", "", "hi"}, wantCode: exitcode.Usage, wantErr: "invalid --approval-policy"},
-		{name: "missing prompt", argv: nil, wantCode: exitcode.Usage, wantErr: "exec needs one PROMPT argument"},
-		{name: "two prompts", argv: []string{"fix", "it"}, wantCode: exitcode.Usage, wantErr: "quote a prompt of several words"},
-		{name: "empty prompt", argv: []string{"  "}, wantCode: exitcode.Usage, wantErr: "the prompt is empty"},
-		{name: "unknown flag", argv: []string{"--model", "x", "hi"}, wantCode: exitcode.Usage, wantErr: "unknown flag: --model"},
+		{name: "bad policy", argv: []string{"--approval-policy", "yolo", "hi"}, wantCode: cli.Usage, wantErr: `invalid --approval-policy "yolo": want one of on-risk, never, auto`},
+		{name: "empty policy", argv: []string{"--approval-policy", "", "hi"}, wantCode: cli.Usage, wantErr: "invalid --approval-policy"},
+		{name: "missing prompt", argv: nil, wantCode: cli.Usage, wantErr: "exec needs one PROMPT argument"},
+		{name: "two prompts", argv: []string{"fix", "it"}, wantCode: cli.Usage, wantErr: "quote a prompt of several words"},
+		{name: "empty prompt", argv: []string{"  "}, wantCode: cli.Usage, wantErr: "the prompt is empty"},
+		{name: "unknown flag", argv: []string{"--model", "x", "hi"}, wantCode: cli.Usage, wantErr: "unknown flag: --model"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &cmdutil.Factory{IO: &cmdutil.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
 			var got *Options
 			cmd := NewCmdExec(f, func(o *Options) error { got = o; return nil })
-			cmd.SetFlagErrorFunc(cmdutil.FlagErrorFunc) // as the root does
+			cmd.SetFlagErrorFunc(cli.FlagErrorFunc) // as the root does
 			cmd.SetArgs(tt.argv)
 			cmd.SetOut(&bytes.Buffer{})
 			cmd.SetErr(&bytes.Buffer{})
 			cmd.SilenceErrors, cmd.SilenceUsage = true, true
 			err := cmd.Execute()
-			if tt.wantCode != exitcode.OK {
-				if code := exitcode.For(err); code != tt.wantCode {
+			if tt.wantCode != cli.OK {
+				if code := cli.CodeOf(err); code != tt.wantCode {
 					t.Fatalf("exit code = %d (%v), want %d", code, err, tt.wantCode)
 				}
 				if !strings.Contains(err.Error(), tt.wantErr) {
@@ -135,7 +135,7 @@ func TestRun(t *testing.T) {
 		// interrupts is how many interrupts arrive once "working" is on
 		// stdout.
 		interrupts int
-		wantCode   exitcode.Code
+		wantCode   cli.Code
 		wantOut    string // exact stdout, unless checkJSON
 		checkJSON  bool
 		wantErr    []string // substrings of stderr or of the returned error
@@ -162,22 +162,22 @@ func TestRun(t *testing.T) {
 			wantOut: fmt.Sprintf("prompt=%q args=%q cwd=%s\n", "hi", []string{"--stdio"}, workdir),
 			wantErr: []string{"scv: reading the prompt from the terminal; end it with Ctrl-D"},
 		},
-		{name: "empty stdin prompt", scenario: "text", opts: Options{Prompt: "-"}, stdin: "\n", wantCode: exitcode.Usage, wantErr: []string{"the prompt read from stdin is empty"}},
-		{name: "prompt too large", scenario: "text", opts: Options{Prompt: strings.Repeat("x", protocol.MaxPromptBytes+1)}, wantCode: exitcode.Usage, wantErr: []string{"over the 256 KiB limit"}},
-		{name: "workspace not a directory", scenario: "text", opts: Options{Prompt: "hi", Dir: notDir}, wantCode: exitcode.Failure, wantErr: []string{"is not a directory"}},
+		{name: "empty stdin prompt", scenario: "text", opts: Options{Prompt: "-"}, stdin: "\n", wantCode: cli.Usage, wantErr: []string{"the prompt read from stdin is empty"}},
+		{name: "prompt too large", scenario: "text", opts: Options{Prompt: strings.Repeat("x", protocol.MaxPromptBytes+1)}, wantCode: cli.Usage, wantErr: []string{"over the 256 KiB limit"}},
+		{name: "workspace not a directory", scenario: "text", opts: Options{Prompt: "hi", Dir: notDir}, wantCode: cli.Failure, wantErr: []string{"is not a directory"}},
 		{
 			name: "tool activity on stderr", scenario: "tools", opts: Options{Prompt: "hi"},
 			wantOut: "Let me look.\nDone.\n",
 			wantErr: []string{"• read src/main.go\n  ✓ done\n", "• bash go test ./...\n  ✗ failed: exit status 1\n"},
 		},
-		{name: "turn failed", scenario: "fail", opts: Options{Prompt: "hi"}, wantCode: exitcode.Failure, wantOut: "partial\n", wantErr: []string{"turn failed (provider_error): upstream said no"}},
-		{name: "server crash", scenario: "crash", opts: Options{Prompt: "hi"}, wantCode: exitcode.Failure, wantOut: "partial\n", wantErr: []string{"scv-server exited before the turn ended (exit status 3)"}},
-		{name: "session refused", scenario: "refuse-session", opts: Options{Prompt: "hi"}, wantCode: exitcode.Failure, wantErr: []string{"scv-server refused session.start (invalid_request): cwd is not a directory"}},
+		{name: "turn failed", scenario: "fail", opts: Options{Prompt: "hi"}, wantCode: cli.Failure, wantOut: "partial\n", wantErr: []string{"turn failed (provider_error): upstream said no"}},
+		{name: "server crash", scenario: "crash", opts: Options{Prompt: "hi"}, wantCode: cli.Failure, wantOut: "partial\n", wantErr: []string{"scv-server exited before the turn ended (exit status 3)"}},
+		{name: "session refused", scenario: "refuse-session", opts: Options{Prompt: "hi"}, wantCode: cli.Failure, wantErr: []string{"scv-server refused session.start (invalid_request): cwd is not a directory"}},
 		{name: "unknown event ignored", scenario: "unknown-event", opts: Options{Prompt: "hi"}, wantOut: "still fine\n"},
-		{name: "malformed frame", scenario: "malformed", opts: Options{Prompt: "hi"}, wantCode: exitcode.Failure, wantErr: []string{"scv-server sent a malformed frame"}},
+		{name: "malformed frame", scenario: "malformed", opts: Options{Prompt: "hi"}, wantCode: cli.Failure, wantErr: []string{"scv-server sent a malformed frame"}},
 		{
 			name: "server writing after a bad frame is drained, not killed", scenario: "malformed-flood", opts: Options{Prompt: "hi", ShutdownTimeout: 5 * time.Second},
-			wantCode: exitcode.Failure, wantErr: []string{"scv-server sent a malformed frame"}, notErr: []string{"killed"},
+			wantCode: cli.Failure, wantErr: []string{"scv-server sent a malformed frame"}, notErr: []string{"killed"},
 		},
 		{name: "background turn is not ours", scenario: "background", opts: Options{Prompt: "hi"}, wantOut: "mine\n"},
 		{
@@ -214,15 +214,15 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "interrupt cancels the turn", scenario: "cancel", opts: Options{Prompt: "hi"}, interrupts: 1,
-			wantCode: exitcode.Interrupted, wantOut: "working\n", wantErr: []string{"scv: cancelling the turn", "the turn was cancelled"},
+			wantCode: cli.Interrupted, wantOut: "working\n", wantErr: []string{"scv: cancelling the turn", "the turn was cancelled"},
 		},
 		{
 			name: "cancel not confirmed", scenario: "ignore-cancel", opts: Options{Prompt: "hi", CancelTimeout: 200 * time.Millisecond}, interrupts: 1,
-			wantCode: exitcode.Interrupted, wantOut: "working\n", wantErr: []string{"did not confirm the cancel within 200ms; stopped it"},
+			wantCode: cli.Interrupted, wantOut: "working\n", wantErr: []string{"did not confirm the cancel within 200ms; stopped it"},
 		},
 		{
 			name: "second interrupt stops at once", scenario: "ignore-cancel", opts: Options{Prompt: "hi"}, interrupts: 2,
-			wantCode: exitcode.Interrupted, wantOut: "working\n", wantErr: []string{"interrupted again"},
+			wantCode: cli.Interrupted, wantOut: "working\n", wantErr: []string{"interrupted again"},
 		},
 		{
 			name: "server that will not exit is killed", scenario: "linger", opts: Options{Prompt: "hi", ShutdownTimeout: 200 * time.Millisecond},
@@ -256,7 +256,7 @@ func TestRun(t *testing.T) {
 			if d := time.Since(start); d > 10*time.Second {
 				t.Errorf("run took %s", d)
 			}
-			if code := exitcode.For(err); code != tt.wantCode {
+			if code := cli.CodeOf(err); code != tt.wantCode {
 				t.Errorf("exit code = %d (err %v), want %d; stderr:\n%s", code, err, tt.wantCode, errOut)
 			}
 			stderr := errOut.String()

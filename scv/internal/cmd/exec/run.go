@@ -7,17 +7,15 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/scv-cli/scv/scv/internal/exitcode"
-	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/client"
+	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
-	"github.com/scv-cli/scv/shared/version"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -58,20 +56,21 @@ func Run(ctx context.Context, opts *Options) error {
 	sigs, stopSignals := opts.Signals()
 	defer stopSignals()
 
-	child, err := launch.StartChild(path, args, opts.IO.ErrOut)
+	server, err := client.Start(client.Command{Path: path, Args: args, Stderr: opts.IO.ErrOut})
 	if err != nil {
 		return err
 	}
+	conn := client.NewConn(server.Stream(), 0)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	frames := make(chan frame)
-	g.Go(func() error { return readFrames(gctx, child.Stdout, frames) })
+	g.Go(func() error { return readFrames(gctx, conn, frames) })
 
 	r := &run{
 		opts:     opts,
-		stdin:    child.Stdin,
+		conn:     conn,
 		prompt:   prompt,
 		dir:      dir,
 		requests: map[string]string{},
@@ -87,10 +86,10 @@ func Run(ctx context.Context, opts *Options) error {
 	r.view.endLine()
 	r.closePrompt()
 	if r.killNow {
-		child.Kill()
+		server.KillGroup()
 	}
 	cancel()
-	stopErr := child.Stop(durationOr(opts.ShutdownTimeout, DefaultShutdownTimeout))
+	stopErr := server.Stop(context.Background(), durationOr(opts.ShutdownTimeout, DefaultShutdownTimeout))
 	_ = g.Wait() // the reader and asker report through the loop, never here
 	return r.finish(loopErr, stopErr)
 }
@@ -103,23 +102,21 @@ type frame struct {
 	err error
 }
 
-// readFrames sends every frame of r to out until EOF or a read error, then
-// closes out. Frames of an unknown type are passed on with a nil event: a
-// newer server may send events this client does not know, and --json still
-// prints them. Once ctx is done, or a frame was bad, it stops delivering
-// but keeps reading, so a server still writing is never blocked on a full
-// pipe and can exit; Stop closing the pipe ends it at the latest.
-func readFrames(ctx context.Context, r io.Reader, out chan<- frame) error {
+// readFrames sends every frame of conn to out until EOF or a read error,
+// then closes out. Frames of an unknown type are passed on with a nil
+// event: a newer server may send events this client does not know, and
+// --json still prints them. Once ctx is done, or a frame was bad, it stops
+// delivering but keeps reading, so a server still writing is never blocked
+// on a full pipe and can exit; Stop closing the pipe ends it at the latest.
+func readFrames(ctx context.Context, conn *client.Conn, out chan<- frame) error {
 	defer close(out)
-	fr := protocol.NewFrameReader(r, protocol.MaxServerFrameBytes)
 	deliver := true
 	for {
-		line, err := fr.Next()
+		cf, err := conn.Read()
 		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
 			return nil
 		}
-		var tooLarge *protocol.ErrFrameTooLarge
-		if err != nil && !errors.As(err, &tooLarge) {
+		if err != nil {
 			if deliver {
 				select {
 				case out <- frame{err: fmt.Errorf("reading from scv-server: %w", err)}:
@@ -132,15 +129,16 @@ func readFrames(ctx context.Context, r io.Reader, out chan<- frame) error {
 			continue
 		}
 		var f frame
-		if err != nil {
-			f.err = fmt.Errorf("scv-server sent a frame over the limit: %w", err)
-		} else {
-			f.raw = append([]byte(nil), line...)
-			if protocol.NewEvent(protocol.PeekType(line)) != nil {
-				if f.ev, err = protocol.DecodeEvent(line); err != nil {
-					f.err = fmt.Errorf("scv-server sent a malformed frame: %w", err)
-				}
-			}
+		var tooLarge *protocol.ErrFrameTooLarge
+		switch {
+		case errors.As(cf.Err, &tooLarge):
+			f.err = fmt.Errorf("scv-server sent a frame over the limit: %w", cf.Err)
+		case cf.Unknown:
+			f.raw = cf.Raw
+		case cf.Err != nil:
+			f.raw, f.err = cf.Raw, fmt.Errorf("scv-server sent a malformed frame: %w", cf.Err)
+		default:
+			f.raw, f.ev = cf.Raw, cf.Event
 		}
 		select {
 		case out <- f:
@@ -157,7 +155,7 @@ func readFrames(ctx context.Context, r io.Reader, out chan<- frame) error {
 // it.
 type run struct {
 	opts   *Options
-	stdin  io.Writer
+	conn   *client.Conn
 	prompt string
 	dir    string
 	view   *textView
@@ -197,14 +195,7 @@ func (r *run) loop(frames <-chan frame, sigs <-chan os.Signal) error {
 	if r.opts.Continue {
 		open = &protocol.SessionList{RequestID: r.id(protocol.TypeSessionList), Cwd: r.dir, Limit: 1}
 	}
-	if err := r.send(
-		&protocol.Initialize{
-			RequestID:       r.id(protocol.TypeInitialize),
-			ProtocolVersion: protocol.Latest,
-			Client:          protocol.ClientInfo{Name: ClientName, Version: version.Version},
-		},
-		open,
-	); err != nil {
+	if err := r.send(client.Hello(r.id(protocol.TypeInitialize), ClientName), open); err != nil {
 		return err
 	}
 
@@ -239,12 +230,12 @@ func (r *run) loop(frames <-chan frame, sigs <-chan os.Signal) error {
 		case <-sigs:
 			if r.interrupted {
 				r.killNow = true
-				return &exitcode.InterruptedError{Msg: "interrupted again: stopped scv-server without waiting for the cancel"}
+				return &cli.InterruptedError{Msg: "interrupted again: stopped scv-server without waiting for the cancel"}
 			}
 			r.interrupted = true
 			if r.turnReqID == "" {
 				// No turn yet: closing the server's stdin is all it takes.
-				return &exitcode.InterruptedError{Msg: "interrupted before the turn started"}
+				return &cli.InterruptedError{Msg: "interrupted before the turn started"}
 			}
 			timeout := durationOr(r.opts.CancelTimeout, DefaultCancelTimeout)
 			t := time.NewTimer(timeout)
@@ -258,7 +249,7 @@ func (r *run) loop(frames <-chan frame, sigs <-chan os.Signal) error {
 			}
 		case <-cancelDeadline:
 			r.killNow = true
-			return &exitcode.InterruptedError{Msg: fmt.Sprintf("scv-server did not confirm the cancel within %s; stopped it",
+			return &cli.InterruptedError{Msg: fmt.Sprintf("scv-server did not confirm the cancel within %s; stopped it",
 				durationOr(r.opts.CancelTimeout, DefaultCancelTimeout))}
 		}
 	}
@@ -327,7 +318,7 @@ func (r *run) handle(f frame) (done bool, err error) {
 		}
 	case *protocol.TurnCancelled:
 		if r.mine(ev.TurnHeader) {
-			return true, r.outcome(&exitcode.InterruptedError{Msg: "the turn was cancelled"})
+			return true, r.outcome(&cli.InterruptedError{Msg: "the turn was cancelled"})
 		}
 	case *protocol.TurnFailed:
 		if r.mine(ev.TurnHeader) {
@@ -411,7 +402,7 @@ func (r *run) mine(h protocol.TurnHeader) bool {
 func (r *run) outcome(err error) error {
 	r.view.endLine()
 	if r.interrupted {
-		return &exitcode.InterruptedError{Msg: "the turn was cancelled"}
+		return &cli.InterruptedError{Msg: "the turn was cancelled"}
 	}
 	return err
 }
@@ -478,49 +469,35 @@ func (r *run) id(kind string) string {
 // send writes msgs to the server in one write. A write error means the
 // server is gone; its exit status, read later, says why.
 func (r *run) send(msgs ...protocol.ClientMessage) error {
-	var buf []byte
-	for _, m := range msgs {
-		b, err := protocol.EncodeClientMessage(m)
-		if err != nil {
-			return err
-		}
-		buf = append(append(buf, b...), '\n')
-	}
-	if _, err := r.stdin.Write(buf); err != nil {
+	err := r.conn.Send(msgs...)
+	var werr *client.WriteError
+	if errors.As(err, &werr) {
 		return ErrServerExited
 	}
-	return nil
+	return err
 }
 
 // finish combines the loop's outcome with how the server exited.
 func (r *run) finish(loopErr, stopErr error) error {
 	if errors.Is(loopErr, ErrServerExited) {
-		var ee *exec.ExitError
-		if errors.As(stopErr, &ee) && ee.ExitCode() == configExitCode {
+		var ee *client.ExitError
+		if errors.As(stopErr, &ee) && ee.ConfigError() {
 			// The server said what is wrong with the configuration on
 			// the stderr we share: one message, not two.
-			return exitcode.Reported(fmt.Errorf("%w (%s)", ErrServerExited, describeExit(stopErr)))
+			return cli.Reported(fmt.Errorf("%w (%s)", ErrServerExited, describeExit(stopErr)))
 		}
 		return fmt.Errorf("%w (%s)", ErrServerExited, describeExit(stopErr))
 	}
-	if errors.Is(stopErr, launch.ErrKilled) && !r.killNow {
+	if errors.Is(stopErr, client.ErrKilled) && !r.killNow {
 		fmt.Fprintf(r.opts.IO.ErrOut, "scv: warning: scv-server %v\n", stopErr)
 	}
 	return loopErr
 }
 
-// configExitCode is scv-server's exit status for a configuration it cannot
-// start with (EX_CONFIG); its message is on stderr already.
-const configExitCode = 78
-
 // describeExit says how the server process ended.
 func describeExit(err error) string {
 	if err == nil {
 		return "exit status 0"
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.String()
 	}
 	return err.Error()
 }
@@ -528,23 +505,7 @@ func describeExit(err error) string {
 // workspace returns the absolute workspace directory for dir ("" is the
 // current directory). The server wants an absolute path, and checking it
 // here gives a clear error before any process starts.
-func workspace(dir string) (string, error) {
-	if dir == "" {
-		dir = "."
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("resolving the workspace %s: %w", dir, err)
-	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
-	}
-	if !st.IsDir() {
-		return "", fmt.Errorf("workspace %s is not a directory", abs)
-	}
-	return abs, nil
-}
+func workspace(dir string) (string, error) { return paths.ResolveWorkspace(dir, false) }
 
 func durationOr(d, def time.Duration) time.Duration {
 	if d > 0 {

@@ -3,7 +3,7 @@ package server
 
 import (
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/launch"
+	"github.com/scv-cli/scv/shared/client"
 	"github.com/spf13/cobra"
 )
 
@@ -39,12 +39,12 @@ Run "scv server --help" for the server's own help.`,
 }
 
 func serverRun(f *cmdutil.Factory, opts *Options) error {
-	path, err := f.FindBinary(launch.Server)
+	path, err := f.FindBinary(client.Server)
 	if err != nil {
 		return err
 	}
 	// Exec, not a child process: the client's pipes and signals then reach
 	// the real server, with no relay in between that could reorder, buffer
 	// or outlive it.
-	return f.Exec(path, append([]string{launch.Server}, opts.Args...))
+	return f.Exec(path, append([]string{client.Server}, opts.Args...))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/version"
 	"github.com/spf13/cobra"
@@ -21,7 +22,7 @@ func NewCmdVersion(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the scv version",
-		Args:  cmdutil.NoArgs,
+		Args:  cli.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := fmt.Fprintln(f.IO.Out, Line())
 			return err

@@ -1,4 +1,4 @@
-package launch
+package client
 
 import (
 	"errors"
@@ -19,12 +19,12 @@ func writeExe(t *testing.T, dir, name string) string {
 }
 
 func TestFind(t *testing.T) {
+	t.Parallel()
 	bin := t.TempDir()
 	server := writeExe(t, bin, Server)
 	self := writeExe(t, bin, "scv")
 	// A symlink to scv elsewhere must still find the real siblings.
-	linkDir := t.TempDir()
-	link := filepath.Join(linkDir, "scv")
+	link := filepath.Join(t.TempDir(), "scv")
 	if err := os.Symlink(self, link); err != nil {
 		t.Fatal(err)
 	}
@@ -35,74 +35,73 @@ func TestFind(t *testing.T) {
 	if err := os.WriteFile(noExec, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-
 	notOnPath := func(string) (string, error) { return "", errors.New("not found") }
 	pathHas := func(p string) func(string) (string, error) {
 		return func(string) (string, error) { return p, nil }
 	}
-	env := func(kv map[string]string) func(string) string {
-		return func(k string) string { return kv[k] }
-	}
-
 	tests := []struct {
 		name     string
 		self     string
 		lookPath func(string) (string, error)
-		env      map[string]string
+		env      string // SCV_SERVER_BIN
 		want     string
 		wantErr  []string
 	}{
 		{name: "next to scv", self: self, lookPath: notOnPath, want: server},
-		{name: "next to symlink target", self: link, lookPath: notOnPath, want: server},
+		{name: "next to the symlink's target", self: link, lookPath: notOnPath, want: server},
 		{name: "next to scv wins over PATH", self: self, lookPath: pathHas(onPath), want: server},
 		{name: "PATH", self: filepath.Join(empty, "scv"), lookPath: pathHas(onPath), want: onPath},
-		{name: "override", self: self, lookPath: notOnPath, env: map[string]string{"SCV_SERVER_BIN": override}, want: override},
+		{name: "the variable wins", self: self, lookPath: pathHas(onPath), env: override, want: override},
 		{
-			name: "override missing", self: self, lookPath: notOnPath,
-			env:     map[string]string{"SCV_SERVER_BIN": filepath.Join(empty, "nope")},
-			wantErr: []string{"SCV_SERVER_BIN=", "no such file"},
+			name: "a missing override is an error, not a fallback", self: self, lookPath: pathHas(onPath), env: filepath.Join(empty, "nope"),
+			wantErr: []string{"SCV_SERVER_BIN=" + filepath.Join(empty, "nope") + " cannot be run: no such file; point it at the scv-server binary, or unset it to use the one next to scv"},
 		},
 		{
-			name: "override not executable", self: self, lookPath: notOnPath,
-			env:     map[string]string{"SCV_SERVER_BIN": noExec},
-			wantErr: []string{"is not executable"},
+			name: "override not executable", self: self, lookPath: notOnPath, env: noExec,
+			wantErr: []string{"SCV_SERVER_BIN=" + noExec + " cannot be run: it is not executable"},
 		},
 		{
 			name: "nowhere", self: filepath.Join(empty, "scv"), lookPath: notOnPath,
-			wantErr: []string{"scv-server not found", "next to scv (in " + empty + ")", "$PATH", "scripts/build.sh", "SCV_SERVER_BIN"},
+			wantErr: []string{"scv-server not found: SCV_SERVER_BIN is not set, and it is neither next to scv (in " + empty + ") nor on $PATH; build it with scripts/build.sh, which puts every SCV binary in bin/, or set SCV_SERVER_BIN to its path"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &Finder{
+			t.Parallel()
+			f := Finder{
+				Self:       "scv",
 				Executable: func() (string, error) { return tt.self, nil },
 				LookPath:   tt.lookPath,
-				Getenv:     env(tt.env),
+				Getenv: func(k string) string {
+					if k == "SCV_SERVER_BIN" {
+						return tt.env
+					}
+					return ""
+				},
 			}
 			got, err := f.Find(Server)
 			if tt.wantErr != nil {
-				if err == nil {
-					t.Fatalf("Find = %q, want an error", got)
+				var nf *NotFoundError
+				if !errors.As(err, &nf) {
+					t.Fatalf("Find = %q, %v; want a *NotFoundError", got, err)
 				}
 				for _, s := range tt.wantErr {
 					if !strings.Contains(err.Error(), s) {
-						t.Errorf("error %q does not mention %q", err, s)
+						t.Errorf("error %q does not say %q", err, s)
 					}
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tt.want {
-				t.Errorf("Find = %q, want %q", got, tt.want)
+			if err != nil || got != tt.want {
+				t.Fatalf("Find = %q, %v; want %q", got, err, tt.want)
 			}
 		})
 	}
 }
 
-func TestFindTUINotFound(t *testing.T) {
-	f := &Finder{
+func TestFindNamesTheProgramAndItsVariable(t *testing.T) {
+	t.Parallel()
+	f := Finder{
 		Executable: func() (string, error) { return "", errors.New("unknown") },
 		LookPath:   func(string) (string, error) { return "", errors.New("not found") },
 		Getenv:     func(string) string { return "" },
@@ -112,7 +111,12 @@ func TestFindTUINotFound(t *testing.T) {
 	if !errors.As(err, &nf) || nf.Name != TUI {
 		t.Fatalf("Find(scv-tui) error = %v, want *NotFoundError for scv-tui", err)
 	}
-	if !strings.Contains(err.Error(), "SCV_TUI_BIN") {
-		t.Errorf("error %q does not name SCV_TUI_BIN", err)
+	for _, s := range []string{"SCV_TUI_BIN", "next to this program nor"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not say %q", err, s)
+		}
+	}
+	if OverrideEnv(Agents) != "SCV_AGENTS_BIN" || OverrideEnv("scv-bridge") != "" {
+		t.Errorf("OverrideEnv: %q, %q", OverrideEnv(Agents), OverrideEnv("scv-bridge"))
 	}
 }
