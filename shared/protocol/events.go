@@ -200,6 +200,12 @@ type TurnCompleted struct {
 	Steps  int     `json:"steps"`
 	Usage  *Usage  `json:"usage,omitempty"`
 	Origin *Origin `json:"origin,omitempty"`
+	// FinishReason is the provider's finish reason of the turn's last
+	// model reply ("stop", "length", "content_filter", …; empty when it
+	// gave none). It is for dialects that report why a turn stopped
+	// (ACP's stopReason) and is never on the NDJSON wire, so clients of
+	// versions 1 to 3 see the same bytes as before.
+	FinishReason string `json:"-"`
 }
 
 // TurnCancelled ends a cancelled turn.

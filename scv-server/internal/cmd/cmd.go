@@ -143,8 +143,32 @@ func NewCmdRoot(stdio IO) *cobra.Command {
 	root.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	_ = root.Flags().MarkHidden("cpuprofile")
 	root.SetFlagErrorFunc(cli.FlagErrorFunc)
-	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdDaemon(stdio), newCmdConnect(stdio))
+	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdACP(stdio), newCmdDaemon(stdio), newCmdConnect(stdio))
 	return root
+}
+
+func newCmdACP(stdio IO) *cobra.Command {
+	var policy, logLevel string
+	cmd := &cobra.Command{
+		Use:   "acp",
+		Short: "Serve the Agent Client Protocol on stdin and stdout, for editors such as Zed",
+		Long: `scv-server acp serves ACP v1 (JSON-RPC 2.0, one message per line) on standard input and output,
+over the same session runtime as --stdio; logs go to stderr (see docs/acp.md).
+
+Exit codes: 0 at the end of input, 1 on a runtime failure or a signal, 2 on a usage error,
+78 when the configuration cannot be loaded (reported on stderr before any input is read).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(stdio.ErrOut, logLevel, stdio.Env)
+			if err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			return server.RunACP(cmd.Context(), server.Options{Env: stdio.Env, ApprovalPolicy: policy, Logger: log}, stdio.In, stdio.Out)
+		},
+	}
+	cmd.Flags().StringVar(&policy, "approval-policy", "", "override tools.approval_policy: on-risk, never or auto (the session's starting mode)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default warn, or $SCV_LOG_LEVEL)")
+	return cmd
 }
 
 func newCmdSchema(stdio IO) *cobra.Command {

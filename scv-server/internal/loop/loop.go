@@ -43,6 +43,10 @@ type Config struct {
 	HostedWebSearch bool
 	ToolEnv         tools.Env
 	Policy          approval.Policy
+	// PolicyNow, when set, gives the policy at each call instead of
+	// Policy, so a client's mode switch applies within the running turn
+	// (session.Session.SetPolicy).
+	PolicyNow func() approval.Policy
 	// OnMessages, when set, is called on the turn's goroutine each time the
 	// loop adds messages to the turn (the prompt, an assistant message, a
 	// tool result), with just those messages, so that the session can
@@ -62,6 +66,11 @@ type Config struct {
 	MaxSteps int
 	// Progress enables tool.progress events (protocol v3).
 	Progress bool
+	// OnReasoning, when set, receives the model's reasoning text as it
+	// streams (providers that expose it); an error stops the request like
+	// a failed emission. It is no protocol event: dialects that show
+	// reasoning get it from the session (session.ReasoningObserver).
+	OnReasoning func(ctx context.Context, text string) error
 
 	// ContextMaxTokens is the model's context window; 0 disables
 	// compaction and the context check.
@@ -103,6 +112,9 @@ type Outcome struct {
 	// then the new history that the turn's Messages follow.
 	Compacted bool
 	History   []provider.Message
+	// FinishReason is the provider's finish reason of the last model
+	// reply ("stop", "length", "content_filter", …), empty when none came.
+	FinishReason string
 }
 
 // DefaultMaxSteps is the step limit when Config.MaxSteps is zero.
@@ -160,14 +172,19 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 			HostedWebSearch: l.cfg.HostedWebSearch && l.cfg.Tools != nil}
 		held := len(l.out.Messages)
 
-		resp, err := l.cfg.Provider.Stream(ctx, req, provider.HandlerFunc(func(text string) error {
+		var h provider.Handler = provider.HandlerFunc(func(text string) error {
 			return l.sink.Emit(ctx, &protocol.AssistantDelta{Content: text})
-		}))
+		})
+		if l.cfg.OnReasoning != nil {
+			h = reasoningHandler{Handler: h, ctx: ctx, on: l.cfg.OnReasoning}
+		}
+		resp, err := l.cfg.Provider.Stream(ctx, req, h)
 		if err != nil {
 			return l.classify(ctx, err)
 		}
 		l.addUsage(resp.Usage)
 		l.calibrate(resp.Usage, held)
+		l.out.FinishReason = resp.FinishReason
 		if err := l.sink.Emit(ctx, &protocol.AssistantCompleted{Content: resp.Content}); err != nil {
 			return l.classify(ctx, err)
 		}
@@ -190,6 +207,15 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 	}
 	return &Failure{Code: protocol.FailStepLimit, Message: fmt.Sprintf("agent reached %d steps", l.cfg.MaxSteps)}
 }
+
+// reasoningHandler adds Config.OnReasoning to a delta handler.
+type reasoningHandler struct {
+	provider.Handler
+	ctx context.Context
+	on  func(ctx context.Context, text string) error
+}
+
+func (r reasoningHandler) OnReasoning(text string) error { return r.on(r.ctx, text) }
 
 // answerRest gives every call in calls a result, so the history never holds
 // a request without its answer.
@@ -300,7 +326,11 @@ func (l *loop) check(call provider.ToolCall, progress func(string)) (tools.Resul
 }
 
 func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *tools.Plan, rep *reporter) (res tools.Result, started bool, err error) {
-	decision := l.cfg.Policy.Decide(plan.Risk)
+	policy := l.cfg.Policy
+	if l.cfg.PolicyNow != nil {
+		policy = l.cfg.PolicyNow()
+	}
+	decision := policy.Decide(plan.Risk)
 	if decision == approval.Ask && l.cfg.AutoApprove {
 		decision = approval.Run
 	}
@@ -314,7 +344,7 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 	switch decision {
 	case approval.Deny:
 		return tools.Failed(fmt.Sprintf("denied: the approval policy %q does not allow %s calls (%s risk) without asking, and it never asks; do not retry this call",
-			l.cfg.Policy, call.Name, plan.Risk)), false, nil
+			policy, call.Name, plan.Risk)), false, nil
 	case approval.Ask:
 		var proposed *protocol.Rule
 		if l.cfg.Rules != nil && plan.Rule != nil {

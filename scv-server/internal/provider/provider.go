@@ -110,6 +110,17 @@ type Handler interface {
 	OnDelta(text string) error
 }
 
+// ReasoningHandler is a Handler that also takes the model's reasoning as
+// it streams, as text a person can read (the Responses wire's reasoning
+// summary deltas). Providers call OnReasoning only on handlers that
+// implement it; a non-nil error stops the stream like OnDelta's. The text
+// is for display only: the reply keeps its reasoning as opaque items
+// (Response.Reasoning) either way.
+type ReasoningHandler interface {
+	Handler
+	OnReasoning(text string) error
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(text string) error
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/reconcile"
+	"github.com/scv-cli/scv/scv-server/internal/dialect/acp"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
@@ -320,11 +321,33 @@ func (r *Runtime) EnableSubreaper() {
 	}
 }
 
+// ServeACP runs one ACP connection over rw (docs/acp.md); like Serve, the
+// end of the connection ends the runtime's turns.
+func (r *Runtime) ServeACP(ctx context.Context, rw io.ReadWriter) error {
+	return acp.Serve(ctx, r.Manager, rw, acp.Options{
+		NoProvider:   r.Provider.Name() == demo.Name,
+		CloseManager: true,
+		Grace:        r.opts.Grace,
+		Logger:       r.log,
+	})
+}
+
+// RunACP serves ACP on in and out until the client's input ends, with the
+// same start-up work as RunStdio.
+func RunACP(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
+	return run(ctx, opts, func(rt *Runtime, t *stdio.Transport) error { return rt.ServeACP(ctx, t) }, in, out)
+}
+
 // RunStdio serves the protocol on in and out until the client's input ends.
 // It first makes the process a child subreaper, and alongside the
 // connection it housekeeps once (Housekeep), so that the orphans of a
 // server that was killed are stopped without delaying this one's start.
 func RunStdio(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
+	return run(ctx, opts, func(rt *Runtime, t *stdio.Transport) error { return rt.Serve(ctx, t) }, in, out)
+}
+
+// run builds the runtime and serves one stdio connection with serve.
+func run(ctx context.Context, opts Options, serve func(*Runtime, *stdio.Transport) error, in io.Reader, out io.Writer) error {
 	rt, err := New(opts)
 	if err != nil {
 		return err
@@ -337,7 +360,7 @@ func RunStdio(ctx context.Context, opts Options, in io.Reader, out io.Writer) er
 	}()
 	t := stdio.New(in, out)
 	defer t.Close()
-	err = rt.Serve(ctx, t)
+	err = serve(rt, t)
 	<-reconciled
 	return err
 }

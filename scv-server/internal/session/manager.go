@@ -344,6 +344,49 @@ func (m *Manager) Close(ctx context.Context) {
 	}
 }
 
+// CloseSession ends one session before the server does (ACP's
+// session/close): queued prompts and server turns are dropped, the running
+// turn is cancelled and waited for (it still emits its terminal event,
+// unless ctx ends first), then the session's extension, workspace and log
+// are released and the session is forgotten. Its stored log stays, so it
+// can be resumed later. Closing a session that is not open is an error.
+func (m *Manager) CloseSession(ctx context.Context, id string) error {
+	m.mu.Lock()
+	s, ok := m.sessions[id]
+	if ok {
+		delete(m.sessions, id)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return errorf(protocol.ErrSessionNotFound, "no session has id %q; it was never started or is closed already", id)
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.queue = nil
+	s.serverTurns = nil
+	t := s.active
+	if t != nil {
+		t.cancel()
+	}
+	s.mu.Unlock()
+	if t != nil {
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			// The turn's emission may be stuck behind a client that is
+			// gone; the manager's Close still joins it.
+			m.log.Warn("A closed session's turn did not end in time; releasing the session anyway", "session", id)
+		}
+	}
+	if s.closeExt != nil {
+		s.closeExt(ctx)
+	}
+	_ = s.root.Close()
+	s.closeLog()
+	m.log.Info("Session closed", "session", id)
+	return nil
+}
+
 // abandon releases a session that failed to start after it was stored.
 func (m *Manager) abandon(s *Session) {
 	if s.closeExt != nil {

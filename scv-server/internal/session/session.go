@@ -33,6 +33,16 @@ type Subscriber interface {
 	Room(size int) bool
 }
 
+// ReasoningObserver is a Subscriber that also shows the model's reasoning
+// as it streams (ACP's agent_thought_chunk). Reasoning is no protocol
+// event: it takes no sequence number, is not stored, and subscribers that
+// do not implement this interface (the NDJSON dialect) never see it.
+// ObserveReasoning is called under the emit lock, in order with the
+// turn's events, and may wait for room until ctx ends.
+type ReasoningObserver interface {
+	ObserveReasoning(ctx context.Context, turnID, text string) error
+}
+
 // Session is one conversation in one workspace.
 type Session struct {
 	id      string
@@ -47,7 +57,7 @@ type Session struct {
 	tools   *tools.Registry
 	// hostedSearch offers the endpoint's hosted web search.
 	hostedSearch bool
-	policy       approval.Policy
+	policy       approval.Policy // guarded by mu once the session has started
 	// toolEnv holds the session's tool timeouts and output limit.
 	toolEnv tools.Env
 	// autoApprove answers every approval request yes without asking
@@ -104,6 +114,9 @@ type Session struct {
 	// rules are the approval rules granted for the session, in order, one
 	// per key (rules.go). Guarded by mu.
 	rules []protocol.Rule
+	// closed is set by Manager.CloseSession: no turn starts after it
+	// (guarded by mu).
+	closed bool
 }
 
 type turn struct {
@@ -112,7 +125,8 @@ type turn struct {
 	origin    *protocol.Origin // set for a turn the server started
 	ctx       context.Context  // the turn's; ends when it is cancelled
 	cancel    context.CancelFunc
-	rec       *turnRecord // what the session log has of the turn; nil when not stored
+	rec       *turnRecord   // what the session log has of the turn; nil when not stored
+	done      chan struct{} // closed once the turn has ended and emitted its end
 
 	// Streamed events coalesced while a subscriber lags (coalesce.go).
 	pendMu     sync.Mutex
@@ -351,8 +365,14 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	if m.closing() {
 		return errorf(protocol.ErrInternal, "the server is shutting down; no new turn starts")
 	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return errorf(protocol.ErrSessionNotFound, "session %s is closed; no new turn starts in it", s.id)
+	}
 	turnCtx, cancel := context.WithCancel(m.ctx)
-	t := &turn{id: uuid.NewString(), requestID: requestID, origin: origin, ctx: turnCtx, cancel: cancel}
+	t := &turn{id: uuid.NewString(), requestID: requestID, origin: origin, ctx: turnCtx, cancel: cancel, done: make(chan struct{})}
 	started := &protocol.TurnStarted{TurnHeader: protocol.TurnHeader{RequestID: requestID, SessionID: s.id, TurnID: t.id}, Origin: origin}
 	if err := s.emitLocked(ctx, started); err != nil {
 		cancel()
@@ -362,6 +382,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	s.active = t
 	history := append([]provider.Message(nil), s.history...)
 	historyTokens := s.historyTokens
+	policy := s.policy
 	s.mu.Unlock()
 
 	cfg := loop.Config{
@@ -370,12 +391,16 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 		System:          s.system,
 		Tools:           s.tools,
 		HostedWebSearch: s.hostedSearch,
-		Policy:          s.policy,
+		Policy:          policy,
+		PolicyNow:       s.Policy,
 		AutoApprove:     s.autoApprove,
 		Approvals:       s.approvals,
 		Rules:           s.rulesFunc(),
 		MaxSteps:        m.opts.MaxSteps,
 		Progress:        s.version >= protocol.Version3,
+		OnReasoning: func(ctx context.Context, text string) error {
+			return s.observeReasoning(ctx, t, text)
+		},
 
 		ContextMaxTokens: m.opts.Provider.ContextMaxTokens(),
 		CompactShare:     m.opts.CompactShare,
@@ -394,6 +419,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	m.turns.Add(1)
 	go func() {
 		defer m.turns.Done()
+		defer close(t.done)
 		defer cancel()
 		out := s.runRecovering(t, func() loop.Outcome { return work(turnCtx, cfg, history, &turnSink{s: s, t: t}) })
 		s.finish(t, out)
@@ -429,7 +455,7 @@ func (s *Session) finish(t *turn, out loop.Outcome) {
 	var failure *loop.Failure
 	switch {
 	case out.Err == nil:
-		terminal = &protocol.TurnCompleted{TurnHeader: hdr, Steps: out.Steps, Usage: out.Usage, Origin: t.origin}
+		terminal = &protocol.TurnCompleted{TurnHeader: hdr, Steps: out.Steps, Usage: out.Usage, Origin: t.origin, FinishReason: out.FinishReason}
 	case errors.As(out.Err, &failure):
 		terminal = &protocol.TurnFailed{TurnHeader: hdr, Code: failure.Code, Message: failure.Message, Origin: t.origin}
 		m.log.Warn("Turn failed", "session", s.id, "turn", t.id, "code", failure.Code, "err", out.Err)
@@ -613,11 +639,57 @@ func (s *Session) History() []provider.Message {
 	return append([]provider.Message(nil), s.history...)
 }
 
+// Policy returns the session's approval policy.
+func (s *Session) Policy() approval.Policy {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.policy
+}
+
+// SetPolicy changes the session's approval policy (a client's mode
+// switch, such as ACP's session/set_mode): it applies to every tool call
+// from now on, those of the running turn's next model reply included; a
+// call already waiting for approval keeps waiting.
+func (s *Session) SetPolicy(p approval.Policy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policy = p
+}
+
+// ContextTokens estimates the tokens of the session's history, the part of
+// the context the conversation fills (the system prompt and tool schemas
+// come on top); -1 when unknown, as right after a resume.
+func (s *Session) ContextTokens() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.historyTokens
+}
+
 // Usage returns the session's usage totals.
 func (s *Session) Usage() protocol.Usage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.usage
+}
+
+// observeReasoning hands reasoning text to the subscribers that show it,
+// after the turn's coalesced events so the order holds.
+func (s *Session) observeReasoning(ctx context.Context, t *turn, text string) error {
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.unlock()
+	if err := s.flushPendingLocked(ctx, t, true); err != nil {
+		return err
+	}
+	for _, sub := range s.subs {
+		if o, ok := sub.(ReasoningObserver); ok {
+			if err := o.ObserveReasoning(ctx, t.id, text); err != nil {
+				return fmt.Errorf("showing reasoning: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // turnSink fills turn headers and emits under the session's lock.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/scv-cli/scv/scv/internal/cmd/acp"
 	"github.com/scv-cli/scv/scv/internal/cmd/config"
 	"github.com/scv-cli/scv/scv/internal/cmd/daemon"
 	"github.com/scv-cli/scv/scv/internal/cmd/exec"
@@ -75,6 +76,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 		config.NewCmdConfig(f, nil, nil),
 		exec.NewCmdExec(f, nil),
 		server.NewCmdServer(f, nil),
+		acp.NewCmdACP(f, nil),
 		daemon.NewCmdDaemon(f),
 		daemon.NewCmdUpdate(f),
 		version.NewCmdVersion(f),

@@ -71,6 +71,10 @@ func TestRun(t *testing.T) {
 			wantExecd: []string{"/bin/scv-server", "scv-server", "--stdio", "--approval-policy", "never", "--help"},
 		},
 		{
+			name: "acp becomes scv-server acp", args: []string{"acp", "--approval-policy", "never", "--help"},
+			wantExecd: []string{"/bin/scv-server", "scv-server", "acp", "--approval-policy", "never", "--help"},
+		},
+		{
 			name: "no server", args: []string{"server", "--stdio"}, missing: []string{client.Server}, wantCode: cli.Failure,
 			wantErr: []string{"scv-server not found", "SCV_SERVER_BIN"},
 		},

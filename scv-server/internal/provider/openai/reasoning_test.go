@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -248,5 +249,41 @@ func TestResponsesReasoningRefused(t *testing.T) {
 	wantError(t, err, provider.CodeProviderError, "Unsupported parameter")
 	if n := len(fx.srv.Requests()); n != 1 {
 		t.Fatalf("%d requests", n)
+	}
+}
+
+// thinker records text and reasoning deltas.
+type thinker struct {
+	text, reasoning []string
+	fail            error
+}
+
+func (h *thinker) OnDelta(s string) error { h.text = append(h.text, s); return nil }
+func (h *thinker) OnReasoning(s string) error {
+	h.reasoning = append(h.reasoning, s)
+	return h.fail
+}
+
+// A handler that takes reasoning gets the summary's deltas as they stream;
+// its error stops the stream; a plain handler never sees them.
+func TestResponsesReasoningStreamsToAReasoningHandler(t *testing.T) {
+	fx := newResponses(t, nil)
+	fx.srv.Enqueue(f.Script(f.Reasoning("Look at x.", "ENC1"), f.Text("done")))
+	var h thinker
+	resp, err := fx.p.Stream(context.Background(), userReq, &h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(h.reasoning, "|") != "Look at x." || strings.Join(h.text, "") != "done" || resp.Content != "done" {
+		t.Fatalf("reasoning %q, text %q, content %q", h.reasoning, h.text, resp.Content)
+	}
+	fx.srv.Enqueue(f.Script(f.Reasoning("stop here", "ENC1"), f.Text("never")))
+	stop := errors.New("the turn was cancelled")
+	h = thinker{fail: stop}
+	if _, err := fx.p.Stream(context.Background(), userReq, &h); !errors.Is(err, stop) {
+		t.Fatalf("a failing OnReasoning: %v", err)
+	}
+	if len(h.text) != 0 {
+		t.Fatalf("text after a failed OnReasoning: %q", h.text)
 	}
 }

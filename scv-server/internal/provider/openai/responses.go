@@ -209,7 +209,8 @@ func (p *Provider) responsesTools(req provider.Request) ([]responses.ToolUnionPa
 }
 
 func (responsesWire) decoder(p *Provider, h provider.Handler) streamDecoder {
-	return &responsesDecoder{p: p, acc: newAccumulator(p, h), calls: map[string]*toolAcc{}, streamed: map[string]bool{}, cited: map[string]bool{},
+	rh, _ := h.(provider.ReasoningHandler)
+	return &responsesDecoder{p: p, acc: newAccumulator(p, h), reasoner: rh, calls: map[string]*toolAcc{}, streamed: map[string]bool{}, cited: map[string]bool{},
 		reasoningAt: map[string]int{}}
 }
 
@@ -217,7 +218,9 @@ func (responsesWire) decoder(p *Provider, h provider.Handler) streamDecoder {
 type responsesDecoder struct {
 	p   *Provider
 	acc *accumulator
-	ev  respEvent // reused between events
+	// reasoner takes the reasoning summary deltas; nil: they are skipped.
+	reasoner provider.ReasoningHandler
+	ev       respEvent // reused between events
 
 	// calls are the function calls by item id ("#<output_index>" for an
 	// item without one).
@@ -259,9 +262,10 @@ func (d *responsesDecoder) event(name, data []byte) (bool, error) {
 		return h(d, ev)
 	}
 	// Lifecycle events (response.created, content_part.added, the
-	// web_search_call progress events, reasoning summary deltas, whose
+	// web_search_call progress events, reasoning summary parts, whose
 	// text the reasoning item's done event repeats...) carry nothing
-	// else the Response needs.
+	// else the Response needs. (Reasoning summary deltas go to a
+	// handler that shows reasoning, reasoningDelta.)
 	return false, nil
 }
 
@@ -269,6 +273,7 @@ func (d *responsesDecoder) event(name, data []byte) (bool, error) {
 var respHandlers = map[string]func(*responsesDecoder, *respEvent) (done bool, err error){
 	"response.output_text.delta":             (*responsesDecoder).textDelta,
 	"response.refusal.delta":                 (*responsesDecoder).textDelta,
+	"response.reasoning_summary_text.delta":  (*responsesDecoder).reasoningDelta,
 	"response.function_call_arguments.delta": (*responsesDecoder).arguments,
 	"response.function_call_arguments.done":  (*responsesDecoder).arguments,
 	"response.output_item.added":             (*responsesDecoder).itemEvent,
@@ -286,6 +291,16 @@ var respHandlers = map[string]func(*responsesDecoder, *respEvent) (done bool, er
 func (d *responsesDecoder) textDelta(ev *respEvent) (bool, error) {
 	d.streamed[ev.ItemID] = true
 	return false, d.acc.addText(ev.Delta)
+}
+
+// reasoningDelta streams the reasoning summary's text to a handler that
+// takes it; the reasoning item's done event carries the whole item kept
+// for the next request.
+func (d *responsesDecoder) reasoningDelta(ev *respEvent) (bool, error) {
+	if d.reasoner == nil || ev.Delta == "" {
+		return false, nil
+	}
+	return false, d.reasoner.OnReasoning(ev.Delta)
 }
 
 // arguments adds a delta of a call's arguments, or sets them whole on

@@ -1,0 +1,272 @@
+package acp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/goleak"
+
+	"github.com/scv-cli/scv/scv-server/internal/server"
+	st "github.com/scv-cli/scv/scv-server/internal/servertest"
+	fo "github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/testkit"
+)
+
+func TestMain(m *testing.M) {
+	restore := testkit.IsolateHome()
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { restore(); os.Exit(code) }))
+}
+
+// wait bounds every wait; tests never rely on it for ordering.
+const wait = 20 * time.Second
+
+// client is a scripted ACP client: it records updates and answers
+// permission requests with answer.
+type client struct {
+	mu      sync.Mutex
+	updates []acpsdk.SessionNotification
+	asked   []acpsdk.RequestPermissionRequest
+	changed chan struct{}
+	// answer picks the outcome of a permission request; nil selects the
+	// option of kind allow_once. It may block until ctx ends (withdrawn).
+	answer func(ctx context.Context, p acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error)
+}
+
+func (c *client) notify() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (c *client) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) error {
+	c.mu.Lock()
+	c.updates = append(c.updates, n)
+	c.mu.Unlock()
+	c.notify()
+	return nil
+}
+
+func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+	c.mu.Lock()
+	c.asked = append(c.asked, p)
+	answer := c.answer
+	c.mu.Unlock()
+	c.notify()
+	if answer != nil {
+		return answer(ctx, p)
+	}
+	return selectKind(p, acpsdk.PermissionOptionKindAllowOnce), nil
+}
+
+func selectKind(p acpsdk.RequestPermissionRequest, kind acpsdk.PermissionOptionKind) acpsdk.RequestPermissionResponse {
+	for _, o := range p.Options {
+		if o.Kind == kind {
+			return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected(o.OptionId)}
+		}
+	}
+	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}
+}
+
+func (c *client) ReadTextFile(context.Context, acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error) {
+	return acpsdk.ReadTextFileResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodFsReadTextFile)
+}
+func (c *client) WriteTextFile(context.Context, acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error) {
+	return acpsdk.WriteTextFileResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodFsWriteTextFile)
+}
+func (c *client) CreateTerminal(context.Context, acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
+	return acpsdk.CreateTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalCreate)
+}
+func (c *client) KillTerminal(context.Context, acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
+	return acpsdk.KillTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalKill)
+}
+func (c *client) TerminalOutput(context.Context, acpsdk.TerminalOutputRequest) (acpsdk.TerminalOutputResponse, error) {
+	return acpsdk.TerminalOutputResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalOutput)
+}
+func (c *client) ReleaseTerminal(context.Context, acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
+	return acpsdk.ReleaseTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalRelease)
+}
+func (c *client) WaitForTerminalExit(context.Context, acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error) {
+	return acpsdk.WaitForTerminalExitResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalWaitForExit)
+}
+
+// until waits for the client's state to satisfy ok.
+func (c *client) until(t *testing.T, what string, ok func(c *client) bool) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		c.mu.Lock()
+		done := ok(c)
+		c.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-c.changed:
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// kinds lists the session updates' kinds in order.
+func (c *client) kinds() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, n := range c.updates {
+		out = append(out, kindOf(n.Update))
+	}
+	return out
+}
+
+func kindOf(u acpsdk.SessionUpdate) string {
+	b, _ := json.Marshal(u)
+	var k struct {
+		SessionUpdate string `json:"sessionUpdate"`
+	}
+	_ = json.Unmarshal(b, &k)
+	return k.SessionUpdate
+}
+
+// text joins the agent message chunks' text.
+func (c *client) text() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	for _, n := range c.updates {
+		if m := n.Update.AgentMessageChunk; m != nil && m.Content.Text != nil {
+			b.WriteString(m.Content.Text.Text)
+		}
+	}
+	return b.String()
+}
+
+func (c *client) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.updates, c.asked = nil, nil
+}
+
+// harness is a runtime served over pipes with an SDK client.
+type harness struct {
+	t      testing.TB
+	f      *fo.Server
+	home   string
+	ws     string
+	c      *client
+	conn   *acpsdk.ClientSideConnection
+	in     *io.PipeWriter // the client's writes
+	raw    io.Writer      // raw lines to the agent (the same pipe)
+	done   chan error
+	closed bool
+}
+
+type harnessOptions struct {
+	config string // config.toml; empty: the fake provider
+	policy string
+	home   string
+}
+
+func start(t testing.TB, o harnessOptions) *harness {
+	t.Helper()
+	f := fo.NewServer()
+	t.Cleanup(f.Close)
+	home := o.home
+	if home == "" {
+		home = t.TempDir()
+	}
+	cfg := o.config
+	if cfg == "" {
+		cfg = st.FakeProviderConfig(f.URL(), "")
+	}
+	if cfg != "-" {
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := server.New(server.Options{Env: paths.MapEnv(map[string]string{"SCV_HOME": home}), ApprovalPolicy: o.policy, Grace: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, aw := io.Pipe() // agent → client
+	ar, cw := io.Pipe() // client → agent
+	h := &harness{t: t, f: f, home: home, ws: t.TempDir(), c: &client{changed: make(chan struct{}, 1)}, in: cw, raw: cw, done: make(chan error, 1)}
+	go func() {
+		err := rt.ServeACP(context.Background(), struct {
+			io.Reader
+			io.Writer
+		}{ar, aw})
+		_ = aw.Close()
+		h.done <- err
+	}()
+	h.conn = acpsdk.NewClientSideConnection(h.c, cw, cr)
+	t.Cleanup(h.stop)
+	return h
+}
+
+// stop ends the client's input and waits for the agent to end.
+func (h *harness) stop() {
+	if h.closed {
+		return
+	}
+	h.closed = true
+	_ = h.in.Close()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			h.t.Errorf("ServeACP: %v", err)
+		}
+	case <-time.After(wait):
+		h.t.Fatal("the agent did not end after the end of its input")
+	}
+	<-h.conn.Done()
+}
+
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), wait)
+	t.Cleanup(cancel)
+	return c
+}
+
+func (h *harness) init() acpsdk.InitializeResponse {
+	h.t.Helper()
+	r, err := h.conn.Initialize(ctx(h.t), acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber, ClientInfo: &acpsdk.Implementation{Name: "acp-test", Version: "1"}})
+	if err != nil {
+		h.t.Fatalf("initialize: %v", err)
+	}
+	return r
+}
+
+func (h *harness) newSession() (acpsdk.SessionId, acpsdk.NewSessionResponse) {
+	h.t.Helper()
+	r, err := h.conn.NewSession(ctx(h.t), acpsdk.NewSessionRequest{Cwd: h.ws, McpServers: []acpsdk.McpServer{}})
+	if err != nil {
+		h.t.Fatalf("session/new: %v", err)
+	}
+	return r.SessionId, r
+}
+
+func (h *harness) prompt(sid acpsdk.SessionId, text string) (acpsdk.PromptResponse, error) {
+	return h.conn.Prompt(ctx(h.t), acpsdk.PromptRequest{SessionId: sid, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(text)}})
+}
+
+func reqErr(t *testing.T, err error) *acpsdk.RequestError {
+	t.Helper()
+	var re *acpsdk.RequestError
+	if !errors.As(err, &re) {
+		t.Fatalf("error %v (%T) is no JSON-RPC error", err, err)
+	}
+	return re
+}
