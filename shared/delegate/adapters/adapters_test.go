@@ -109,6 +109,7 @@ func TestArgsRefusals(t *testing.T) {
 }
 
 func TestValidateModel(t *testing.T) {
+	t.Parallel()
 	for _, m := range []string{"a", "gpt-5.5", "scv/gpt-4.1", "claude-opus-4@20250101", "us.anthropic[1m]:v2", strings.Repeat("x", 128)} {
 		if err := ValidateModel(m); err != nil {
 			t.Errorf("ValidateModel(%q) = %v", m, err)
@@ -126,6 +127,12 @@ func TestValidateModel(t *testing.T) {
 	}
 	if ValidateEffort("HIGH") == nil || ValidateEffort("") == nil {
 		t.Error("bad effort accepted")
+	}
+	// A long value is quoted cut on a character boundary: no half
+	// character shows up as \x escapes in the sentence.
+	long := "xy" + strings.Repeat("€", 50)
+	if err := ValidateModel(long); err == nil || strings.Contains(err.Error(), `\x`) || !strings.Contains(err.Error(), "…") {
+		t.Errorf("ValidateModel(long) = %v, want the value cut whole characters", err)
 	}
 }
 

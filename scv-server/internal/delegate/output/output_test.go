@@ -326,15 +326,13 @@ func TestTail(t *testing.T) {
 	}
 }
 
-func TestBoundAndLast(t *testing.T) {
+func TestBoundAndShortPath(t *testing.T) {
+	t.Parallel()
 	if s, cut := Bound("héllo", 2); s != "h" || !cut {
 		t.Errorf("Bound = %q %v", s, cut)
 	}
 	if s, cut := Bound("abc", 3); s != "abc" || cut {
 		t.Errorf("Bound = %q %v", s, cut)
-	}
-	if s := Last("aé", 1); s != "" {
-		t.Errorf("Last = %q", s)
 	}
 	if s := ShortPath("/a/b/c"); s != "…/b/c" {
 		t.Errorf("ShortPath = %q", s)
