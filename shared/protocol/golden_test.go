@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,12 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-)
 
-// update rewrites the generated test files: the canonical encodings of the
-// golden lines (testdata/*.canonical.jsonl) and the seed corpora under
-// testdata/fuzz. The hand-written golden lines are never rewritten.
-var update = flag.Bool("update", false, "rewrite generated testdata (canonical encodings, fuzz seed corpora)")
+	"github.com/scv-cli/scv/shared/testkit/golden"
+)
 
 const (
 	clientGolden = "testdata/client.jsonl"
@@ -302,32 +298,9 @@ func TestCanonicalEncoding(t *testing.T) {
 			buf.Write(out)
 			buf.WriteByte('\n')
 		}
-		if *update {
-			if err := os.WriteFile(tc.canonical, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(tc.canonical)
-		if err != nil {
-			t.Fatalf("%v (run go test ./protocol -update to create it)", err)
-		}
-		if !bytes.Equal(want, buf.Bytes()) {
-			wl, gl := strings.Split(string(want), "\n"), strings.Split(buf.String(), "\n")
-			for i := range max(len(wl), len(gl)) {
-				var w, g string
-				if i < len(wl) {
-					w = wl[i]
-				}
-				if i < len(gl) {
-					g = gl[i]
-				}
-				if w != g {
-					t.Errorf("%s line %d differs\n want %s\n  got %s", tc.canonical, i+1, w, g)
-				}
-			}
-			t.Errorf("the encoders' bytes changed; if that is intended, run go test ./protocol -update")
-		}
+		// -update (testkit/golden) rewrites the canonical encodings; the
+		// hand-written golden lines are never rewritten.
+		golden.Equal(t, tc.canonical, buf.Bytes())
 	}
 }
 

@@ -1,14 +1,12 @@
 package instructions
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/scv-cli/scv/shared/testkit/golden"
+)
 
 const noToolsSentence = "This session has no tools: answer from the conversation alone."
 
@@ -170,20 +168,7 @@ func TestBuildGolden(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
 			got := Build(tc.opts)
-			path := filepath.Join("testdata", tc.file)
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Fatalf("prompt differs from %s (run go test -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
-			}
+			golden.Equal(t, filepath.Join("testdata", tc.file), got)
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"maps"
 	"net/url"
@@ -17,11 +16,9 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the committed schema in docs/schema")
 
 // committedDir is docs/schema at the root of the repository.
 var committedDir = filepath.Join("..", "..", "..", "docs", "schema")
@@ -31,7 +28,7 @@ const regenerate = "run `go test ./protocol/schema -update` in shared/ (or `scv-
 // TestSchemaGolden is the drift test: docs/schema must be what Generate
 // returns. With -update it rewrites docs/schema instead.
 func TestSchemaGolden(t *testing.T) {
-	if *update {
+	if golden.Update() {
 		if err := Write(committedDir); err != nil {
 			t.Fatal(err)
 		}

@@ -3,8 +3,6 @@ package agenttool
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,9 +10,8 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/testkit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // offers are the offer sets of the golden tests.
 var offers = []struct {
@@ -72,23 +69,7 @@ func TestGolden(t *testing.T) {
 				}
 			}
 			b.WriteString("=== system section (" + SectionTitle + ")\n" + fx.set.SystemSection() + "\n")
-			path := filepath.Join("testdata", o.name+".golden")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(want, b.Bytes()) {
-				t.Fatalf("%s differs (run with -update after checking the change):\n%s", path, b.String())
-			}
+			golden.Equal(t, filepath.Join("testdata", o.name+".golden"), b.Bytes())
 		})
 	}
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,9 +13,8 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	f "github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // newResponses is newFixture on the Responses wire.
 func newResponses(t *testing.T, mut func(*Config)) *fixture {
@@ -393,19 +390,7 @@ func TestResponsesRequestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	pretty.WriteByte('\n')
-	golden := filepath.Join("testdata", "responses_request.json")
-	if *update {
-		if err := os.WriteFile(golden, pretty.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(pretty.Bytes(), want) {
-		t.Fatalf("request body differs from %s (run with -update to accept):\n%s", golden, pretty.Bytes())
-	}
+	golden.Equal(t, filepath.Join("testdata", "responses_request.json"), pretty.Bytes())
 	// The fake reads it as the Responses API would.
 	var kinds []string
 	for _, it := range r.Input {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -23,15 +22,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"go.uber.org/goleak"
-
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit/golden"
 	"github.com/scv-cli/scv/shared/version"
+	"go.uber.org/goleak"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -173,23 +170,7 @@ func TestGoldenPages(t *testing.T) {
 				t.Fatal("output is not valid UTF-8")
 			}
 			got := strings.ReplaceAll(res.Output, srv.URL, "http://pages.test")
-			golden := filepath.Join("testdata/golden", strings.TrimSuffix(name, ".html")+".md")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if got != string(want) {
-				t.Fatalf("%s differs from the golden file %s (run go test -update and review the diff)", name, golden)
-			}
+			golden.Equal(t, filepath.Join("testdata/golden", strings.TrimSuffix(name, ".html")+".md"), got)
 		})
 	}
 }

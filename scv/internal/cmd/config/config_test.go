@@ -3,7 +3,6 @@ package config_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,9 +15,8 @@ import (
 	"github.com/scv-cli/scv/scv/internal/exitcode"
 	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/testkit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // TestNewCmdConfig is the argv -> options table.
 func TestNewCmdConfig(t *testing.T) {
@@ -115,25 +113,10 @@ func (in instance) placeholders(s string) string {
 	return strings.NewReplacer(in.home, "$HOME", in.ws, "$WS").Replace(s)
 }
 
-func golden(t *testing.T, name, got string) {
+// requireGolden compares got with testdata/<name>.golden (testkit/golden).
+func requireGolden(t *testing.T, name, got string) {
 	t.Helper()
-	file := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", file, got, want)
-	}
+	golden.Equal(t, filepath.Join("testdata", name+".golden"), got)
 }
 
 const secretUser = `[provider]
@@ -204,7 +187,7 @@ func TestShow(t *testing.T) {
 					t.Fatalf("not JSON: %v", err)
 				}
 			}
-			golden(t, "show_"+tt.name, in.placeholders(out.String()+"--- stderr\n"+errOut.String()))
+			requireGolden(t, "show_"+tt.name, in.placeholders(out.String()+"--- stderr\n"+errOut.String()))
 		})
 	}
 }
@@ -229,7 +212,7 @@ func TestPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "path", in.placeholders(out.String()))
+	requireGolden(t, "path", in.placeholders(out.String()))
 }
 
 // TestConfigErrorExitsOne runs the whole command: a bad file is one line
