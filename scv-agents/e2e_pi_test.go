@@ -14,6 +14,7 @@ import (
 
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit/bins"
 	"github.com/scv-cli/scv/shared/testkit/nodepkg"
 )
 
@@ -135,22 +136,6 @@ func lastAssistantText(t *testing.T, out []byte) string {
 	return text
 }
 
-// buildSibling builds the module ../name into the test's binary
-// directory and returns its path.
-func buildSibling(t *testing.T, name string) string {
-	t.Helper()
-	out := filepath.Join(filepath.Dir(binary), name)
-	if _, err := os.Stat(out); err == nil {
-		return out
-	}
-	c := exec.Command("go", "build", "-o", out, ".")
-	c.Dir = filepath.Join("..", name)
-	if b, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", name, err, b)
-	}
-	return out
-}
-
 // TestE2EScvExecDelegatesToPi runs the whole path: `scv exec` starts
 // scv-server, whose model (the fake) calls the agent tool with pi; the
 // server launches the real pi in its private home, which asks the same
@@ -158,8 +143,8 @@ func buildSibling(t *testing.T, name string) string {
 // result and the model's final text is printed.
 func TestE2EScvExecDelegatesToPi(t *testing.T) {
 	piPath := installPi(t)
-	scvBin := buildSibling(t, "scv")
-	serverBin := buildSibling(t, "scv-server")
+	scvBin := bins.Need(t, "scv")
+	serverBin := bins.Need(t, "scv-server")
 
 	srv := fakeopenai.NewServer()
 	defer srv.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/scv-cli/scv/shared/proctag"
+	"github.com/scv-cli/scv/shared/testkit/bins"
 	"go.uber.org/goleak"
 )
 
@@ -53,14 +54,14 @@ esac
 }
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "scv-agents-test-")
-	if err != nil {
+	var err error
+	if binary, err = bins.Path("scv-agents"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "scv-agents")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+	dir, err := os.MkdirTemp("", "scv-agents-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	fakeBin = filepath.Join(dir, "bin")
@@ -80,6 +81,7 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	os.RemoveAll(dir)
+	bins.Cleanup()
 	os.Exit(code)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -14,24 +15,20 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit/bins"
 )
 
 // bin is the scv-server binary built for these tests.
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "scv-server-e2e")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "scv-server")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic("building scv-server: " + err.Error())
+	var err error
+	if bin, err = bins.Path("scv-server"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	bins.Cleanup()
 	os.Exit(code)
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit/bins"
 	"go.uber.org/goleak"
 )
 
@@ -29,42 +30,21 @@ import (
 var scvBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "scv-e2e-")
+	dir, err := bins.Build("scv-server", "scv-tui", "scv")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := 1
-	if err := build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		scvBin = filepath.Join(dir, "scv")
-		code = m.Run()
-		if code == 0 {
-			if err := goleak.Find(); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				code = 1
-			}
+	scvBin = filepath.Join(dir, "scv")
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
 		}
 	}
-	os.RemoveAll(dir)
+	bins.Cleanup()
 	os.Exit(code)
-}
-
-// build compiles scv and scv-server into dir.
-func build(dir string) error {
-	for _, b := range []struct{ name, src string }{
-		{"scv-server", "../scv-server"},
-		{"scv-tui", "../scv-tui"},
-		{"scv", "."},
-	} {
-		cmd := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(dir, b.name), ".")
-		cmd.Dir = b.src
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("building %s: %v\n%s", b.name, err, out)
-		}
-	}
-	return nil
 }
 
 type result struct {
