@@ -32,8 +32,7 @@ func installPi(t *testing.T) string {
 // and the headers the fake received.
 func TestE2EPiOnSCVProvider(t *testing.T) {
 	piPath := installPi(t)
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("pong ", "from the fake"), fakeopenai.Usage(21, 4)))
 
 	w := newWorld(t)
@@ -146,8 +145,7 @@ func TestE2EScvExecDelegatesToPi(t *testing.T) {
 	scvBin := bins.Need(t, "scv")
 	serverBin := bins.Need(t, "scv-server")
 
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(
 		fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"pi","prompt":"Reply with pong."}`)),
 		fakeopenai.Script(fakeopenai.Text("pong from pi")),

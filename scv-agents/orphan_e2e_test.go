@@ -25,8 +25,7 @@ import (
 func TestE2EOrphanOfKilledServer(t *testing.T) {
 	scvBin := bins.Need(t, "scv")
 	serverBin := bins.Need(t, "scv-server")
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"dsh","prompt":"work for a while"}`)))
 
 	w := newWorld(t)
@@ -113,8 +112,7 @@ api_key_env = ""
 func TestE2EKillLiveRun(t *testing.T) {
 	scvBin := bins.Need(t, "scv")
 	serverBin := bins.Need(t, "scv-server")
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(
 		fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"dsh","prompt":"work for a while"}`)),
 		fakeopenai.Script(fakeopenai.Text("the run was stopped")),

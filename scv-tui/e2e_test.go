@@ -73,16 +73,7 @@ func needTmux(t *testing.T) {
 func fakeHome(t *testing.T, srv *fakeopenai.Server) string {
 	t.Helper()
 	home := t.TempDir()
-	cfg := fmt.Sprintf(`[provider]
-active = "fake"
-
-[providers.fake]
-kind = "openai"
-base_url = %q
-api_key = "test"
-model = "fake-model"
-max_retries = 0
-`, srv.URL())
+	cfg := srv.Config("")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -316,8 +307,7 @@ func (tm *term) waitIdle() {
 func TestE2ETUI(t *testing.T) {
 	needTmux(t)
 	bin := binaries(t)
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(
 		// 1: a streamed reply.
 		fakeopenai.Script(fakeopenai.Text("Hello", " from", " the fake."), fakeopenai.Usage(20, 5)),
@@ -531,8 +521,7 @@ exit 4
 func TestE2ESignal(t *testing.T) {
 	needTmux(t)
 	bin := binaries(t)
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	home := fakeHome(t, srv)
 	tm := startTerm(t, t.TempDir(), home, nil, filepath.Join(bin, "scv"))
 	tm.waitText("fake-model", "Ask anything")
@@ -572,8 +561,7 @@ func TestE2ESignal(t *testing.T) {
 func TestE2EConfigFixedThenRestart(t *testing.T) {
 	needTmux(t)
 	bin := binaries(t)
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("Configured at last.")))
 	home := fakeHome(t, srv)
 	cfgPath := filepath.Join(home, "config.toml")

@@ -173,16 +173,7 @@ func TestExecDemo(t *testing.T) {
 func fakeHome(t *testing.T, srv *fakeopenai.Server) string {
 	t.Helper()
 	home := t.TempDir()
-	cfg := fmt.Sprintf(`[provider]
-active = "fake"
-
-[providers.fake]
-kind = "openai"
-base_url = %q
-api_key = "test"
-model = "fake-model"
-max_retries = 0
-`, srv.URL())
+	cfg := srv.Config("")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -243,8 +234,7 @@ func TestExecFakeOpenAI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := fakeopenai.NewServer()
-			defer srv.Close()
+			srv := fakeopenai.Start(t)
 			srv.Enqueue(tt.replies...)
 			home, ws := fakeHome(t, srv), t.TempDir()
 			if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("SECRET=hunter2\n"), 0o600); err != nil {
@@ -292,8 +282,7 @@ func TestExecFakeOpenAI(t *testing.T) {
 }
 
 func TestExecJSON(t *testing.T) {
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("one ", "two")))
 	r := runSCV(t, fakeHome(t, srv), "exec", "--json", "--cd", t.TempDir(), "count")
 	if r.code != 0 {
@@ -353,8 +342,7 @@ func TestNoArgsRunsTheTUI(t *testing.T) {
 func TestExecInterrupt(t *testing.T) {
 	// The model hangs mid-reply; SIGINT makes scv cancel the turn over the
 	// protocol, and the real server confirms it.
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("thinking"), fakeopenai.Hang()))
 	home := fakeHome(t, srv)
 
@@ -405,10 +393,9 @@ func TestExecInterrupt(t *testing.T) {
 // so when /usr/bin/time is present the run goes through it (GNU time
 // forks), and the figure is what scv and scv-server themselves used.
 func BenchmarkExec(b *testing.B) {
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(b)
 	home, ws := b.TempDir(), b.TempDir()
-	cfg := fmt.Sprintf("[provider]\nactive = \"fake\"\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"test\"\nmodel = \"fake-model\"\n", srv.URL())
+	cfg := srv.Config("")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}
@@ -440,10 +427,9 @@ func BenchmarkExec(b *testing.B) {
 // the developer account's own login profile (pyenv init takes 120 ms per
 // shell on the project machine) would swamp what SCV does.
 func BenchmarkExecFiveBashCalls(b *testing.B) {
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(b)
 	home, ws, userHome := b.TempDir(), b.TempDir(), b.TempDir()
-	cfg := fmt.Sprintf("[provider]\nactive = \"fake\"\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"test\"\nmodel = \"fake-model\"\n", srv.URL())
+	cfg := srv.Config("")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}

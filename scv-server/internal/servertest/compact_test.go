@@ -14,8 +14,7 @@ import (
 // small starts a server whose model has a context of contextTokens.
 func small(t *testing.T, contextTokens int64, opts st.Options) (*fo.Server, *st.Server) {
 	t.Helper()
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	opts.Config = st.FakeProviderConfigWithContext(f.URL(), contextTokens, "")
 	return f, st.Start(t, opts)
 }

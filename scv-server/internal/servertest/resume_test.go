@@ -52,8 +52,7 @@ func stateLog(home, id string) string {
 }
 
 func TestResumeRestoresTheSession(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)
@@ -222,8 +221,7 @@ func TestSessionListNewestFirst(t *testing.T) {
 }
 
 func TestResumeErrors(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)
@@ -330,8 +328,7 @@ func TestResumeEmptyTranscript(t *testing.T) {
 }
 
 func TestLargeReplayIsSplitIntoFrames(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)
@@ -386,8 +383,7 @@ func TestUnstorableSessionStillRuns(t *testing.T) {
 // compaction or a trim replaced: the restored history is the one the
 // session had, not the raw turns.
 func TestResumeKeepsCompactionAndTrimming(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfigWithContext(f.URL(), 3000, "")
 	a := st.Start(t, st.Options{Config: cfg})
 	sid := toolFree(t, a)
@@ -484,8 +480,7 @@ func mustSessionCwd(t *testing.T, s *st.Server, id string) string {
 // stopped come back with the resumed session, paused, in order, with their
 // ids; resuming the queue runs them.
 func TestResumeKeepsQueuedPrompts(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)
@@ -539,8 +534,7 @@ func TestResumeKeepsQueuedPrompts(t *testing.T) {
 // session whose restored queue waits paused runs at once (so `scv exec
 // --continue` runs its prompt), and the restored prompts keep waiting.
 func TestResumedQueueDoesNotHoldUpANewPrompt(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)

@@ -286,8 +286,7 @@ func TestApprovalScopeErrors(t *testing.T) {
 // TestSessionRulesSurviveResume: granted rules are in the session's log,
 // so a resumed session keeps them; a clear drops them for good.
 func TestSessionRulesSurviveResume(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)

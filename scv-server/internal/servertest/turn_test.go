@@ -19,8 +19,7 @@ import (
 // fake starts a fake provider and a server configured for it.
 func fake(t *testing.T, extra string, opts st.Options) (*fo.Server, *st.Server) {
 	t.Helper()
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	opts.Config = st.FakeProviderConfig(f.URL(), extra)
 	return f, st.Start(t, opts)
 }
@@ -44,8 +43,7 @@ func busySession(t *testing.T, v int) (*fo.Server, *st.Server, string, *protocol
 // and the session's id.
 func storedSession(t *testing.T) (f *fo.Server, cfg, home, dir, sid string) {
 	t.Helper()
-	f = fo.NewServer()
-	t.Cleanup(f.Close)
+	f = fo.Start(t)
 	cfg = st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)
@@ -415,8 +413,7 @@ func TestResponseLimit(t *testing.T) {
 
 func TestStepLimit(t *testing.T) {
 	// max_steps lives in [agent]; configure 2 steps.
-	fk := fo.NewServer()
-	defer fk.Close()
+	fk := fo.Start(t)
 	srv := st.Start(t, st.Options{Config: st.FakeProviderConfig(fk.URL(), "") + "\n[agent]\nmax_steps = 2\n"})
 	sid, _ := session(t, srv, 3)
 	for range 2 {

@@ -55,8 +55,7 @@ type fixture struct {
 // and instant.
 func newFixture(t *testing.T, mut func(*Config)) *fixture {
 	t.Helper()
-	fx := &fixture{srv: f.NewServer(), logs: &syncBuffer{}}
-	t.Cleanup(fx.srv.Close)
+	fx := &fixture{srv: f.Start(t), logs: &syncBuffer{}}
 	cfg := Config{
 		Name:           "openai",
 		BaseURL:        fx.srv.URL(),
@@ -940,8 +939,7 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 // BenchmarkStream10kDeltas streams 10,000 small deltas through the whole
 // stack (fake server, HTTP, limits, SSE reader, chunk decoder, accumulator).
 func BenchmarkStream10kDeltas(b *testing.B) {
-	srv := f.NewServer()
-	defer srv.Close()
+	srv := f.Start(b)
 	p, err := New(Config{BaseURL: srv.URL(), Model: "m"})
 	if err != nil {
 		b.Fatal(err)

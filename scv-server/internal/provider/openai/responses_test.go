@@ -444,8 +444,7 @@ func TestWireConfig(t *testing.T) {
 // BenchmarkResponses10kDeltas is BenchmarkStream10kDeltas on the
 // Responses wire.
 func BenchmarkResponses10kDeltas(b *testing.B) {
-	srv := f.NewServer()
-	defer srv.Close()
+	srv := f.Start(b)
 	p, err := New(Config{BaseURL: srv.URL(), Model: "m", Wire: WireResponses})
 	if err != nil {
 		b.Fatal(err)
