@@ -52,6 +52,7 @@ func stateLog(home, id string) string {
 }
 
 func TestResumeRestoresTheSession(t *testing.T) {
+	t.Parallel()
 	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
@@ -149,6 +150,7 @@ func sessUsage(t *testing.T, s *st.Server, id string) protocol.Usage {
 }
 
 func TestSessionListNewestFirst(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	c := s.Client
 	c.Init(3)
@@ -221,6 +223,7 @@ func TestSessionListNewestFirst(t *testing.T) {
 }
 
 func TestResumeErrors(t *testing.T) {
+	t.Parallel()
 	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
@@ -328,6 +331,7 @@ func TestResumeEmptyTranscript(t *testing.T) {
 }
 
 func TestLargeReplayIsSplitIntoFrames(t *testing.T) {
+	t.Parallel()
 	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
@@ -383,6 +387,7 @@ func TestUnstorableSessionStillRuns(t *testing.T) {
 // compaction or a trim replaced: the restored history is the one the
 // session had, not the raw turns.
 func TestResumeKeepsCompactionAndTrimming(t *testing.T) {
+	t.Parallel()
 	f := fo.Start(t)
 	cfg := st.FakeProviderConfigWithContext(f.URL(), 3000, "")
 	a := st.Start(t, st.Options{Config: cfg})
@@ -480,6 +485,7 @@ func mustSessionCwd(t *testing.T, s *st.Server, id string) string {
 // stopped come back with the resumed session, paused, in order, with their
 // ids; resuming the queue runs them.
 func TestResumeKeepsQueuedPrompts(t *testing.T) {
+	t.Parallel()
 	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
@@ -534,6 +540,7 @@ func TestResumeKeepsQueuedPrompts(t *testing.T) {
 // session whose restored queue waits paused runs at once (so `scv exec
 // --continue` runs its prompt), and the restored prompts keep waiting.
 func TestResumedQueueDoesNotHoldUpANewPrompt(t *testing.T) {
+	t.Parallel()
 	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})

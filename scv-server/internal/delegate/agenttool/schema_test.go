@@ -47,6 +47,7 @@ var offers = []struct {
 // TestGolden compares each offer set's tool specs and system section with
 // testdata/<name>.golden; -update rewrites them.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, o := range offers {
 		t.Run(o.name, func(t *testing.T) {
 			fx := newFixture(t, o.names, o.opts)
@@ -109,6 +110,7 @@ type schemaDoc struct {
 }
 
 func TestSchema(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		offer    []string
@@ -174,6 +176,7 @@ func TestSchema(t *testing.T) {
 
 // TestAgentLines checks the line format of tools.md, "Choosing an agent".
 func TestAgentLines(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		agent string
 		def   AgentDefaults
@@ -205,6 +208,7 @@ func TestAgentLines(t *testing.T) {
 // TestRegistryValidation runs calls through a registry as the agent loop
 // does: with the validation schema, a blank agent reaches Prepare.
 func TestRegistryValidation(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude", "codex"}, func(o *Options) { o.Prefer = []string{"codex"} })
 	reg := tools.NewRegistry()
 	for _, tl := range fx.set.Tools() {

@@ -72,6 +72,7 @@ func parse(format adapters.Format, data []byte, n, limit int) parsed {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/*/*.jsonl")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures: %v", err)
@@ -108,6 +109,7 @@ func TestGolden(t *testing.T) {
 }
 
 func TestGoldenExpectations(t *testing.T) {
+	t.Parallel()
 	// What the golden files must say, so an -update cannot bless a wrong
 	// result silently.
 	tests := []struct {
@@ -165,6 +167,7 @@ func TestGoldenExpectations(t *testing.T) {
 }
 
 func TestProgressNeverShowsOutput(t *testing.T) {
+	t.Parallel()
 	for format, dir := range map[adapters.Format]string{adapters.FormatStreamJSON: "claude", adapters.FormatCodexJSON: "codex", adapters.FormatPiJSON: "pi"} {
 		g := parse(format, loadFixture(t, "testdata/"+dir+"/success.jsonl"), 0, 0)
 		if len(g.Progress) == 0 {
@@ -181,6 +184,7 @@ func TestProgressNeverShowsOutput(t *testing.T) {
 }
 
 func TestReplyBound(t *testing.T) {
+	t.Parallel()
 	reply := strings.Repeat("é", 100) // 200 bytes
 	ev, _ := json.Marshal(map[string]any{"type": "result", "subtype": "success", "result": reply})
 	for _, limit := range []int{1, 2, 3, 51, 199, 200, 201} {
@@ -202,6 +206,7 @@ func TestReplyBound(t *testing.T) {
 }
 
 func TestOversizedLineMemory(t *testing.T) {
+	t.Parallel()
 	// A 64 MiB line fed in pipe-sized writes is never buffered whole.
 	p := New(adapters.FormatStreamJSON, Options{})
 	chunk := bytes.Repeat([]byte("y"), 64<<10)
@@ -220,6 +225,7 @@ func TestOversizedLineMemory(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"$ go test ./...", "$ go test ./..."},
 		{"$ curl -H 'Authorization: Bearer abc.def-123456' x", "$ curl -H 'Authorization: Bearer …' x"},
@@ -250,6 +256,7 @@ func TestRedact(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want delegate.ErrorKind
@@ -286,6 +293,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestTail(t *testing.T) {
+	t.Parallel()
 	var tl Tail
 	tl.Max = 10
 	for _, s := range []string{"abc", "defgh", "ijklmnop", "q"} {
@@ -405,6 +413,7 @@ func FuzzTail(f *testing.F) {
 // tools by name only; a search pattern (which may be a secret someone
 // greps for) is not shown.
 func TestSearchToolsShowOnlyTheirName(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ got, want string }{
 		{claudeToolLine("Grep", gjson.Parse(`{"pattern":"sk-live-0123456789"}`)), "Grep"},
 		{claudeToolLine("Glob", gjson.Parse(`{"pattern":"**/*.go"}`)), "Glob"},
