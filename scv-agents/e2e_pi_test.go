@@ -31,6 +31,7 @@ func installPi(t *testing.T) string {
 // it (argument vector, private environment) and checks the reply, the key
 // and the headers the fake received.
 func TestE2EPiOnSCVProvider(t *testing.T) {
+	t.Parallel()
 	piPath := installPi(t)
 	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("pong ", "from the fake"), fakeopenai.Usage(21, 4)))
@@ -141,6 +142,7 @@ func lastAssistantText(t *testing.T, out []byte) string {
 // fake through the imported provider; pi's reply comes back as the tool
 // result and the model's final text is printed.
 func TestE2EScvExecDelegatesToPi(t *testing.T) {
+	t.Parallel()
 	piPath := installPi(t)
 	scvBin := bins.Need(t, "scv")
 	serverBin := bins.Need(t, "scv-server")

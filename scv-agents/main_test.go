@@ -160,6 +160,7 @@ func want(t *testing.T, r result, code int, substrings ...string) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for _, args := range [][]string{
 		{"bogus"}, {"ps", "x"}, {"kill"}, {"kill", "a", "--orphans"}, {"gc", "--older-than", "30m"},
@@ -220,6 +221,7 @@ func waitDone(t *testing.T, done <-chan struct{}, what string) {
 }
 
 func TestPsAndKill(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	want(t, w.run("", "ps"), 0, "no delegated runs")
 	self, err := records.Self()
@@ -284,6 +286,7 @@ func TestPsAndKill(t *testing.T) {
 }
 
 func TestGC(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	old := time.Now().Add(-40 * 24 * time.Hour)
 	week := time.Now().Add(-8 * 24 * time.Hour)
@@ -357,6 +360,7 @@ func TestGC(t *testing.T) {
 }
 
 func TestStatusOfFileCheckedAgents(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.run("", "status")
 	want(t, r, 0, "grok", "signed out: run scv agents login grok", "dsh", "signed out: run scv agents login dsh", "scv agents import scv")
@@ -369,6 +373,7 @@ func TestStatusOfFileCheckedAgents(t *testing.T) {
 }
 
 func TestStatusOfCLICheckedAgents(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.run("", "status")
 	want(t, r, 0, filepath.Join(fakeBin, "claude"), "signed in (Claude account, max)", "signed out: run scv agents login codex")
@@ -388,6 +393,7 @@ func TestStatusOfCLICheckedAgents(t *testing.T) {
 }
 
 func TestLoginLogoutOwnCommand(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	want(t, w.run("", "login", "claude", "--", "--console"), 0, "claude: run scv agents status")
 	want(t, w.run("", "logout", "claude"), 0, "claude: signed out of its private home")
@@ -405,6 +411,7 @@ func TestLoginLogoutOwnCommand(t *testing.T) {
 }
 
 func TestDSHLoginFromStdin(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	want(t, w.run("", "login", "dsh"), 1, "no key was given")
 	r := w.run(secret+"\n", "login", "dsh")
@@ -427,6 +434,7 @@ func TestDSHLoginFromStdin(t *testing.T) {
 }
 
 func TestPiLoginOpenAICompatible(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.run("https://relay.example/v1\nchat\ngpt-relay\n"+secret+"\n", "login", "pi", "--openai-compatible")
 	want(t, r, 0, `pi: provider scv set up (chat API, model "gpt-relay")`)
@@ -446,6 +454,7 @@ api_key_env = "RELAY_TOKEN"
 `
 
 func TestImportPiAndSCVFromSCVProvider(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write("config.toml", scvConfig)
 	want(t, w.run("", "import", "pi", "--from-scv-provider"), 1, "RELAY_TOKEN")
@@ -475,6 +484,7 @@ func TestImportPiAndSCVFromSCVProvider(t *testing.T) {
 }
 
 func TestImportCodexAndGrok(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	codexHome := filepath.Join(w.home, ".codex")
 	w.write(filepath.Join(codexHome, "config.toml"), "model = \"gpt-5.5\"\nmodel_provider = \"relay\"\n[model_providers.relay]\nenv_key = \"RELAY_API_KEY\"\n")

@@ -23,6 +23,7 @@ import (
 // that the next `scv-server --stdio` start reconciles it: both processes
 // stopped and the record removed.
 func TestE2EOrphanOfKilledServer(t *testing.T) {
+	t.Parallel()
 	scvBin := bins.Need(t, "scv")
 	serverBin := bins.Need(t, "scv-server")
 	srv := fakeopenai.Start(t)
@@ -110,6 +111,7 @@ api_key_env = ""
 // removes the record. The runner reads kill_requested_unix, so the model
 // gets a "cancelled" result, not a failure.
 func TestE2EKillLiveRun(t *testing.T) {
+	t.Parallel()
 	scvBin := bins.Need(t, "scv")
 	serverBin := bins.Need(t, "scv-server")
 	srv := fakeopenai.Start(t)

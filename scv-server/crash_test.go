@@ -17,6 +17,7 @@ import (
 // are intact, the interrupted ones are marked so, and the next turn runs on
 // a history the provider accepts.
 func TestCrashAndResume(t *testing.T) {
+	t.Parallel()
 	f := fo.Start(t)
 	home := t.TempDir()
 	config := f.Config("")

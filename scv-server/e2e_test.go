@@ -153,6 +153,7 @@ func (p *proc) exit() int {
 }
 
 func TestDemoSessionEndToEnd(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# demo\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -196,6 +197,7 @@ func TestDemoSessionEndToEnd(t *testing.T) {
 }
 
 func TestVersionMismatchExitsNonZero(t *testing.T) {
+	t.Parallel()
 	p := start(t, t.TempDir())
 	p.send(&protocol.Initialize{RequestID: "1", ProtocolVersion: 9})
 	e := nextOf[*protocol.Error](p)
@@ -208,6 +210,7 @@ func TestVersionMismatchExitsNonZero(t *testing.T) {
 }
 
 func TestBadConfigIsReportedBeforeInput(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[tools]\naproval_policy = \"auto\"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -220,6 +223,7 @@ func TestBadConfigIsReportedBeforeInput(t *testing.T) {
 }
 
 func TestBrokenStdoutDoesNotKillWithSIGPIPE(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(bin, "--stdio")
 	cmd.Env = []string{"SCV_HOME=" + t.TempDir()}
 	in, err := cmd.StdinPipe()
@@ -249,6 +253,7 @@ func TestBrokenStdoutDoesNotKillWithSIGPIPE(t *testing.T) {
 }
 
 func TestUsageWithoutStdio(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(bin).CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "--stdio") {
@@ -257,6 +262,7 @@ func TestUsageWithoutStdio(t *testing.T) {
 }
 
 func TestSchemaCommandWritesTheCommittedSchema(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	if msg, err := exec.Command(bin, "schema", "--out", out).CombinedOutput(); err != nil {
 		t.Fatalf("scv-server schema: %v\n%s", err, msg)

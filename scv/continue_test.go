@@ -12,6 +12,7 @@ import (
 // the second run continues the first one's session, and --json shows the
 // replay.
 func TestExecContinue(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.Start(t)
 	srv.Enqueue(
 		fakeopenai.Script(fakeopenai.Text("The answer is 42.")),

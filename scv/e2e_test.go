@@ -139,6 +139,7 @@ func replyText(evs []protocol.Event) string {
 }
 
 func TestExecDemo(t *testing.T) {
+	t.Parallel()
 	home, ws := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# demo\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -189,6 +190,7 @@ func readEnv() []fakeopenai.Reply {
 }
 
 func TestExecFakeOpenAI(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		replies []fakeopenai.Reply
@@ -282,6 +284,7 @@ func TestExecFakeOpenAI(t *testing.T) {
 }
 
 func TestExecJSON(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("one ", "two")))
 	r := runSCV(t, fakeHome(t, srv), "exec", "--json", "--cd", t.TempDir(), "count")
@@ -301,6 +304,7 @@ func TestExecJSON(t *testing.T) {
 }
 
 func TestExecUsage(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	for _, args := range [][]string{
 		{"exec"},
@@ -314,6 +318,7 @@ func TestExecUsage(t *testing.T) {
 }
 
 func TestServerIsScvServer(t *testing.T) {
+	t.Parallel()
 	// `scv server --stdio` is scv-server itself: the same handshake.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -331,6 +336,7 @@ func TestServerIsScvServer(t *testing.T) {
 }
 
 func TestNoArgsRunsTheTUI(t *testing.T) {
+	t.Parallel()
 	// scv execs scv-tui, which needs a terminal (scv-tui/e2e_test.go drives
 	// it in tmux).
 	r := runSCV(t, t.TempDir())
