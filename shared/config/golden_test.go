@@ -14,6 +14,7 @@ import (
 // configuration error with testdata/errors/<name>.golden. The files' paths
 // appear as $USER and $PROJECT. Run with -update to rewrite the files.
 func TestValidationMessagesGolden(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		user    string
@@ -94,6 +95,7 @@ func TestValidationMessagesGolden(t *testing.T) {
 }
 
 func TestEntriesRedact(t *testing.T) {
+	t.Parallel()
 	user := "[providers.a]\napi_key = \"sk-secret-1\"\nheaders = { X-Token = \"tok-secret-2\" }\n\n[providers.b]\napi_key_env = \"B_KEY\"\n\n[provider]\nactive = \"a\"\n"
 	f := newFixture(t, user, "")
 	c, _ := mustLoad(t, f, nil)

@@ -65,6 +65,7 @@ func seedCorpora(t testing.TB) map[string]map[string]string {
 }
 
 func TestFuzzSeedCorpora(t *testing.T) {
+	t.Parallel()
 	for fuzz, files := range seedCorpora(t) {
 		dir := filepath.Join("testdata", "fuzz", fuzz)
 		for name, body := range files {

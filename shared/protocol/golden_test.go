@@ -107,6 +107,7 @@ func assertTypeFirst(t testing.TB, b []byte, kind string) {
 }
 
 func TestGoldenClientRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, g := range readGolden(t, clientGolden) {
 		t.Run(g.name(), func(t *testing.T) {
 			assertTypeFirst(t, g.text, PeekType(g.text))
@@ -131,6 +132,7 @@ func TestGoldenClientRoundTrip(t *testing.T) {
 }
 
 func TestGoldenEventsRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, g := range readGolden(t, eventsGolden) {
 		t.Run(g.name(), func(t *testing.T) {
 			assertTypeFirst(t, g.text, PeekType(g.text))
@@ -164,6 +166,7 @@ func TestGoldenEventsRoundTrip(t *testing.T) {
 // TestGoldenCoversRegistries fails when a message or event type has no
 // golden line, or a golden line has a type the registries do not know.
 func TestGoldenCoversRegistries(t *testing.T) {
+	t.Parallel()
 	check := func(file string, registry []string) {
 		seen := map[string]bool{}
 		for _, g := range readGolden(t, file) {
@@ -187,6 +190,7 @@ func TestGoldenCoversRegistries(t *testing.T) {
 // message never appears in the golden files, so every optional field is
 // exercised by the round trip at least once.
 func TestGoldenCoversOptionalFields(t *testing.T) {
+	t.Parallel()
 	check := func(file string, newValue func(string) any, types []string) {
 		present := map[string]map[string]bool{} // type -> JSON paths seen
 		for _, g := range readGolden(t, file) {
@@ -266,6 +270,7 @@ func optionalPaths(t reflect.Type, prefix string) []string {
 // golden line (field order, escaping, number formatting), so a change of
 // the wire bytes is a visible diff. Run with -update to regenerate.
 func TestCanonicalEncoding(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		golden, canonical string
 		encode            func([]byte) ([]byte, error)
@@ -306,6 +311,7 @@ func TestCanonicalEncoding(t *testing.T) {
 
 // TestRegistries checks the type registries against the Go types.
 func TestRegistries(t *testing.T) {
+	t.Parallel()
 	for _, typ := range ClientMessageTypes() {
 		m := NewClientMessage(typ)
 		if m == nil || m.Kind() != typ {
@@ -352,6 +358,7 @@ func TestRegistries(t *testing.T) {
 }
 
 func TestSequenced(t *testing.T) {
+	t.Parallel()
 	e := &AssistantDelta{TurnHeader: TurnHeader{SessionID: "s"}}
 	var s Sequenced = e
 	s.SetSeq(7)
@@ -367,6 +374,7 @@ func TestSequenced(t *testing.T) {
 }
 
 func TestPeekType(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`{"type":"turn.start"}`: "turn.start",
 		`{"type":5}`:            "",

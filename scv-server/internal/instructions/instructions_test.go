@@ -11,6 +11,7 @@ import (
 const noToolsSentence = "This session has no tools: answer from the conversation alone."
 
 func TestBase(t *testing.T) {
+	t.Parallel()
 	b := Base()
 	if b == "" {
 		t.Fatal("Base is empty")
@@ -24,6 +25,7 @@ func TestBase(t *testing.T) {
 }
 
 func TestBuild(t *testing.T) {
+	t.Parallel()
 	const ws = "/home/u/project"
 	tests := []struct {
 		name    string
@@ -111,6 +113,7 @@ func TestBuild(t *testing.T) {
 // TestBuildSectionOrder checks the fixed order: the base (or override),
 // then the workspace, then the tools, each section once.
 func TestBuildSectionOrder(t *testing.T) {
+	t.Parallel()
 	for _, opts := range []Options{
 		{Workspace: "/w", Tools: []string{"read"}},
 		{Workspace: "/w"},
@@ -143,6 +146,7 @@ func TestBuildSectionOrder(t *testing.T) {
 }
 
 func TestBuildDeterministic(t *testing.T) {
+	t.Parallel()
 	o := Options{Workspace: "/w", Tools: []string{"b", "a"}}
 	first := Build(o)
 	for i := 0; i < 10; i++ {
@@ -157,6 +161,7 @@ func TestBuildDeterministic(t *testing.T) {
 }
 
 func TestBuildGolden(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		opts Options

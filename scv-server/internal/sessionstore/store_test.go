@@ -738,7 +738,7 @@ func TestUntrustedLogFiles(t *testing.T) {
 // times a record's bound, the buffer grown by doubling; reading the line
 // whole would take 64 MiB on its own).
 func TestOverlongLineIsNotReadWhole(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it measures the whole process's allocations.
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	turn(t, l, "t1", "p", completed(1, 1), assistant("x"))

@@ -7,6 +7,7 @@ import (
 )
 
 func TestFor(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		err  error
@@ -30,6 +31,7 @@ func TestFor(t *testing.T) {
 }
 
 func TestReported(t *testing.T) {
+	t.Parallel()
 	if Reported(nil) != nil {
 		t.Error("Reported(nil) != nil")
 	}

@@ -15,6 +15,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestChildEchoAndStop(t *testing.T) {
+	t.Parallel()
 	c, err := StartChild("/bin/sh", []string{"-c", "cat; echo bye >&2"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +40,7 @@ func TestChildEchoAndStop(t *testing.T) {
 }
 
 func TestChildExitStatus(t *testing.T) {
+	t.Parallel()
 	var stderr strings.Builder
 	c, err := StartChild("/bin/sh", []string{"-c", "echo oops >&2; exit 3"}, &stderr)
 	if err != nil {

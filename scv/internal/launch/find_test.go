@@ -19,6 +19,7 @@ func writeExe(t *testing.T, dir, name string) string {
 }
 
 func TestFind(t *testing.T) {
+	t.Parallel()
 	bin := t.TempDir()
 	server := writeExe(t, bin, Server)
 	self := writeExe(t, bin, "scv")
@@ -102,6 +103,7 @@ func TestFind(t *testing.T) {
 }
 
 func TestFindTUINotFound(t *testing.T) {
+	t.Parallel()
 	f := &Finder{
 		Executable: func() (string, error) { return "", errors.New("unknown") },
 		LookPath:   func(string) (string, error) { return "", errors.New("not found") },

@@ -22,6 +22,7 @@ const (
 )
 
 func TestArgs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		agent string
 		inv   Invocation
@@ -72,6 +73,7 @@ func TestArgs(t *testing.T) {
 }
 
 func TestArgsRefusals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		agent       string
 		inv         Invocation
@@ -137,6 +139,7 @@ func TestValidateModel(t *testing.T) {
 }
 
 func TestDescriptors(t *testing.T) {
+	t.Parallel()
 	want := []struct {
 		name                   string
 		model, effort, session bool
@@ -176,6 +179,7 @@ func TestDescriptors(t *testing.T) {
 }
 
 func TestSignInCommands(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		agent                 string
 		login, logout, status []string
@@ -266,6 +270,7 @@ func envMap(env []string) map[string]string {
 }
 
 func TestPrivateEnv(t *testing.T) {
+	t.Parallel()
 	base := []string{
 		"PATH=/usr/bin", "LANG=C.UTF-8", "TERM=xterm", "GH_TOKEN=keep-me",
 		"HOME=/home/u", "XDG_CONFIG_HOME=/home/u/.config", "XDG_DATA_HOME=/x", "XDG_STATE_HOME=/y", "XDG_CACHE_HOME=/z",
@@ -335,6 +340,7 @@ func TestPrivateEnv(t *testing.T) {
 }
 
 func TestEnsureDirs(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	for _, a := range All() {
 		if err := a.EnsureDirs(home); err != nil {

@@ -20,6 +20,7 @@ import (
 
 // TestNewCmdConfig is the argv -> options table.
 func TestNewCmdConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		argv     []string
@@ -152,6 +153,7 @@ var secrets = []string{"sk-user-secret-1", "org-secret-2", "secret-3", "sk-proje
 // TestShow is the options -> behaviour table of show, compared with golden
 // files (run with -update to rewrite them).
 func TestShow(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		user, project string
@@ -193,6 +195,7 @@ func TestShow(t *testing.T) {
 }
 
 func TestShowFromWorkspaceSubdirectoryUsesCwd(t *testing.T) {
+	// Not parallel: it changes the working directory.
 	in := newInstance(t, "", "[tools]\napproval_policy = \"never\"\n")
 	t.Chdir(in.ws)
 	var out bytes.Buffer
@@ -206,6 +209,7 @@ func TestShowFromWorkspaceSubdirectoryUsesCwd(t *testing.T) {
 }
 
 func TestPath(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "[tools]\n", "")
 	var out bytes.Buffer
 	err := config.Path(&config.Options{IO: &cmdutil.IOStreams{Out: &out, ErrOut: &bytes.Buffer{}}, Env: paths.MapEnv(map[string]string{"SCV_HOME": in.home}), Dir: in.ws})
@@ -247,6 +251,7 @@ func TestConfigErrorExitsOne(t *testing.T) {
 // TestShowImportedSetups: after `scv agents import scv`, config show says
 // whether the imported provider is still what the user file holds.
 func TestShowImportedSetups(t *testing.T) {
+	t.Parallel()
 	user := "[providers.openai]\nmodel = \"gpt-4.1\"\napi_key = \"sk-import-secret\"\n"
 	in := newInstance(t, user, "")
 	env := paths.MapEnv(map[string]string{"SCV_HOME": in.home})
