@@ -90,10 +90,9 @@ func sessionID(line []byte) string {
 // pipes. The deltas/s metric is the figure of docs/performance.md.
 func BenchmarkTurn10kDeltas(b *testing.B) {
 	const deltas = 10000
-	f := fo.NewServer()
-	defer f.Close()
+	f := fo.Start(b)
 	home := b.TempDir()
-	cfg := fmt.Sprintf("[provider]\nactive = \"fake\"\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"k\"\nmodel = \"m\"\n", f.URL())
+	cfg := f.Config("")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}

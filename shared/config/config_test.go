@@ -69,6 +69,7 @@ func mustLoad(t *testing.T, f fixture, env map[string]string) (*Config, []Diagno
 }
 
 func TestLoadErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		user    string
@@ -369,6 +370,7 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestLoadJoinsValidationErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "[tools]\napproval_policy = \"sometimes\"\noutput_limit_bytes = 0\n[agent]\nmax_steps = -1\n", "")
 	_, _, err := f.load(nil)
 	if err == nil {
@@ -386,6 +388,7 @@ func TestLoadJoinsValidationErrors(t *testing.T) {
 }
 
 func TestLoadDefaultsAndDemo(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		user string
@@ -436,6 +439,7 @@ func TestLoadDefaultsAndDemo(t *testing.T) {
 }
 
 func TestImplicitProvider(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		user      string
@@ -492,6 +496,7 @@ func TestImplicitProvider(t *testing.T) {
 }
 
 func TestProviderDefaultsAndInference(t *testing.T) {
+	t.Parallel()
 	for _, user := range []string{
 		"[providers.local]\nbase_url = \"http://127.0.0.1:8000/v1\"\n",
 		"providers.local.base_url = \"http://127.0.0.1:8000/v1\"\n",
@@ -522,6 +527,7 @@ func TestProviderDefaultsAndInference(t *testing.T) {
 }
 
 func TestFullUserFile(t *testing.T) {
+	t.Parallel()
 	user := `[provider]
 active = "openai"
 
@@ -610,6 +616,7 @@ compact_keep_turns = 3
 }
 
 func TestProjectForbiddenKeys(t *testing.T) {
+	t.Parallel()
 	user := "[providers.openai]\nmodel = \"gpt-4.1\"\n[agent]\nmax_steps = 10\n"
 	project := `[provider]
 active = "evil"
@@ -699,6 +706,7 @@ allow_private_addresses = true
 }
 
 func TestMergeOrder(t *testing.T) {
+	t.Parallel()
 	user := "[tools]\napproval_policy = \"auto\"\noutput_limit_bytes = 10000\ncommand_timeout_seconds = 100\n"
 	project := "[tools]\noutput_limit_bytes = 20000\napproval_policy = \"never\"\n"
 	f := newFixture(t, user, project)
@@ -738,6 +746,7 @@ func TestMergeOrder(t *testing.T) {
 }
 
 func TestProjectCannotLoosenApprovals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		user, project string
 		want          ApprovalPolicy
@@ -774,6 +783,7 @@ func TestProjectCannotLoosenApprovals(t *testing.T) {
 }
 
 func TestEnvOverrides(t *testing.T) {
+	t.Parallel()
 	user := "[providers.openai]\nmodel = \"gpt-4.1\"\n"
 	f := newFixture(t, user, "")
 	c, diags := mustLoad(t, f, map[string]string{"SCV_MODEL": "o3", "SCV_APPROVAL_POLICY": "never"})
@@ -803,6 +813,7 @@ func TestEnvOverrides(t *testing.T) {
 }
 
 func TestResolveAPIKey(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-live-0123456789"
 	env := paths.MapEnv(map[string]string{"MY_KEY": " " + secret + "\n", "EMPTY": ""})
 	tests := []struct {
@@ -837,6 +848,7 @@ func TestResolveAPIKey(t *testing.T) {
 }
 
 func TestRedaction(t *testing.T) {
+	t.Parallel()
 	const secret, headerSecret = "sk-secret-value-42", "header-secret-43"
 	user := fmt.Sprintf("[providers.openai]\napi_key = %q\nheaders = { \"X-Api-Key\" = %q }\n", secret, headerSecret)
 	f := newFixture(t, user, "")
@@ -890,6 +902,7 @@ func TestRedaction(t *testing.T) {
 }
 
 func TestKeyFileModeWarning(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "[providers.openai]\napi_key = \"sk-x\"\n", "")
 	if err := os.Chmod(f.userFile, 0o644); err != nil {
 		t.Fatal(err)
@@ -946,6 +959,7 @@ func TestLoadFiles(t *testing.T) {
 }
 
 func TestSourceAndDiagnosticStrings(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[Source]string{
 		{}:                                    "default",
 		{Kind: SourceDefault}:                 "default",
@@ -966,6 +980,7 @@ func TestSourceAndDiagnosticStrings(t *testing.T) {
 }
 
 func TestSchemaSuggest(t *testing.T) {
+	t.Parallel()
 	s := configSchema()
 	for in, want := range map[string]string{
 		"tools.aproval_policy":       "tools.approval_policy",
@@ -985,6 +1000,7 @@ func TestSchemaSuggest(t *testing.T) {
 }
 
 func TestAgentsAndWebKeys(t *testing.T) {
+	t.Parallel()
 	user := `[agent]
 prefer = ["codex", "claude"]
 max_background = 0
@@ -1052,6 +1068,7 @@ allowed_ports = ["443", " 3000 - 3999 ", "8443"]
 }
 
 func TestValidModel(t *testing.T) {
+	t.Parallel()
 	for m, want := range map[string]bool{
 		"gpt-5.5": true, "opus": true, "openai/gpt-4.1": true, "us.anthropic.claude[1m]": true, "a:b@c": true,
 		"": false, "-x": false, "@x": false, "a b": false, "a;b": false, strings.Repeat("a", 129): false, strings.Repeat("a", 128): true,
@@ -1063,6 +1080,7 @@ func TestValidModel(t *testing.T) {
 }
 
 func TestParsePortRange(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]PortRange{"1": {1, 1}, "443": {443, 443}, " 8000-8999 ": {8000, 8999}, "65535": {65535, 65535}, "80-80": {80, 80}, "1-65535": {1, 65535}} {
 		if got, err := ParsePortRange(in); err != nil || got != want {
 			t.Errorf("ParsePortRange(%q) = %v, %v; want %v", in, got, err, want)

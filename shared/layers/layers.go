@@ -26,9 +26,9 @@ type Layer struct {
 // Table is the layers of shared, the bottom one first.
 var Table = []Layer{
 	// The wire format every client and the server speak (its types,
-	// codec and generated JSON Schema) and the version every binary
-	// reports.
-	{Name: "protocol", Packages: []string{"protocol", "protocol/schema", "version"}},
+	// codec and generated JSON Schema), the version every binary
+	// reports, and the text cutter, which imports nothing of shared.
+	{Name: "protocol", Packages: []string{"protocol", "protocol/schema", "version", "textcut"}},
 	// Where SCV keeps its files and how it writes and opens them: SCV_HOME
 	// paths, atomic state files, state files opened without trusting
 	// them, tagged processes (the bash tool's process groups and

@@ -19,6 +19,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestEnvironHasTag(t *testing.T) {
+	t.Parallel()
 	env := []byte("A=1\x00" + Var + "=t,x,y\x00B=2")
 	for _, tc := range []struct {
 		env  []byte
@@ -55,6 +56,7 @@ func FuzzEnvironHasTag(f *testing.F) {
 }
 
 func TestParseStat(t *testing.T) {
+	t.Parallel()
 	tail := " S 1 100 100 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 1000 10"
 	for _, tc := range []struct {
 		name string

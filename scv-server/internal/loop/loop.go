@@ -23,6 +23,8 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/tokens"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/protocol"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // Sink receives the events of a turn. Emit fills the event's TurnHeader,
@@ -464,11 +466,7 @@ func (r *reporter) sendLocked(line string) {
 func (l *loop) bound(res tools.Result) tools.Result {
 	limit := l.cfg.ToolEnv.OutputLimit
 	if limit > 0 && len(res.Output) > limit {
-		cut := limit
-		for cut > 0 && !utf8.RuneStart(res.Output[cut]) {
-			cut--
-		}
-		res.Output = res.Output[:cut]
+		res.Output = textcut.Prefix(res.Output, limit)
 		res.Truncated = true
 	}
 	if !utf8.ValidString(res.Output) {

@@ -23,6 +23,8 @@ import (
 	"sync"
 
 	"github.com/scv-cli/scv/shared/paths"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // Agent names.
@@ -343,9 +345,11 @@ func ValidateEffort(e string) error {
 	return fmt.Errorf("effort %q is not valid: use low, medium, high, xhigh or max", truncate(e))
 }
 
+// truncate bounds a value quoted in an error to 64 bytes, on a character
+// boundary.
 func truncate(s string) string {
 	if len(s) > 64 {
-		return s[:64] + "…"
+		return textcut.Prefix(s, 64) + "…"
 	}
 	return s
 }

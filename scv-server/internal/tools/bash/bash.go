@@ -31,6 +31,8 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/protocol"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 //go:embed description.md
@@ -167,7 +169,7 @@ func summarize(cmd string) string {
 	first, rest, multi := strings.Cut(cmd, "\n")
 	first = strings.TrimRight(first, "\r \t")
 	if len(first) > summaryMax {
-		first = first[:alignPrefix([]byte(first), summaryMax)] + "…"
+		first = textcut.Prefix(first, summaryMax) + "…"
 	}
 	if multi {
 		n := strings.Count(rest, "\n") + 1

@@ -21,6 +21,8 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/scv-server/internal/tools/workspace"
 	"github.com/scv-cli/scv/shared/protocol"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 //go:embed description.md
@@ -133,10 +135,8 @@ func run(ctx context.Context, env tools.Env, rel string, a args) (tools.Result, 
 	end := offset + int64(n)
 	if !explicit && end < total {
 		// The default limit may cut a character; end the range before it.
-		if start := lastRuneStart(buf); len(buf)-start < utf8.UTFMax && !utf8.FullRune(buf[start:]) {
-			buf = buf[:start]
-			end = offset + int64(start)
-		}
+		buf = textcut.TrimPartialEnd(buf)
+		end = offset + int64(len(buf))
 	}
 	if pos, bad := invalidAt(buf); bad {
 		return tools.Failed(fmt.Sprintf("bytes %d-%d of %s are not valid UTF-8 (first bad byte at position %d); the file may be binary, or the range may cut a multi-byte character: choose another offset or limit",
@@ -165,14 +165,6 @@ func digest(f *os.File, size int64) string {
 		return ""
 	}
 	return ", sha256 " + hex.EncodeToString(h.Sum(nil))
-}
-
-func lastRuneStart(b []byte) int {
-	i := len(b) - 1
-	for i > 0 && !utf8.RuneStart(b[i]) {
-		i--
-	}
-	return max(i, 0)
 }
 
 func invalidAt(b []byte) (int, bool) {

@@ -74,6 +74,7 @@ func runRead(t *testing.T, env tools.Env, a map[string]any) tools.Result {
 }
 
 func TestReadFile(t *testing.T) {
+	t.Parallel()
 	digits := "0123456789"
 	tests := []struct {
 		name        string
@@ -203,6 +204,7 @@ func TestReadFile(t *testing.T) {
 }
 
 func TestReadDefaultOutputLimit(t *testing.T) {
+	t.Parallel()
 	content := strings.Repeat("x", 70<<10)
 	env := newEnv(t, 0, map[string]string{"big.txt": content})
 	res := runRead(t, env, map[string]any{"path": "big.txt"})
@@ -220,6 +222,7 @@ func TestReadDefaultOutputLimit(t *testing.T) {
 // limits: every page is valid UTF-8, no page exceeds the limit, and the
 // pages put together are the file.
 func TestReadPagesReassemble(t *testing.T) {
+	t.Parallel()
 	texts := map[string]string{
 		"ascii":   strings.Repeat("abcdefg\n", 20),
 		"2-byte":  strings.Repeat("aé", 30),
@@ -279,6 +282,7 @@ func TestReadPagesReassemble(t *testing.T) {
 }
 
 func TestReadFailures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		outputLimit int
@@ -360,6 +364,7 @@ func TestReadFailures(t *testing.T) {
 }
 
 func TestReadDirectory(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, map[string]string{
 		"a.txt":        "a",
 		"b.go":         "package b",
@@ -408,6 +413,7 @@ func TestReadDirectory(t *testing.T) {
 }
 
 func TestReadDirectoryListingBound(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1<<20, nil)
 	for i := 0; i < maxListing+5; i++ {
 		if err := os.WriteFile(filepath.Join(env.Workspace, fmt.Sprintf("f%04d", i)), nil, 0o644); err != nil {
@@ -428,6 +434,7 @@ func TestReadDirectoryListingBound(t *testing.T) {
 }
 
 func TestReadFIFO(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, nil)
 	if err := syscall.Mkfifo(filepath.Join(env.Workspace, "pipe"), 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
@@ -443,6 +450,7 @@ func TestReadFIFO(t *testing.T) {
 }
 
 func TestReadSymlinks(t *testing.T) {
+	t.Parallel()
 	outside, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -516,6 +524,7 @@ func TestReadSymlinks(t *testing.T) {
 }
 
 func TestPrepareRefuses(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, map[string]string{"a.txt": "a"})
 	outside := filepath.Dir(env.Workspace)
 	tests := []struct {
@@ -547,6 +556,7 @@ func TestPrepareRefuses(t *testing.T) {
 }
 
 func TestReadAbsoluteInside(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, map[string]string{"src/a.txt": "abs"})
 	res := runRead(t, env, map[string]any{"path": filepath.Join(env.Workspace, "src", "a.txt")})
 	if !res.Success || res.Output != "[src/a.txt: 3 bytes; bytes 0-3]\nabs" {
@@ -555,6 +565,7 @@ func TestReadAbsoluteInside(t *testing.T) {
 }
 
 func TestPrepareRisk(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, map[string]string{".env": "KEY=1", "main.go": "package main"})
 	tests := []struct {
 		path        string
@@ -602,6 +613,7 @@ func TestPrepareRisk(t *testing.T) {
 }
 
 func TestRunCancelled(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, map[string]string{"a.txt": "a", "d/": ""})
 	for _, p := range []string{"a.txt", "d", "missing"} {
 		t.Run(p, func(t *testing.T) {
@@ -620,6 +632,7 @@ func TestRunCancelled(t *testing.T) {
 }
 
 func TestSpec(t *testing.T) {
+	t.Parallel()
 	spec := New().Spec()
 	if spec.Name != "read" {
 		t.Fatalf("Name = %q", spec.Name)
@@ -723,6 +736,7 @@ func BenchmarkRead1MiB(b *testing.B) {
 }
 
 func TestReadReportsSHA256(t *testing.T) {
+	t.Parallel()
 	content := strings.Repeat("line of text\n", 10000) // 130 KB: more than one page
 	env := newEnv(t, 1024, map[string]string{"f.txt": content})
 	plan, err := New().Prepare(env, argsJSON(t, map[string]any{"path": "f.txt", "offset": 100, "limit": 10}))

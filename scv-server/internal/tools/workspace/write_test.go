@@ -48,6 +48,7 @@ func tree(t *testing.T, files map[string]string, links [][2]string) (string, *os
 }
 
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	outside, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +96,7 @@ func TestResolve(t *testing.T) {
 }
 
 func TestObserve(t *testing.T) {
+	t.Parallel()
 	ws, root := tree(t, map[string]string{"a.txt": "hello", "d/": ""}, [][2]string{{"dangling", "nope"}, {"dl", "d"}})
 	tg, err := Observe(root, ws, "a.txt")
 	if err != nil || !tg.Exists || string(tg.Content) != "hello" || tg.SHA256 != SHA256([]byte("hello")) || tg.Large {
@@ -242,6 +244,7 @@ func TestWriteAtomic(t *testing.T) {
 }
 
 func TestCheckSHA256(t *testing.T) {
+	t.Parallel()
 	good := SHA256([]byte("x"))
 	for _, s := range []string{good} {
 		if err := CheckSHA256(s); err != nil {

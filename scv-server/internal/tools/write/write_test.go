@@ -75,6 +75,7 @@ func read(t testing.TB, env tools.Env, name string) string {
 func sha(s string) string { return workspace.SHA256([]byte(s)) }
 
 func TestWrite(t *testing.T) {
+	t.Parallel()
 	const old = "line 1\nline 2\nline 3\n"
 	tests := []struct {
 		name  string
@@ -229,6 +230,7 @@ func tempFiles(t testing.TB, dir string) []string {
 }
 
 func TestSummary(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, map[string]string{"f.txt": "a\nb\nc\n", "big.txt": strings.Repeat("x\n", 10)})
 	if err := os.Symlink("f.txt", filepath.Join(env.Workspace, "link")); err != nil {
 		t.Fatal(err)
@@ -256,6 +258,7 @@ func TestSummary(t *testing.T) {
 }
 
 func TestReplaceKeepsTheMode(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []fs.FileMode{0o600, 0o640, 0o644, 0o666, 0o755, 0o777, 0o400} {
 		t.Run(mode.String(), func(t *testing.T) {
 			env := newEnv(t, map[string]string{"f": "old"})
@@ -279,6 +282,7 @@ func TestReplaceKeepsTheMode(t *testing.T) {
 }
 
 func TestStaleBetweenPrepareAndRun(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, map[string]string{"f.txt": "v1"})
 	plan, err := New().Prepare(env, argsJSON(t, map[string]any{"path": "f.txt", "content": "mine", "mode": "replace", "expected_sha256": sha("v1")}))
 	if err != nil {
@@ -311,6 +315,7 @@ func TestStaleBetweenPrepareAndRun(t *testing.T) {
 }
 
 func TestSymlinks(t *testing.T) {
+	t.Parallel()
 	outside, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -409,6 +414,7 @@ func assertOutsideUntouched(t *testing.T, outside, secret string) {
 // TestLinkSwappedAfterPrepare swaps a symlink leading outside in after
 // Prepare checked the path: Run must still refuse it.
 func TestLinkSwappedAfterPrepare(t *testing.T) {
+	t.Parallel()
 	outside, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -537,6 +543,7 @@ func TestLinkSwapRace(t *testing.T) {
 }
 
 func TestRunCancelled(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, nil)
 	plan, err := New().Prepare(env, argsJSON(t, map[string]any{"path": "a", "content": "x", "mode": "create"}))
 	if err != nil {
@@ -553,6 +560,7 @@ func TestRunCancelled(t *testing.T) {
 }
 
 func TestSpec(t *testing.T) {
+	t.Parallel()
 	spec := New().Spec()
 	if spec.Name != "write" || spec.Description == "" || spec.Description != strings.TrimSpace(spec.Description) || !json.Valid(spec.Schema) {
 		t.Fatalf("spec = %+v", spec)

@@ -192,6 +192,7 @@ func TestArgumentsAndDirectory(t *testing.T) {
 }
 
 func TestPlanRefusals(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{})
 	b, _ := f.r.Backend("dsh")
 	call := f.call("dsh", "x")
@@ -215,6 +216,7 @@ func TestPlanRefusals(t *testing.T) {
 }
 
 func TestMissingExecutable(t *testing.T) {
+	t.Parallel()
 	a, _ := adapters.Get("codex")
 	a.Path = "/nonexistent/codex"
 	b2, _ := adapters.Get("claude") // looked up in an empty HOME and PATH
@@ -236,6 +238,7 @@ func TestMissingExecutable(t *testing.T) {
 }
 
 func TestEnvironment(t *testing.T) {
+	t.Parallel()
 	inherited := []string{
 		"LANG=C.UTF-8", "GH_TOKEN=kept",
 		"HOME=/home/user", "XDG_CONFIG_HOME=/home/user/.config",
@@ -301,6 +304,7 @@ func TestEnvironment(t *testing.T) {
 const chosenID = "c4c4c4c4-0000-4000-8000-00000000c401"
 
 func TestCannedStreams(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		agent, stream string
 		mode          string
@@ -358,6 +362,7 @@ func TestCannedStreams(t *testing.T) {
 }
 
 func TestResultJSONNeverHoldsInternals(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=stream", "FAKE_STREAM="+stream("claude/success"))
 	call := f.call("claude", "x")
 	call.NewCLISession = "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11"
@@ -368,6 +373,7 @@ func TestResultJSONNeverHoldsInternals(t *testing.T) {
 }
 
 func TestExitedAtOnceIsUnavailable(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=silent-exit")
 	res := f.run(t, context.Background(), f.call("claude", "x"), nil)
 	if res.Status != delegate.StatusFailed || res.Kind != delegate.ErrorUnavailable || *res.ExitCode != 127 || !strings.Contains(res.Error, "exited with code 127") {
@@ -376,6 +382,7 @@ func TestExitedAtOnceIsUnavailable(t *testing.T) {
 }
 
 func TestReplyBounded(t *testing.T) {
+	t.Parallel()
 	big := filepath.Join(t.TempDir(), "big.txt")
 	if err := os.WriteFile(big, bytes.Repeat([]byte("ü"), 5000), 0o600); err != nil {
 		t.Fatal(err)
@@ -388,6 +395,7 @@ func TestReplyBounded(t *testing.T) {
 }
 
 func TestStderrFloodBounded(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=flood")
 	res := f.run(t, context.Background(), f.call("dsh", "x"), nil)
 	if res.Status != delegate.StatusCompleted || res.Reply != "flooded" || len(res.StderrTail) > StderrTail || !res.Truncated ||
@@ -407,6 +415,7 @@ func waitLine(ch chan<- struct{}) func(string) {
 }
 
 func TestTimeoutKillsSetsidDescendant(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=setsid")
 	call := f.call("claude", "x")
 	// Long enough for the fake to start its child on a loaded machine;
@@ -460,6 +469,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestRecords(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=hang")
 	// The fake waits until its record exists before it reports progress.
 	f.r.opts.BaseEnv = append(f.r.opts.BaseEnv, "FAKE_RECORD_DIR="+records.Dir(f.home))
@@ -515,6 +525,7 @@ func TestRecords(t *testing.T) {
 // it marks the record, then stops the run's processes. The result is a
 // cancelled run that names the command, not a failure.
 func TestKilledRunReadsAsCancelled(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=hang")
 	// The fake waits until its record exists before it reports progress.
 	f.r.opts.BaseEnv = append(f.r.opts.BaseEnv, "FAKE_RECORD_DIR="+records.Dir(f.home))
@@ -554,6 +565,7 @@ func TestKilledRunReadsAsCancelled(t *testing.T) {
 }
 
 func TestOffered(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{})
 	var names []string
 	for _, b := range f.r.Offered(nil) {
@@ -587,12 +599,14 @@ func (r *Runner) adaptersDescriptor(name string) delegate.Descriptor {
 }
 
 func TestInstanceID(t *testing.T) {
+	t.Parallel()
 	if a, b := InstanceID("/a"), InstanceID("/b"); a == b || !strings.HasPrefix(a, "scv-") || len(a) != 16 {
 		t.Errorf("ids %q %q", a, b)
 	}
 }
 
 func TestConversationMarkers(t *testing.T) {
+	t.Parallel()
 	const uuid = "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11"
 	markers := func(f *fake) []string {
 		t.Helper()
@@ -639,6 +653,7 @@ func TestConversationMarkers(t *testing.T) {
 }
 
 func TestOversizedLineThroughProcess(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "big.jsonl")
 	var b bytes.Buffer
 	b.WriteString(`{"type":"system","subtype":"init","session_id":"s-1"}` + "\n")
@@ -659,6 +674,7 @@ func TestOversizedLineThroughProcess(t *testing.T) {
 }
 
 func TestTimedOutTurnKeepsItsSession(t *testing.T) {
+	t.Parallel()
 	// A turn that times out after the CLI reported its session stays
 	// resumable: the result carries the session id.
 	f := newFake(t, Options{}, "FAKE_MODE=hang-session")
@@ -734,6 +750,7 @@ func markerIDs(t *testing.T, home string) []string {
 // so the conversation is forgotten rather than resumed on a session that
 // never existed. A resumed turn keeps the session it resumed.
 func TestSessionOnlyOnceReported(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, agent string
 		env         []string
@@ -779,6 +796,7 @@ func TestSessionOnlyOnceReported(t *testing.T) {
 // carries an id of pi's own. The second turn must name the same file, so
 // pi sees the first turn.
 func TestPiConversationResumesItsFile(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=pi-session")
 	sessions := filepath.Join(f.home, "agents", "pi", ".pi", "agent", "sessions")
 	call := f.call("pi", "first")
