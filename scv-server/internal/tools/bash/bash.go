@@ -194,7 +194,7 @@ func (t *Tool) run(ctx context.Context, env tools.Env, command string, timeout t
 	tag := uuid.NewString()
 	var spillPath string
 	if env.StateDir != "" && t.opts.SpillMaxBytes > 0 {
-		spillPath = filepath.Join(env.StateDir, "spill", "bash-"+tag+".log")
+		spillPath = filepath.Join(env.StateDir, tools.SpillDir, "bash-"+tag+".log")
 	}
 	c := newCapture(limit, spillPath, t.opts.SpillMaxBytes)
 	var fw *forwarder
@@ -295,8 +295,8 @@ func render(st procgroup.Status, c *capture, timeout time.Duration, limit int) t
 	case s.err != nil:
 		spillNote = fmt.Sprintf("[the full output could not be kept in %s: %v]", s.path, s.err)
 	default:
-		spillNote = fmt.Sprintf("[the full output is in %s; that file is outside the workspace, so the read tool cannot open it: view parts of it with bash, for example sed -n '100,200p' %s or tail -c 20000 %s]",
-			s.path, s.path, s.path)
+		spillNote = fmt.Sprintf("[the full output is in %s; read it with the read tool (that path, with offset and limit), or search it with bash, for example grep -n PATTERN %s]",
+			s.path, s.path)
 		if s.cut {
 			spillNote += fmt.Sprintf("\n[the file holds only the first %d of the %d bytes (tools.spill_max_bytes)]", s.written, total)
 		}

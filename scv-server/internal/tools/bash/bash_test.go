@@ -23,6 +23,8 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/scv-server/internal/tools/read"
+	"github.com/scv-cli/scv/scv-server/internal/tools/toolstest"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/testkit"
 )
@@ -486,8 +488,17 @@ func TestTruncatedOutputSpillsInFull(t *testing.T) {
 	if strings.Contains(res.Output, "holds only") {
 		t.Fatal("a complete spill file was called cut")
 	}
-	if !strings.Contains(res.Output, "outside the workspace, so the read tool cannot open it") {
+	if !strings.Contains(res.Output, "read it with the read tool") {
 		t.Fatal("the result does not say how to view the file")
+	}
+	// The read tool opens it, by the path the result gives (issue 14,
+	// item 5).
+	plan, err := read.New().Prepare(env, toolstest.Args(t, map[string]any{"path": spill[1], "offset": len("1\n2\n3\n"), "limit": 4}))
+	if err != nil {
+		t.Fatalf("read refused the spill file: %v", err)
+	}
+	if got, err := plan.Run(context.Background()); err != nil || !got.Success || !strings.HasSuffix(got.Output, "]\n4\n5\n") {
+		t.Fatalf("reading the spill file: %+v, %v", got, err)
 	}
 }
 
