@@ -334,6 +334,28 @@ func (c *Config) ActiveProvider() (name string, p ProviderConfig, isDemo bool) {
 	return name, c.Providers[name], false
 }
 
+// SecretEnvNames returns the names of the environment variables that hold
+// SCV's own secrets: the active provider's api_key_env first, then every
+// other provider's, then web.brave_api_key_env; each once, empty names
+// left out. The server removes them from the environment of the bash
+// tool's commands.
+func (c *Config) SecretEnvNames() []string {
+	var out []string
+	add := func(name string) {
+		if name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	if _, p, demo := c.ActiveProvider(); !demo {
+		add(p.APIKeyEnv)
+	}
+	for _, n := range c.ProviderNames() {
+		add(c.Providers[n].APIKeyEnv)
+	}
+	add(c.Web.BraveAPIKeyEnv)
+	return out
+}
+
 // ProviderNames returns the names of the configured providers, sorted.
 func (c *Config) ProviderNames() []string {
 	return slices.Sorted(maps.Keys(c.Providers))

@@ -30,6 +30,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/childenv"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -63,6 +64,11 @@ type Options struct {
 	// SpillMaxBytes bounds the file that keeps a truncated output in full
 	// (tools.spill_max_bytes); zero keeps no file.
 	SpillMaxBytes int64
+	// HideEnv are variables removed from the server's environment before
+	// a command gets it: the variables holding SCV's own secrets
+	// (config.SecretEnvNames: the providers' api_key_env, the active
+	// provider's whatever its name).
+	HideEnv []string
 }
 
 // Tool is the bash tool.
@@ -206,7 +212,7 @@ func (t *Tool) run(ctx context.Context, env tools.Env, command string, timeout t
 		Path:    Shell,
 		Args:    []string{"-lc", command},
 		Dir:     env.Workspace,
-		Env:     os.Environ(),
+		Env:     childenv.Without(os.Environ(), t.opts.HideEnv...),
 		Tag:     tag,
 		Output:  c,
 		Timeout: timeout,
