@@ -44,7 +44,7 @@ func builtinTools(cfg *config.Config, opts Options) (*tools.Registry, error) {
 		write.New(),
 		edit.New(),
 		bash.New(bash.Options{DefaultTimeout: tc.CommandTimeout(), MaxTimeout: tc.MaxTimeout(), SpillMaxBytes: tc.SpillMaxBytes,
-			HideEnv: cfg.SecretEnvNames()}),
+			MaxProcesses: tc.MaxProcesses, MemoryLimitMB: tc.MemoryLimitMB, HideEnv: cfg.SecretEnvNames()}),
 		webfetch.New(webfetch.Options{
 			MaxBytes:           wc.FetchMaxBytes,
 			MaxRedirects:       redirects,
