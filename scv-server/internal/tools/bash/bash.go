@@ -226,11 +226,11 @@ func (t *Tool) run(ctx context.Context, env tools.Env, command string, timeout t
 		c.onLine = fw.offer
 	}
 	st, err := procgroup.Run(ctx, procgroup.Command{
-		Path:    Shell,
-		Args:    []string{"-lc", command},
-		Dir:     env.Workspace,
-		Env:     childenv.Without(os.Environ(), t.opts.HideEnv...),
-		Tag:     tag,
+		Path:        Shell,
+		Args:        []string{"-lc", command},
+		Dir:         env.Workspace,
+		Env:         childenv.Without(os.Environ(), t.opts.HideEnv...),
+		Tag:         tag,
 		Output:      c,
 		Timeout:     timeout,
 		Limit:       t.procs,
