@@ -20,6 +20,13 @@
 // with os/exec elsewhere in the same process could have its exit status
 // reaped here.
 //
+// The marker is an environment variable, which env -i drops; so each run
+// is also followed by ancestry while it runs (every 50 ms: children of its
+// processes, and orphans adopted by the server), and what survives the
+// marker sweep is killed by that view too. The same scans count the run's
+// processes against a ProcessLimit shared by a session's runs, which stops
+// a fork loop. Command.MemoryLimit sets RLIMIT_AS on the leader.
+//
 // Linux only: other systems get ErrUnsupported from Run.
 package procgroup
 
