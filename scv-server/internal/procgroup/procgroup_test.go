@@ -536,8 +536,10 @@ func TestProcessLimitStopsAForkLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := strings.Fields(string(data))
-	if len(started) < 40 {
-		t.Fatalf("only %d processes started before the run was stopped", len(started))
+	// The count also holds the shell and children between fork and exec,
+	// so the loop's own record can stop a little short of the limit.
+	if len(started) < 30 {
+		t.Fatalf("only %d processes started before the run was stopped at a limit of 40", len(started))
 	}
 	for _, p := range started {
 		if pid, _ := strconv.Atoi(p); !gone(pid) {

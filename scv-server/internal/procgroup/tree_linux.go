@@ -2,6 +2,8 @@ package procgroup
 
 import (
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,17 +107,108 @@ func (t *tree) close() {
 	treesMu.Unlock()
 }
 
-// snapshot reads every process's stat.
-func snapshot() map[int]proctag.Stat {
-	pids := proctag.AllPids()
-	snap := make(map[int]proctag.Stat, len(pids))
-	for _, pid := range pids {
-		if st, ok := proctag.ReadStat(pid); ok {
-			snap[pid] = st
+// scanner reads every process's stat into a map and a buffer it reuses,
+// so a scan allocates little more than the list of /proc.
+type scanner struct {
+	buf  []byte
+	snap map[int]proctag.Stat
+}
+
+// snapshot returns every process's stat; the map is reused by the next
+// call.
+func (s *scanner) snapshot() map[int]proctag.Stat {
+	if s.snap == nil {
+		s.snap = map[int]proctag.Stat{}
+	}
+	clear(s.snap)
+	for _, pid := range proctag.AllPids() {
+		var st proctag.Stat
+		var ok bool
+		if st, s.buf, ok = proctag.ReadStatInto(pid, s.buf); ok {
+			s.snap[pid] = st
 		}
 	}
-	return snap
+	return s.snap
 }
+
+// partial returns the stats the tree t needs between two scans, reading
+// far fewer files than a snapshot: its members, their children
+// (/proc/<pid>/task/<tid>/children), and so on down, and the server's own
+// children (orphans it adopted, with their children found at the next
+// scan once they are members). Without the children files
+// (CONFIG_PROC_CHILDREN) it is a full snapshot.
+func (s *scanner) partial(t *tree) map[int]proctag.Stat {
+	if !hasChildrenFiles() {
+		return s.snapshot()
+	}
+	if s.snap == nil {
+		s.snap = map[int]proctag.Stat{}
+	}
+	clear(s.snap)
+	treesMu.Lock()
+	walk := make([]int, 0, len(t.members))
+	for pid := range t.members {
+		walk = append(walk, pid)
+	}
+	treesMu.Unlock()
+	read := func(pid int) bool {
+		if _, done := s.snap[pid]; done {
+			return false
+		}
+		var st proctag.Stat
+		var ok bool
+		if st, s.buf, ok = proctag.ReadStatInto(pid, s.buf); ok {
+			s.snap[pid] = st
+		}
+		return ok
+	}
+	for _, pid := range children() {
+		read(pid)
+	}
+	for len(walk) > 0 {
+		pid := walk[len(walk)-1]
+		walk = walk[:len(walk)-1]
+		if _, done := s.snap[pid]; !done && !read(pid) {
+			continue
+		}
+		walk = s.childrenOf(pid, walk)
+	}
+	return s.snap
+}
+
+// childrenOf appends the children of every thread of pid to out, skipping
+// those already read.
+func (s *scanner) childrenOf(pid int, out []int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return out
+	}
+	for _, task := range tasks {
+		data, err := os.ReadFile(dir + "/" + task.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(data)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				if _, done := s.snap[c]; !done {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// hasChildrenFiles reports whether the kernel lists a task's children in
+// /proc (CONFIG_PROC_CHILDREN).
+var hasChildrenFiles = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/children")
+	return err == nil
+})
+
+// snapshot is a one-off scan.
+func snapshot() map[int]proctag.Stat { return new(scanner).snapshot() }
 
 // update brings the members up to date with snap and returns the live
 // ones (zombies are not counted: they are dead, waiting to be reaped).
@@ -173,8 +266,9 @@ func (t *tree) update(snap map[int]proctag.Stat) []int {
 func (t *tree) monitor(limit *ProcessLimit, stop <-chan struct{}, over chan<- struct{}) {
 	tick := time.NewTicker(treeScan)
 	defer tick.Stop()
+	var sc scanner
 	for {
-		n := len(t.update(snapshot()))
+		n := len(t.update(sc.partial(t)))
 		if limit != nil && limit.set(t, n) {
 			close(over)
 			return
