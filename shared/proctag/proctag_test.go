@@ -265,3 +265,16 @@ func TestKillAndEmptyTag(t *testing.T) {
 		t.Fatalf("second Kill = %d, %d; want 0, 0", k, s)
 	}
 }
+
+// TestParseStatAllocatesNothing: every running call's tree scan parses
+// every process's stat 20 times a second.
+func TestParseStatAllocatesNothing(t *testing.T) {
+	line := []byte("42 (a b) (c)) S 1 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 98765 1 2")
+	var st Stat
+	if n := testing.AllocsPerRun(100, func() { st, _ = ParseStat(line) }); n != 0 {
+		t.Fatalf("ParseStat allocates %v times", n)
+	}
+	if st.State != 'S' || st.PPID != 1 || st.PGRP != 100 || st.StartTime != 98765 {
+		t.Fatalf("ParseStat = %+v", st)
+	}
+}
