@@ -798,6 +798,40 @@ func TestProjectCannotLoosenApprovals(t *testing.T) {
 	}
 }
 
+func TestProjectCannotRaiseToolLimits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		user, project string
+		procs, mem    int64
+		warn          string
+	}{
+		{"", "max_processes = 100000", 512, 4096, "tools.max_processes"},
+		{"", "memory_limit_mb = 0", 512, 4096, "tools.memory_limit_mb"},
+		{"", "memory_limit_mb = 8192", 512, 4096, "tools.memory_limit_mb"},
+		{"", "max_processes = 64\nmemory_limit_mb = 1024", 64, 1024, ""},
+		{"memory_limit_mb = 0", "memory_limit_mb = 8192", 512, 8192, ""},
+		{"max_processes = 100", "max_processes = 100", 100, 4096, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.user+"/"+tt.project, func(t *testing.T) {
+			f := newFixture(t, "[tools]\n"+tt.user+"\n", "[tools]\n"+tt.project+"\n")
+			c, diags := mustLoad(t, f, nil)
+			if int64(c.Tools.MaxProcesses) != tt.procs || c.Tools.MemoryLimitMB != tt.mem {
+				t.Errorf("max_processes %d, memory_limit_mb %d; want %d, %d", c.Tools.MaxProcesses, c.Tools.MemoryLimitMB, tt.procs, tt.mem)
+			}
+			if tt.warn == "" {
+				if len(diags) != 0 {
+					t.Fatalf("diagnostics = %v, want none", diags)
+				}
+				return
+			}
+			if len(diags) != 1 || diags[0].Key != tt.warn || diags[0].File != f.projectFile || !strings.Contains(diags[0].Message, "not raise or remove") {
+				t.Fatalf("diagnostics = %v, want one about %s", diags, tt.warn)
+			}
+		})
+	}
+}
+
 func TestEnvOverrides(t *testing.T) {
 	t.Parallel()
 	user := "[providers.openai]\nmodel = \"gpt-4.1\"\n"
