@@ -18,7 +18,12 @@ for var in GOPATH GOMODCACHE GOCACHE GOENV; do
 done
 HOME=$(mktemp -d "${TMPDIR:-/tmp}/scv-test-home.XXXXXX")
 export HOME
-trap 'rm -rf "$HOME"' EXIT
+# The programs the end-to-end tests run (scv, scv-server, scv-tui,
+# scv-agents) are built once for the whole run, by the first test binary
+# that needs each, into this directory (shared/testkit/bins).
+SCV_TEST_BIN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/scv-test-bin.XXXXXX")
+export SCV_TEST_BIN_DIR
+trap 'rm -rf "$HOME" "$SCV_TEST_BIN_DIR"' EXIT
 status=0
 for dir in $(scripts/modules.sh); do
 	rel=${dir#"$PWD"/}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit/bins"
 	"github.com/scv-cli/scv/shared/testkit/nodepkg"
 )
 
@@ -30,9 +31,9 @@ func installPi(t *testing.T) string {
 // it (argument vector, private environment) and checks the reply, the key
 // and the headers the fake received.
 func TestE2EPiOnSCVProvider(t *testing.T) {
+	t.Parallel()
 	piPath := installPi(t)
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("pong ", "from the fake"), fakeopenai.Usage(21, 4)))
 
 	w := newWorld(t)
@@ -135,34 +136,18 @@ func lastAssistantText(t *testing.T, out []byte) string {
 	return text
 }
 
-// buildSibling builds the module ../name into the test's binary
-// directory and returns its path.
-func buildSibling(t *testing.T, name string) string {
-	t.Helper()
-	out := filepath.Join(filepath.Dir(binary), name)
-	if _, err := os.Stat(out); err == nil {
-		return out
-	}
-	c := exec.Command("go", "build", "-o", out, ".")
-	c.Dir = filepath.Join("..", name)
-	if b, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", name, err, b)
-	}
-	return out
-}
-
 // TestE2EScvExecDelegatesToPi runs the whole path: `scv exec` starts
 // scv-server, whose model (the fake) calls the agent tool with pi; the
 // server launches the real pi in its private home, which asks the same
 // fake through the imported provider; pi's reply comes back as the tool
 // result and the model's final text is printed.
 func TestE2EScvExecDelegatesToPi(t *testing.T) {
+	t.Parallel()
 	piPath := installPi(t)
-	scvBin := buildSibling(t, "scv")
-	serverBin := buildSibling(t, "scv-server")
+	scvBin := bins.Need(t, "scv")
+	serverBin := bins.Need(t, "scv-server")
 
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(
 		fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"pi","prompt":"Reply with pong."}`)),
 		fakeopenai.Script(fakeopenai.Text("pong from pi")),

@@ -15,6 +15,7 @@ import (
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/scv-cli/scv/shared/proctag"
+	"github.com/scv-cli/scv/shared/testkit/bins"
 	"go.uber.org/goleak"
 )
 
@@ -53,14 +54,14 @@ esac
 }
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "scv-agents-test-")
-	if err != nil {
+	var err error
+	if binary, err = bins.Path("scv-agents"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "scv-agents")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+	dir, err := os.MkdirTemp("", "scv-agents-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	fakeBin = filepath.Join(dir, "bin")
@@ -80,6 +81,7 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	os.RemoveAll(dir)
+	bins.Cleanup()
 	os.Exit(code)
 }
 
@@ -158,6 +160,7 @@ func want(t *testing.T, r result, code int, substrings ...string) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for _, args := range [][]string{
 		{"bogus"}, {"ps", "x"}, {"kill"}, {"kill", "a", "--orphans"}, {"gc", "--older-than", "30m"},
@@ -218,6 +221,7 @@ func waitDone(t *testing.T, done <-chan struct{}, what string) {
 }
 
 func TestPsAndKill(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	want(t, w.run("", "ps"), 0, "no delegated runs")
 	self, err := records.Self()
@@ -282,6 +286,7 @@ func TestPsAndKill(t *testing.T) {
 }
 
 func TestGC(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	old := time.Now().Add(-40 * 24 * time.Hour)
 	week := time.Now().Add(-8 * 24 * time.Hour)
@@ -355,6 +360,7 @@ func TestGC(t *testing.T) {
 }
 
 func TestStatusOfFileCheckedAgents(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.run("", "status")
 	want(t, r, 0, "grok", "signed out: run scv agents login grok", "dsh", "signed out: run scv agents login dsh", "scv agents import scv")
@@ -367,6 +373,7 @@ func TestStatusOfFileCheckedAgents(t *testing.T) {
 }
 
 func TestStatusOfCLICheckedAgents(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.run("", "status")
 	want(t, r, 0, filepath.Join(fakeBin, "claude"), "signed in (Claude account, max)", "signed out: run scv agents login codex")
@@ -386,6 +393,7 @@ func TestStatusOfCLICheckedAgents(t *testing.T) {
 }
 
 func TestLoginLogoutOwnCommand(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	want(t, w.run("", "login", "claude", "--", "--console"), 0, "claude: run scv agents status")
 	want(t, w.run("", "logout", "claude"), 0, "claude: signed out of its private home")
@@ -403,6 +411,7 @@ func TestLoginLogoutOwnCommand(t *testing.T) {
 }
 
 func TestDSHLoginFromStdin(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	want(t, w.run("", "login", "dsh"), 1, "no key was given")
 	r := w.run(secret+"\n", "login", "dsh")
@@ -425,6 +434,7 @@ func TestDSHLoginFromStdin(t *testing.T) {
 }
 
 func TestPiLoginOpenAICompatible(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	r := w.run("https://relay.example/v1\nchat\ngpt-relay\n"+secret+"\n", "login", "pi", "--openai-compatible")
 	want(t, r, 0, `pi: provider scv set up (chat API, model "gpt-relay")`)
@@ -444,6 +454,7 @@ api_key_env = "RELAY_TOKEN"
 `
 
 func TestImportPiAndSCVFromSCVProvider(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.write("config.toml", scvConfig)
 	want(t, w.run("", "import", "pi", "--from-scv-provider"), 1, "RELAY_TOKEN")
@@ -473,6 +484,7 @@ func TestImportPiAndSCVFromSCVProvider(t *testing.T) {
 }
 
 func TestImportCodexAndGrok(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	codexHome := filepath.Join(w.home, ".codex")
 	w.write(filepath.Join(codexHome, "config.toml"), "model = \"gpt-5.5\"\nmodel_provider = \"relay\"\n[model_providers.relay]\nenv_key = \"RELAY_API_KEY\"\n")

@@ -14,6 +14,7 @@ import (
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/proctag"
+	"github.com/scv-cli/scv/shared/testkit/bins"
 )
 
 // TestE2EOrphanOfKilledServer delegates to a (fake) dsh through
@@ -22,10 +23,10 @@ import (
 // that the next `scv-server --stdio` start reconciles it: both processes
 // stopped and the record removed.
 func TestE2EOrphanOfKilledServer(t *testing.T) {
-	scvBin := buildSibling(t, "scv")
-	serverBin := buildSibling(t, "scv-server")
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	t.Parallel()
+	scvBin := bins.Need(t, "scv")
+	serverBin := bins.Need(t, "scv-server")
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"dsh","prompt":"work for a while"}`)))
 
 	w := newWorld(t)
@@ -110,10 +111,10 @@ api_key_env = ""
 // removes the record. The runner reads kill_requested_unix, so the model
 // gets a "cancelled" result, not a failure.
 func TestE2EKillLiveRun(t *testing.T) {
-	scvBin := buildSibling(t, "scv")
-	serverBin := buildSibling(t, "scv-server")
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	t.Parallel()
+	scvBin := bins.Need(t, "scv")
+	serverBin := bins.Need(t, "scv-server")
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(
 		fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"dsh","prompt":"work for a while"}`)),
 		fakeopenai.Script(fakeopenai.Text("the run was stopped")),

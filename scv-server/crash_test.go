@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,19 +17,10 @@ import (
 // are intact, the interrupted ones are marked so, and the next turn runs on
 // a history the provider accepts.
 func TestCrashAndResume(t *testing.T) {
-	f := fo.NewServer()
-	defer f.Close()
+	t.Parallel()
+	f := fo.Start(t)
 	home := t.TempDir()
-	config := fmt.Sprintf(`[provider]
-active = "fake"
-
-[providers.fake]
-kind = "openai"
-base_url = %q
-api_key = "sk-test"
-model = "fake-model"
-max_retries = 0
-`, f.URL())
+	config := f.Config("")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}

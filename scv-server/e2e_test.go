@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -14,24 +15,20 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit/bins"
 )
 
 // bin is the scv-server binary built for these tests.
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "scv-server-e2e")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "scv-server")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic("building scv-server: " + err.Error())
+	var err error
+	if bin, err = bins.Path("scv-server"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	bins.Cleanup()
 	os.Exit(code)
 }
 
@@ -156,6 +153,7 @@ func (p *proc) exit() int {
 }
 
 func TestDemoSessionEndToEnd(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# demo\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -199,6 +197,7 @@ func TestDemoSessionEndToEnd(t *testing.T) {
 }
 
 func TestVersionMismatchExitsNonZero(t *testing.T) {
+	t.Parallel()
 	p := start(t, t.TempDir())
 	p.send(&protocol.Initialize{RequestID: "1", ProtocolVersion: 9})
 	e := nextOf[*protocol.Error](p)
@@ -211,6 +210,7 @@ func TestVersionMismatchExitsNonZero(t *testing.T) {
 }
 
 func TestBadConfigIsReportedBeforeInput(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[tools]\naproval_policy = \"auto\"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -223,6 +223,7 @@ func TestBadConfigIsReportedBeforeInput(t *testing.T) {
 }
 
 func TestBrokenStdoutDoesNotKillWithSIGPIPE(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(bin, "--stdio")
 	cmd.Env = []string{"SCV_HOME=" + t.TempDir()}
 	in, err := cmd.StdinPipe()
@@ -252,6 +253,7 @@ func TestBrokenStdoutDoesNotKillWithSIGPIPE(t *testing.T) {
 }
 
 func TestUsageWithoutStdio(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(bin).CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "--stdio") {
@@ -260,6 +262,7 @@ func TestUsageWithoutStdio(t *testing.T) {
 }
 
 func TestSchemaCommandWritesTheCommittedSchema(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	if msg, err := exec.Command(bin, "schema", "--out", out).CombinedOutput(); err != nil {
 		t.Fatalf("scv-server schema: %v\n%s", err, msg)

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,10 +19,9 @@ import (
 // tree (including a descendant that left it with setsid) and removes the
 // record.
 func TestOrphanReconciledAtStart(t *testing.T) {
-	f := fo.NewServer()
-	defer f.Close()
+	f := fo.Start(t)
 	home, dir, userHome := t.TempDir(), t.TempDir(), t.TempDir()
-	config := fmt.Sprintf("[provider]\nactive = \"fake\"\n\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"sk-test\"\nmodel = \"fake-model\"\nmax_retries = 0\n", f.URL())
+	config := f.Config("")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}

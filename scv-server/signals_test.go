@@ -47,8 +47,7 @@ func TestClosedStderrDoesNotKill(t *testing.T) {
 // with the signal.
 func TestSIGHUPCleansUp(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	defer f.Close()
+	f := fo.Start(t)
 	home, ws := t.TempDir(), t.TempDir()
 	writeFakeConfig(t, home, f.URL())
 	// Two sleeps, one in the background, with a duration unique to this
@@ -158,7 +157,7 @@ func isZombie(stat string) bool {
 
 func writeFakeConfig(t testing.TB, home, url string) {
 	t.Helper()
-	config := fmt.Sprintf("[provider]\nactive = \"fake\"\n\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"sk-test\"\nmodel = \"fake-model\"\nmax_retries = 0\n", url)
+	config := fo.Config(url, "")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}

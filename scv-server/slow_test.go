@@ -21,8 +21,7 @@ import (
 // 0 at end of input.
 func TestPausedClientKeepsItsTurn(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	defer f.Close()
+	f := fo.Start(t)
 	home := t.TempDir()
 	writeFakeConfig(t, home, f.URL())
 	cfg, err := os.OpenFile(filepath.Join(home, "config.toml"), os.O_WRONLY|os.O_APPEND, 0)

@@ -18,27 +18,18 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit/bins"
 	"go.uber.org/goleak"
-)
-
-// binDir holds the built scv, scv-server and scv-tui.
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	bins.Cleanup()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -48,40 +39,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// binaries builds the three binaries once, or fails the test.
+// binaries returns the directory of the built scv, scv-server and
+// scv-tui (testkit/bins), or fails the test.
 func binaries(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "scv-tui-e2e-")
-		if buildErr != nil {
-			return
-		}
-		for _, b := range []struct{ name, src, prebuilt string }{
-			{"scv-server", "../scv-server", "SCV_TUI_TEST_SERVER_BIN"},
-			{"scv-tui", ".", ""},
-			{"scv", "../scv", "SCV_TUI_TEST_SCV_BIN"},
-		} {
-			// A prebuilt binary, for a tree in which another module does
-			// not build at the moment; scv-tui is always built.
-			if p := os.Getenv(b.prebuilt); b.prebuilt != "" && p != "" {
-				if buildErr = copyFile(p, filepath.Join(binDir, b.name)); buildErr != nil {
-					return
-				}
-				continue
-			}
-			cmd := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(binDir, b.name), ".")
-			cmd.Dir = b.src
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("building %s: %v\n%s", b.name, err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	dir, err := bins.Build("scv-server", "scv-tui", "scv")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binDir
+	return dir
 }
 
 func copyFile(from, to string) error {
@@ -107,16 +73,7 @@ func needTmux(t *testing.T) {
 func fakeHome(t *testing.T, srv *fakeopenai.Server) string {
 	t.Helper()
 	home := t.TempDir()
-	cfg := fmt.Sprintf(`[provider]
-active = "fake"
-
-[providers.fake]
-kind = "openai"
-base_url = %q
-api_key = "test"
-model = "fake-model"
-max_retries = 0
-`, srv.URL())
+	cfg := srv.Config("")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -350,8 +307,7 @@ func (tm *term) waitIdle() {
 func TestE2ETUI(t *testing.T) {
 	needTmux(t)
 	bin := binaries(t)
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(
 		// 1: a streamed reply.
 		fakeopenai.Script(fakeopenai.Text("Hello", " from", " the fake."), fakeopenai.Usage(20, 5)),
@@ -565,8 +521,7 @@ exit 4
 func TestE2ESignal(t *testing.T) {
 	needTmux(t)
 	bin := binaries(t)
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	home := fakeHome(t, srv)
 	tm := startTerm(t, t.TempDir(), home, nil, filepath.Join(bin, "scv"))
 	tm.waitText("fake-model", "Ask anything")
@@ -606,8 +561,7 @@ func TestE2ESignal(t *testing.T) {
 func TestE2EConfigFixedThenRestart(t *testing.T) {
 	needTmux(t)
 	bin := binaries(t)
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("Configured at last.")))
 	home := fakeHome(t, srv)
 	cfgPath := filepath.Join(home, "config.toml")

@@ -12,8 +12,8 @@ import (
 // the second run continues the first one's session, and --json shows the
 // replay.
 func TestExecContinue(t *testing.T) {
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	t.Parallel()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(
 		fakeopenai.Script(fakeopenai.Text("The answer is 42.")),
 		fakeopenai.Script(fakeopenai.Text("I said 42.")),

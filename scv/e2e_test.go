@@ -21,6 +21,7 @@ import (
 
 	"github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit/bins"
 	"go.uber.org/goleak"
 )
 
@@ -29,42 +30,21 @@ import (
 var scvBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "scv-e2e-")
+	dir, err := bins.Build("scv-server", "scv-tui", "scv")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := 1
-	if err := build(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		scvBin = filepath.Join(dir, "scv")
-		code = m.Run()
-		if code == 0 {
-			if err := goleak.Find(); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				code = 1
-			}
+	scvBin = filepath.Join(dir, "scv")
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
 		}
 	}
-	os.RemoveAll(dir)
+	bins.Cleanup()
 	os.Exit(code)
-}
-
-// build compiles scv and scv-server into dir.
-func build(dir string) error {
-	for _, b := range []struct{ name, src string }{
-		{"scv-server", "../scv-server"},
-		{"scv-tui", "../scv-tui"},
-		{"scv", "."},
-	} {
-		cmd := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(dir, b.name), ".")
-		cmd.Dir = b.src
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("building %s: %v\n%s", b.name, err, out)
-		}
-	}
-	return nil
 }
 
 type result struct {
@@ -159,6 +139,7 @@ func replyText(evs []protocol.Event) string {
 }
 
 func TestExecDemo(t *testing.T) {
+	t.Parallel()
 	home, ws := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# demo\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -193,16 +174,7 @@ func TestExecDemo(t *testing.T) {
 func fakeHome(t *testing.T, srv *fakeopenai.Server) string {
 	t.Helper()
 	home := t.TempDir()
-	cfg := fmt.Sprintf(`[provider]
-active = "fake"
-
-[providers.fake]
-kind = "openai"
-base_url = %q
-api_key = "test"
-model = "fake-model"
-max_retries = 0
-`, srv.URL())
+	cfg := srv.Config("")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -218,6 +190,7 @@ func readEnv() []fakeopenai.Reply {
 }
 
 func TestExecFakeOpenAI(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		replies []fakeopenai.Reply
@@ -263,8 +236,7 @@ func TestExecFakeOpenAI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := fakeopenai.NewServer()
-			defer srv.Close()
+			srv := fakeopenai.Start(t)
 			srv.Enqueue(tt.replies...)
 			home, ws := fakeHome(t, srv), t.TempDir()
 			if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("SECRET=hunter2\n"), 0o600); err != nil {
@@ -312,8 +284,8 @@ func TestExecFakeOpenAI(t *testing.T) {
 }
 
 func TestExecJSON(t *testing.T) {
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	t.Parallel()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("one ", "two")))
 	r := runSCV(t, fakeHome(t, srv), "exec", "--json", "--cd", t.TempDir(), "count")
 	if r.code != 0 {
@@ -332,6 +304,7 @@ func TestExecJSON(t *testing.T) {
 }
 
 func TestExecUsage(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	for _, args := range [][]string{
 		{"exec"},
@@ -345,6 +318,7 @@ func TestExecUsage(t *testing.T) {
 }
 
 func TestServerIsScvServer(t *testing.T) {
+	t.Parallel()
 	// `scv server --stdio` is scv-server itself: the same handshake.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -362,6 +336,7 @@ func TestServerIsScvServer(t *testing.T) {
 }
 
 func TestNoArgsRunsTheTUI(t *testing.T) {
+	t.Parallel()
 	// scv execs scv-tui, which needs a terminal (scv-tui/e2e_test.go drives
 	// it in tmux).
 	r := runSCV(t, t.TempDir())
@@ -373,8 +348,7 @@ func TestNoArgsRunsTheTUI(t *testing.T) {
 func TestExecInterrupt(t *testing.T) {
 	// The model hangs mid-reply; SIGINT makes scv cancel the turn over the
 	// protocol, and the real server confirms it.
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("thinking"), fakeopenai.Hang()))
 	home := fakeHome(t, srv)
 
@@ -425,10 +399,9 @@ func TestExecInterrupt(t *testing.T) {
 // so when /usr/bin/time is present the run goes through it (GNU time
 // forks), and the figure is what scv and scv-server themselves used.
 func BenchmarkExec(b *testing.B) {
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(b)
 	home, ws := b.TempDir(), b.TempDir()
-	cfg := fmt.Sprintf("[provider]\nactive = \"fake\"\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"test\"\nmodel = \"fake-model\"\n", srv.URL())
+	cfg := srv.Config("")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}
@@ -460,10 +433,9 @@ func BenchmarkExec(b *testing.B) {
 // the developer account's own login profile (pyenv init takes 120 ms per
 // shell on the project machine) would swamp what SCV does.
 func BenchmarkExecFiveBashCalls(b *testing.B) {
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(b)
 	home, ws, userHome := b.TempDir(), b.TempDir(), b.TempDir()
-	cfg := fmt.Sprintf("[provider]\nactive = \"fake\"\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"test\"\nmodel = \"fake-model\"\n", srv.URL())
+	cfg := srv.Config("")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}

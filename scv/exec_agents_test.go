@@ -21,8 +21,7 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"delegate
 // while a background job it started runs, prints the server's report turn,
 // and exits 0 once every job was reported.
 func TestExecWaitsForBackgroundReports(t *testing.T) {
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(
 		fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"claude","prompt":"land the fix","background":true}`)),
 		fakeopenai.Script(fakeopenai.Text("Started job-1.")),
@@ -66,8 +65,7 @@ func TestExecWaitsForBackgroundReports(t *testing.T) {
 // its result with agent_wait in the same turn; no report turn will come,
 // and scv exec exits when the turn ends.
 func TestExecDoesNotWaitForAJobTheModelRead(t *testing.T) {
-	srv := fakeopenai.NewServer()
-	defer srv.Close()
+	srv := fakeopenai.Start(t)
 	srv.Enqueue(
 		fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"claude","prompt":"land the fix","background":true}`)),
 		fakeopenai.Script(fakeopenai.ToolCall("call_2", "agent_wait", `{"job":"job-1"}`)),

@@ -3,6 +3,7 @@ module github.com/scv-cli/scv/shared
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/google/jsonschema-go v0.4.3
 	github.com/invopop/jsonschema v0.14.0
 	github.com/pelletier/go-toml/v2 v2.4.3

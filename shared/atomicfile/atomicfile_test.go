@@ -35,6 +35,7 @@ func tempFiles(t *testing.T, dir string) []string {
 }
 
 func TestWriteFileReplaces(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.json")
 	if err := WriteFile(path, []byte("old content that is longer"), 0); err != nil {
@@ -103,6 +104,7 @@ func TestWriteFilePerm(t *testing.T) {
 }
 
 func TestWriteFileFuncStreams(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "big")
 	// Larger than the internal buffer, so it is flushed several times.
@@ -125,6 +127,7 @@ func TestWriteFileFuncStreams(t *testing.T) {
 }
 
 func TestWriteErrorCleansUp(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state")
 	if err := WriteFile(path, []byte("original"), 0); err != nil {
@@ -156,6 +159,7 @@ func TestWriteErrorCleansUp(t *testing.T) {
 }
 
 func TestPanicCleansUp(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state")
 	func() {
@@ -175,6 +179,7 @@ func TestPanicCleansUp(t *testing.T) {
 }
 
 func TestMissingDirectory(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "nope")
 	path := filepath.Join(dir, "state")
 	err := WriteFile(path, []byte("x"), 0)
@@ -191,6 +196,7 @@ func TestMissingDirectory(t *testing.T) {
 }
 
 func TestBadTargets(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := WriteFile(dir, []byte("x"), 0); err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("WriteFile(dir) = %v", err)
@@ -207,6 +213,7 @@ func TestBadTargets(t *testing.T) {
 }
 
 func TestSymlinkIsReplaced(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("symlinks need privileges")
 	}
@@ -234,6 +241,7 @@ func TestSymlinkIsReplaced(t *testing.T) {
 // TestConcurrentWriters races writers of different full contents against a
 // reader: every read must see exactly one writer's complete content.
 func TestConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state")
 	const writers, rounds, size = 4, 25, 32 << 10

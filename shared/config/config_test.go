@@ -69,6 +69,7 @@ func mustLoad(t *testing.T, f fixture, env map[string]string) (*Config, []Diagno
 }
 
 func TestLoadErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		user    string
@@ -185,6 +186,18 @@ func TestLoadErrors(t *testing.T) {
 			user: "[tools]\nspill_max_bytes = 5000000000\n",
 			want: `$USER:2: key "tools.spill_max_bytes" is 5000000000, out of range: it must be a number of bytes from 0 to 4294967296`,
 			line: 2, key: "tools.spill_max_bytes",
+		},
+		{
+			name: "process limit too small",
+			user: "[tools]\nmax_processes = 2\n",
+			want: `$USER:2: key "tools.max_processes" is 2, out of range: it must be a number of processes from 8 to 65536`,
+			line: 2, key: "tools.max_processes",
+		},
+		{
+			name: "negative memory limit",
+			user: "[tools]\nmemory_limit_mb = -1\n",
+			want: `$USER:2: key "tools.memory_limit_mb" is -1, out of range: it must be a number of MiB (0 for no limit) from 0 to 16777216`,
+			line: 2, key: "tools.memory_limit_mb",
 		},
 		{
 			name: "negative spill bound",
@@ -369,6 +382,7 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestLoadJoinsValidationErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "[tools]\napproval_policy = \"sometimes\"\noutput_limit_bytes = 0\n[agent]\nmax_steps = -1\n", "")
 	_, _, err := f.load(nil)
 	if err == nil {
@@ -386,6 +400,7 @@ func TestLoadJoinsValidationErrors(t *testing.T) {
 }
 
 func TestLoadDefaultsAndDemo(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		user string
@@ -436,6 +451,7 @@ func TestLoadDefaultsAndDemo(t *testing.T) {
 }
 
 func TestImplicitProvider(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		user      string
@@ -492,6 +508,7 @@ func TestImplicitProvider(t *testing.T) {
 }
 
 func TestProviderDefaultsAndInference(t *testing.T) {
+	t.Parallel()
 	for _, user := range []string{
 		"[providers.local]\nbase_url = \"http://127.0.0.1:8000/v1\"\n",
 		"providers.local.base_url = \"http://127.0.0.1:8000/v1\"\n",
@@ -522,6 +539,7 @@ func TestProviderDefaultsAndInference(t *testing.T) {
 }
 
 func TestFullUserFile(t *testing.T) {
+	t.Parallel()
 	user := `[provider]
 active = "openai"
 
@@ -547,6 +565,8 @@ output_limit_bytes = 1024
 command_timeout_seconds = 30
 max_timeout_seconds = 60
 spill_max_bytes = 1048576
+max_processes = 64
+memory_limit_mb = 1024
 
 [agent]
 max_steps = 8
@@ -574,7 +594,8 @@ compact_keep_turns = 3
 	if l := c.Providers["local"]; l.APIKey != "local-key" || l.Model != DefaultOpenAIModel {
 		t.Errorf("local = %v", l)
 	}
-	wantTools := ToolsConfig{ApprovalPolicy: ApprovalNever, OutputLimitBytes: 1024, CommandTimeoutSeconds: 30, MaxTimeoutSeconds: 60, SpillMaxBytes: 1 << 20, AgentTimeoutSeconds: 3600}
+	wantTools := ToolsConfig{ApprovalPolicy: ApprovalNever, OutputLimitBytes: 1024, CommandTimeoutSeconds: 30, MaxTimeoutSeconds: 60, SpillMaxBytes: 1 << 20, AgentTimeoutSeconds: 3600,
+		MaxProcesses: 64, MemoryLimitMB: 1024}
 	wantAgent := Defaults().Agent
 	wantAgent.MaxSteps, wantAgent.SystemPrompt, wantAgent.CompactThresholdPercent, wantAgent.CompactKeepTurns = 8, "Be brief.", 70, 3
 	if c.Tools != wantTools || !reflect.DeepEqual(c.Agent, wantAgent) {
@@ -589,7 +610,8 @@ compact_keep_turns = 3
 		"tools.approval_policy":            "$USER:21",
 		"tools.max_timeout_seconds":        "$USER:24",
 		"tools.spill_max_bytes":            "$USER:25",
-		"agent.system_prompt":              "$USER:29",
+		"agent.system_prompt":              "$USER:31",
+		"tools.memory_limit_mb":            "$USER:27",
 		"providers.openai.max_retries":     "$USER:13",
 		"providers.local.timeout_seconds":  "default",
 		"providers.openai.timeout_seconds": "$USER:11",
@@ -610,6 +632,7 @@ compact_keep_turns = 3
 }
 
 func TestProjectForbiddenKeys(t *testing.T) {
+	t.Parallel()
 	user := "[providers.openai]\nmodel = \"gpt-4.1\"\n[agent]\nmax_steps = 10\n"
 	project := `[provider]
 active = "evil"
@@ -699,6 +722,7 @@ allow_private_addresses = true
 }
 
 func TestMergeOrder(t *testing.T) {
+	t.Parallel()
 	user := "[tools]\napproval_policy = \"auto\"\noutput_limit_bytes = 10000\ncommand_timeout_seconds = 100\n"
 	project := "[tools]\noutput_limit_bytes = 20000\napproval_policy = \"never\"\n"
 	f := newFixture(t, user, project)
@@ -738,6 +762,7 @@ func TestMergeOrder(t *testing.T) {
 }
 
 func TestProjectCannotLoosenApprovals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		user, project string
 		want          ApprovalPolicy
@@ -773,7 +798,42 @@ func TestProjectCannotLoosenApprovals(t *testing.T) {
 	}
 }
 
+func TestProjectCannotRaiseToolLimits(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		user, project string
+		procs, mem    int64
+		warn          string
+	}{
+		{"", "max_processes = 100000", 512, 4096, "tools.max_processes"},
+		{"", "memory_limit_mb = 0", 512, 4096, "tools.memory_limit_mb"},
+		{"", "memory_limit_mb = 8192", 512, 4096, "tools.memory_limit_mb"},
+		{"", "max_processes = 64\nmemory_limit_mb = 1024", 64, 1024, ""},
+		{"memory_limit_mb = 0", "memory_limit_mb = 8192", 512, 8192, ""},
+		{"max_processes = 100", "max_processes = 100", 100, 4096, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.user+"/"+tt.project, func(t *testing.T) {
+			f := newFixture(t, "[tools]\n"+tt.user+"\n", "[tools]\n"+tt.project+"\n")
+			c, diags := mustLoad(t, f, nil)
+			if int64(c.Tools.MaxProcesses) != tt.procs || c.Tools.MemoryLimitMB != tt.mem {
+				t.Errorf("max_processes %d, memory_limit_mb %d; want %d, %d", c.Tools.MaxProcesses, c.Tools.MemoryLimitMB, tt.procs, tt.mem)
+			}
+			if tt.warn == "" {
+				if len(diags) != 0 {
+					t.Fatalf("diagnostics = %v, want none", diags)
+				}
+				return
+			}
+			if len(diags) != 1 || diags[0].Key != tt.warn || diags[0].File != f.projectFile || !strings.Contains(diags[0].Message, "not raise or remove") {
+				t.Fatalf("diagnostics = %v, want one about %s", diags, tt.warn)
+			}
+		})
+	}
+}
+
 func TestEnvOverrides(t *testing.T) {
+	t.Parallel()
 	user := "[providers.openai]\nmodel = \"gpt-4.1\"\n"
 	f := newFixture(t, user, "")
 	c, diags := mustLoad(t, f, map[string]string{"SCV_MODEL": "o3", "SCV_APPROVAL_POLICY": "never"})
@@ -803,6 +863,7 @@ func TestEnvOverrides(t *testing.T) {
 }
 
 func TestResolveAPIKey(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-live-0123456789"
 	env := paths.MapEnv(map[string]string{"MY_KEY": " " + secret + "\n", "EMPTY": ""})
 	tests := []struct {
@@ -837,6 +898,7 @@ func TestResolveAPIKey(t *testing.T) {
 }
 
 func TestRedaction(t *testing.T) {
+	t.Parallel()
 	const secret, headerSecret = "sk-secret-value-42", "header-secret-43"
 	user := fmt.Sprintf("[providers.openai]\napi_key = %q\nheaders = { \"X-Api-Key\" = %q }\n", secret, headerSecret)
 	f := newFixture(t, user, "")
@@ -890,6 +952,7 @@ func TestRedaction(t *testing.T) {
 }
 
 func TestKeyFileModeWarning(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, "[providers.openai]\napi_key = \"sk-x\"\n", "")
 	if err := os.Chmod(f.userFile, 0o644); err != nil {
 		t.Fatal(err)
@@ -946,6 +1009,7 @@ func TestLoadFiles(t *testing.T) {
 }
 
 func TestSourceAndDiagnosticStrings(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[Source]string{
 		{}:                                    "default",
 		{Kind: SourceDefault}:                 "default",
@@ -966,6 +1030,7 @@ func TestSourceAndDiagnosticStrings(t *testing.T) {
 }
 
 func TestSchemaSuggest(t *testing.T) {
+	t.Parallel()
 	s := configSchema()
 	for in, want := range map[string]string{
 		"tools.aproval_policy":       "tools.approval_policy",
@@ -985,6 +1050,7 @@ func TestSchemaSuggest(t *testing.T) {
 }
 
 func TestAgentsAndWebKeys(t *testing.T) {
+	t.Parallel()
 	user := `[agent]
 prefer = ["codex", "claude"]
 max_background = 0
@@ -1052,6 +1118,7 @@ allowed_ports = ["443", " 3000 - 3999 ", "8443"]
 }
 
 func TestValidModel(t *testing.T) {
+	t.Parallel()
 	for m, want := range map[string]bool{
 		"gpt-5.5": true, "opus": true, "openai/gpt-4.1": true, "us.anthropic.claude[1m]": true, "a:b@c": true,
 		"": false, "-x": false, "@x": false, "a b": false, "a;b": false, strings.Repeat("a", 129): false, strings.Repeat("a", 128): true,
@@ -1063,6 +1130,7 @@ func TestValidModel(t *testing.T) {
 }
 
 func TestParsePortRange(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]PortRange{"1": {1, 1}, "443": {443, 443}, " 8000-8999 ": {8000, 8999}, "65535": {65535, 65535}, "80-80": {80, 80}, "1-65535": {1, 65535}} {
 		if got, err := ParsePortRange(in); err != nil || got != want {
 			t.Errorf("ParsePortRange(%q) = %v, %v; want %v", in, got, err, want)

@@ -1,22 +1,20 @@
 package config
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/testkit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // TestValidationMessagesGolden compares the exact message of every kind of
 // configuration error with testdata/errors/<name>.golden. The files' paths
 // appear as $USER and $PROJECT. Run with -update to rewrite the files.
 func TestValidationMessagesGolden(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		user    string
@@ -90,28 +88,14 @@ func TestValidationMessagesGolden(t *testing.T) {
 				t.Fatal("Load succeeded, want an error")
 			}
 			got := strings.NewReplacer(f.userFile, "$USER", f.projectFile, "$PROJECT").Replace(err.Error()) + "\n"
-			golden := filepath.Join("testdata", "errors", tt.name+".golden")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestValidationMessagesGolden -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("message of %s:\n got  %s want %s", tt.name, got, want)
-			}
+			path := filepath.Join("testdata", "errors", tt.name+".golden")
+			golden.Equal(t, path, got)
 		})
 	}
 }
 
 func TestEntriesRedact(t *testing.T) {
+	t.Parallel()
 	user := "[providers.a]\napi_key = \"sk-secret-1\"\nheaders = { X-Token = \"tok-secret-2\" }\n\n[providers.b]\napi_key_env = \"B_KEY\"\n\n[provider]\nactive = \"a\"\n"
 	f := newFixture(t, user, "")
 	c, _ := mustLoad(t, f, nil)

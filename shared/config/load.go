@@ -318,7 +318,13 @@ func isProjectForbidden(path []string) bool {
 // approval policy may only become stricter (a repository must not be able
 // to switch approvals off for whoever opens it).
 func (l *loader) allowProjectValue(p *layer, path []string, pf *projectFile) bool {
-	if joinKey(path) != "tools.approval_policy" {
+	switch key := joinKey(path); key {
+	case "tools.approval_policy":
+	case "tools.max_processes":
+		return l.allowProjectLimit(p, path, int64(l.cfg.Tools.MaxProcesses), int64(pf.Tools.MaxProcesses), "processes")
+	case "tools.memory_limit_mb":
+		return l.allowProjectLimit(p, path, l.cfg.Tools.MemoryLimitMB, pf.Tools.MemoryLimitMB, "MiB")
+	default:
 		return true
 	}
 	cur, next := l.cfg.Tools.ApprovalPolicy, pf.Tools.ApprovalPolicy
@@ -329,6 +335,23 @@ func (l *loader) allowProjectValue(p *layer, path []string, pf *projectFile) boo
 	l.diags = append(l.diags, Diagnostic{
 		File: p.file, Line: e.line, Key: "tools.approval_policy",
 		Message: fmt.Sprintf("tools.approval_policy = %q is ignored: a project may make approvals stricter than %q but not looser; set it in your user config or with %s if you trust this project", next, cur, EnvApprovalPolicy),
+	})
+	return false
+}
+
+// allowProjectLimit applies the same rule to the tools' resource limits: a
+// project may lower a limit but not raise or remove it (0 is no limit), so
+// a repository cannot let a fork loop or a runaway allocation through.
+func (l *loader) allowProjectLimit(p *layer, path []string, cur, next int64, unit string) bool {
+	looser := next > cur && cur != 0 || next == 0 && cur != 0
+	if next < 0 || !looser {
+		return true // a value out of range is merged and reported by validate
+	}
+	key := joinKey(path)
+	e, _ := p.ix.first(path...)
+	l.diags = append(l.diags, Diagnostic{
+		File: p.file, Line: e.line, Key: key,
+		Message: fmt.Sprintf("%s = %d is ignored: a project may lower this limit (%d %s now) but not raise or remove it; set it in your user config if you trust this project", key, next, cur, unit),
 	})
 	return false
 }

@@ -6,6 +6,7 @@ import (
 )
 
 func TestSkillsConfig(t *testing.T) {
+	t.Parallel()
 	d := Defaults().Skills
 	if d.MaxSkills != 64 || d.MaxSkillBytes != 64<<10 {
 		t.Fatalf("defaults = %+v", d)

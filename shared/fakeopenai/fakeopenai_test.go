@@ -89,6 +89,7 @@ func decode(t *testing.T, payload string) chunk {
 }
 
 func TestTextStream(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		body      string
@@ -138,6 +139,7 @@ func TestTextStream(t *testing.T) {
 }
 
 func TestToolCalls(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(fakeopenai.Script(
@@ -180,6 +182,7 @@ func TestToolCalls(t *testing.T) {
 }
 
 func TestExplicitFinishAndEvent(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("x"), fakeopenai.Finish("length"), fakeopenai.Event(`{"custom":1}`)))
@@ -195,6 +198,7 @@ func TestExplicitFinishAndEvent(t *testing.T) {
 }
 
 func TestErrorReplies(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(
@@ -236,6 +240,7 @@ func TestErrorReplies(t *testing.T) {
 }
 
 func TestOtherPathsDoNotConsume(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("ok")))
@@ -264,6 +269,7 @@ func TestOtherPathsDoNotConsume(t *testing.T) {
 }
 
 func TestRawAndNoDone(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	big := bytes.Repeat([]byte("x"), 2<<20)
@@ -282,6 +288,7 @@ func TestRawAndNoDone(t *testing.T) {
 }
 
 func TestRepeat(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Repeat(10000, "tok "), fakeopenai.Text("end")))
@@ -305,6 +312,7 @@ func TestRepeat(t *testing.T) {
 }
 
 func TestDelayAndPace(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Delay(time.Millisecond), fakeopenai.Pace(time.Millisecond), fakeopenai.Text("a", "b"), fakeopenai.Repeat(3, "c")))
@@ -316,6 +324,7 @@ func TestDelayAndPace(t *testing.T) {
 }
 
 func TestHangEndsWhenClientGoes(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("a"), fakeopenai.Hang(), fakeopenai.Text("never")))
@@ -334,6 +343,7 @@ func TestHangEndsWhenClientGoes(t *testing.T) {
 }
 
 func TestCloseUnblocksHang(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Hang()), fakeopenai.Script(fakeopenai.Delay(time.Hour)))
 	done := make(chan error, 2)
@@ -358,6 +368,7 @@ func TestCloseUnblocksHang(t *testing.T) {
 }
 
 func TestRequestsRecorded(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("ok")))
@@ -408,6 +419,7 @@ func TestRequestsRecorded(t *testing.T) {
 }
 
 func TestWaitRequestsEnds(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
@@ -421,6 +433,7 @@ func TestWaitRequestsEnds(t *testing.T) {
 }
 
 func TestNonStreaming(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("a", "b"), fakeopenai.ToolCall("c1", "read", `{"p":`, `1}`), fakeopenai.Usage(3, 4)))

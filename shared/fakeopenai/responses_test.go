@@ -61,6 +61,7 @@ func names(ev []sseEvent) string {
 }
 
 func TestResponsesStream(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(fakeopenai.Script(
@@ -130,6 +131,7 @@ func TestResponsesStream(t *testing.T) {
 }
 
 func TestResponsesTerminals(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		steps []fakeopenai.Step
@@ -167,6 +169,7 @@ func TestResponsesTerminals(t *testing.T) {
 // terminal event, Event sends a payload verbatim under its own type,
 // Repeat batches deltas, errors are plain HTTP replies.
 func TestResponsesSharedSteps(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(
@@ -191,6 +194,7 @@ func TestResponsesSharedSteps(t *testing.T) {
 }
 
 func TestResponsesNonStreaming(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("a", "b"), fakeopenai.Citation("https://a.example/", "A"), fakeopenai.ToolCall("c1", "read", `{}`), fakeopenai.Usage(1, 2)))
@@ -229,6 +233,7 @@ func TestResponsesNonStreaming(t *testing.T) {
 // its done event and the final response; a reasoning item in a request's
 // input is decoded with its id, encrypted content and summary text.
 func TestResponsesReasoning(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(

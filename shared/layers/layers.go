@@ -26,14 +26,15 @@ type Layer struct {
 // Table is the layers of shared, the bottom one first.
 var Table = []Layer{
 	// The wire format every client and the server speak (its types,
-	// codec and generated JSON Schema) and the version every binary
-	// reports.
-	{Name: "protocol", Packages: []string{"protocol", "protocol/schema", "version"}},
+	// codec and generated JSON Schema), the version every binary
+	// reports, and the text cutter, which imports nothing of shared.
+	{Name: "protocol", Packages: []string{"protocol", "protocol/schema", "version", "textcut"}},
 	// Where SCV keeps its files and how it writes and opens them: SCV_HOME
 	// paths, atomic state files, state files opened without trusting
 	// them, tagged processes (the bash tool's process groups and
-	// delegated runs both use them).
-	{Name: "local state", Packages: []string{"paths", "atomicfile", "statefile", "proctag", "daemonfile"}},
+	// delegated runs both use them), and the allow-listed environment of
+	// the programs SCV starts for the user (childenv).
+	{Name: "local state", Packages: []string{"paths", "atomicfile", "statefile", "proctag", "childenv", "daemonfile"}},
 	// The table of delegated agent CLIs: data and pure functions over
 	// paths (command lines, private environments, the model and effort
 	// checks). The configuration validates [agents.<name>] against it,

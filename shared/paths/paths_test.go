@@ -12,6 +12,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestHome(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("uses HOME")
 	}
@@ -47,6 +48,7 @@ func TestHome(t *testing.T) {
 }
 
 func TestMapEnvCopies(t *testing.T) {
+	t.Parallel()
 	m := map[string]string{"A": "1"}
 	env := MapEnv(m)
 	m["A"] = "2"
@@ -73,6 +75,7 @@ func TestOSEnv(t *testing.T) {
 }
 
 func TestHelpers(t *testing.T) {
+	t.Parallel()
 	home := filepath.FromSlash("/h/.scv")
 	checks := map[string]string{
 		ConfigFile(home):          "/h/.scv/config.toml",

@@ -10,6 +10,7 @@ import (
 )
 
 func TestRun(t *testing.T) {
+	t.Parallel()
 	c := Command{Name: "scv-x", Short: "X (not built yet)", Long: "scv-x will do X. It is not built yet.", NotBuilt: "X is not built yet"}
 	tests := []struct {
 		name     string

@@ -283,3 +283,41 @@ func openRead(path string) (int, error) {
 		}
 	}
 }
+
+// ReadStatInto is ReadStat reading into buf (grown as needed and returned
+// for reuse) with plain system calls, so a scan of every process
+// allocates nothing per process.
+func ReadStatInto(pid int, buf []byte) (Stat, []byte, bool) {
+	if pid <= 0 {
+		return Stat{}, buf, false
+	}
+	fd, err := openRead("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Stat{}, buf, false
+	}
+	defer unix.Close(fd)
+	if cap(buf) < 1024 {
+		buf = make([]byte, 1024)
+	}
+	buf = buf[:cap(buf)]
+	n := 0
+	for n < len(buf) {
+		k, err := unix.Read(fd, buf[n:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return Stat{}, buf, false
+		}
+		if k == 0 {
+			break
+		}
+		n += k
+		if n == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
+			buf = buf[:cap(buf)]
+		}
+	}
+	st, err := ParseStat(buf[:n])
+	return st, buf, err == nil
+}

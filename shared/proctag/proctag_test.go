@@ -19,6 +19,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestEnvironHasTag(t *testing.T) {
+	t.Parallel()
 	env := []byte("A=1\x00" + Var + "=t,x,y\x00B=2")
 	for _, tc := range []struct {
 		env  []byte
@@ -55,6 +56,7 @@ func FuzzEnvironHasTag(f *testing.F) {
 }
 
 func TestParseStat(t *testing.T) {
+	t.Parallel()
 	tail := " S 1 100 100 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 1000 10"
 	for _, tc := range []struct {
 		name string
@@ -261,5 +263,18 @@ func TestKillAndEmptyTag(t *testing.T) {
 	}
 	if k, s := Kill(tag); k != 0 || s != 0 {
 		t.Fatalf("second Kill = %d, %d; want 0, 0", k, s)
+	}
+}
+
+// TestParseStatAllocatesNothing: every running call's tree scan parses
+// every process's stat 20 times a second.
+func TestParseStatAllocatesNothing(t *testing.T) {
+	line := []byte("42 (a b) (c)) S 1 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 98765 1 2")
+	var st Stat
+	if n := testing.AllocsPerRun(100, func() { st, _ = ParseStat(line) }); n != 0 {
+		t.Fatalf("ParseStat allocates %v times", n)
+	}
+	if st.State != 'S' || st.PPID != 1 || st.PGRP != 100 || st.StartTime != 98765 {
+		t.Fatalf("ParseStat = %+v", st)
 	}
 }

@@ -1,11 +1,12 @@
 package protocol
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/scv-cli/scv/shared/testkit/golden"
 )
 
 // seedCorpora is the seed corpus of each fuzz target, committed under
@@ -64,30 +65,11 @@ func seedCorpora(t testing.TB) map[string]map[string]string {
 }
 
 func TestFuzzSeedCorpora(t *testing.T) {
+	t.Parallel()
 	for fuzz, files := range seedCorpora(t) {
 		dir := filepath.Join("testdata", "fuzz", fuzz)
-		if *update {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
 		for name, body := range files {
-			path := filepath.Join(dir, name)
-			content := "go test fuzz v1\n" + body
-			if *update {
-				if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			got, err := os.ReadFile(path)
-			if err != nil {
-				t.Errorf("%v (run go test ./protocol -run TestFuzzSeedCorpora -update)", err)
-				continue
-			}
-			if string(got) != content {
-				t.Errorf("%s is out of date (run go test ./protocol -run TestFuzzSeedCorpora -update)", path)
-			}
+			golden.Equal(t, filepath.Join(dir, name), "go test fuzz v1\n"+body)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 )
 
 func TestDecodeClientMessageErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		frame   string
@@ -88,6 +89,7 @@ func TestDecodeClientMessageErrors(t *testing.T) {
 }
 
 func TestDecodeClientMessageIgnoresUnknownFields(t *testing.T) {
+	t.Parallel()
 	m, err := DecodeClientMessage([]byte(`{"type":"turn.start","request_id":"3","session_id":"s","prompt":"hi",` +
 		`"future":{"nested":[1,2,{"x":null}]},"attachments":[],"priority":9}`))
 	if err != nil {
@@ -108,6 +110,7 @@ func TestDecodeClientMessageIgnoresUnknownFields(t *testing.T) {
 }
 
 func TestDecodeClientMessageFields(t *testing.T) {
+	t.Parallel()
 	depth := 2
 	no := false
 	m, err := DecodeClientMessage([]byte(`  {"request_id":"2","type":"session.start","cwd":"/w","model":"m",` +
@@ -131,6 +134,7 @@ func TestDecodeClientMessageFields(t *testing.T) {
 }
 
 func TestDecodeEventErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, frame string
 		code        ErrorCode
@@ -166,6 +170,7 @@ func TestDecodeEventErrors(t *testing.T) {
 }
 
 func TestJSONFieldPath(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"":                       "",
 		"prompt":                 "prompt",

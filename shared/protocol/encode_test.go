@@ -33,6 +33,7 @@ func genericDelta(t testing.TB, d *AssistantDelta) []byte {
 // TestDeltaFastPathMatchesGeneric checks that the hand-written delta
 // encoder writes exactly the bytes encoding/json would.
 func TestDeltaFastPathMatchesGeneric(t *testing.T) {
+	t.Parallel()
 	deltas := []*AssistantDelta{
 		typicalDelta(),
 		{},
@@ -99,6 +100,7 @@ func TestAppendEventDeltaNoAllocs(t *testing.T) {
 // TestEncodeNoHTMLEscaping: every event escapes strings the same way, the
 // fast path's way, which leaves <, > and & alone.
 func TestEncodeNoHTMLEscaping(t *testing.T) {
+	t.Parallel()
 	const s = "<b>&amp;</b>"
 	for _, e := range []Event{
 		&AssistantDelta{Content: s},
@@ -124,6 +126,7 @@ func TestEncodeNoHTMLEscaping(t *testing.T) {
 }
 
 func TestEncodeNilMessage(t *testing.T) {
+	t.Parallel()
 	for _, e := range []Event{(*AssistantDelta)(nil), (*TurnCompleted)(nil), (*QueueSnapshot)(nil)} {
 		out, err := AppendEvent([]byte("keep"), e)
 		if err == nil {
@@ -139,6 +142,7 @@ func TestEncodeNilMessage(t *testing.T) {
 }
 
 func TestEncodeErrorsAreReported(t *testing.T) {
+	t.Parallel()
 	_, err := EncodeEvent(&ToolProposed{Name: "x", Arguments: json.RawMessage(`{not json`)})
 	if err == nil || !strings.Contains(err.Error(), "tool.proposed") {
 		t.Errorf("invalid arguments: err = %v", err)
@@ -146,6 +150,7 @@ func TestEncodeErrorsAreReported(t *testing.T) {
 }
 
 func TestEncodeEmptyQueueSnapshot(t *testing.T) {
+	t.Parallel()
 	e := &QueueSnapshot{SessionHeader: SessionHeader{SessionID: "s"}}
 	out, err := EncodeEvent(e)
 	if err != nil {
@@ -160,6 +165,7 @@ func TestEncodeEmptyQueueSnapshot(t *testing.T) {
 }
 
 func TestEncodeOmitsEmptyOptionalFields(t *testing.T) {
+	t.Parallel()
 	out, err := EncodeEvent(&TurnCompleted{TurnHeader: TurnHeader{SessionID: "s", TurnID: "t", Seq: 2}, Steps: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -109,6 +109,7 @@ func equalResults(a, b []frameResult) bool {
 }
 
 func TestFrameReaderCases(t *testing.T) {
+	t.Parallel()
 	const limit = 20
 	big := strings.Repeat("x", limit)
 	cases := []struct {
@@ -163,6 +164,7 @@ func TestFrameReaderCases(t *testing.T) {
 // TestFrameReaderClientLimit checks the real client limit: a frame of
 // exactly 1 MiB is accepted, one byte more is refused.
 func TestFrameReaderClientLimit(t *testing.T) {
+	t.Parallel()
 	exact := strings.Repeat("a", MaxClientFrameBytes)
 	in := exact + "\n" + exact + "b\n" + exact + "\r\n" + exact + "bc\r\n{}\n" + exact
 	got := readAll(t, NewFrameReader(strings.NewReader(in), MaxClientFrameBytes), MaxClientFrameBytes)
@@ -176,6 +178,7 @@ func TestFrameReaderClientLimit(t *testing.T) {
 }
 
 func TestFrameReaderEOFIsSticky(t *testing.T) {
+	t.Parallel()
 	fr := NewFrameReader(strings.NewReader("{}"), 10)
 	if f, err := fr.Next(); err != nil || string(f) != "{}" {
 		t.Fatalf("Next = %q, %v", f, err)
@@ -188,6 +191,7 @@ func TestFrameReaderEOFIsSticky(t *testing.T) {
 }
 
 func TestFrameReaderReadError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	// A frame, then a partial line and a failure.
 	r := io.MultiReader(strings.NewReader("{}\n{\"a\":"), iotest.ErrReader(boom))
@@ -206,6 +210,7 @@ func TestFrameReaderReadError(t *testing.T) {
 }
 
 func TestErrFrameTooLargeMessage(t *testing.T) {
+	t.Parallel()
 	err := error(&ErrFrameTooLarge{Size: 11, Limit: 10})
 	if got := err.Error(); got != "frame of 11 bytes is over the 10-byte limit" {
 		t.Errorf("Error() = %q", got)
@@ -239,6 +244,7 @@ func (g *genReader) Read(p []byte) (int, error) {
 // the line is refused and skipped, the next frame is read, the buffer
 // never grows, and the whole read allocates next to nothing.
 func TestFrameReaderBoundedMemory(t *testing.T) {
+	// Not parallel: it measures the whole process's allocations.
 	const lineBytes = 50 << 20
 	g := &genReader{n: lineBytes, tail: []byte("\n{\"type\":\"turn.start\"}\n")}
 	fr := NewFrameReader(g, MaxClientFrameBytes)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,12 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-)
 
-// update rewrites the generated test files: the canonical encodings of the
-// golden lines (testdata/*.canonical.jsonl) and the seed corpora under
-// testdata/fuzz. The hand-written golden lines are never rewritten.
-var update = flag.Bool("update", false, "rewrite generated testdata (canonical encodings, fuzz seed corpora)")
+	"github.com/scv-cli/scv/shared/testkit/golden"
+)
 
 const (
 	clientGolden = "testdata/client.jsonl"
@@ -111,6 +107,7 @@ func assertTypeFirst(t testing.TB, b []byte, kind string) {
 }
 
 func TestGoldenClientRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, g := range readGolden(t, clientGolden) {
 		t.Run(g.name(), func(t *testing.T) {
 			assertTypeFirst(t, g.text, PeekType(g.text))
@@ -135,6 +132,7 @@ func TestGoldenClientRoundTrip(t *testing.T) {
 }
 
 func TestGoldenEventsRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, g := range readGolden(t, eventsGolden) {
 		t.Run(g.name(), func(t *testing.T) {
 			assertTypeFirst(t, g.text, PeekType(g.text))
@@ -168,6 +166,7 @@ func TestGoldenEventsRoundTrip(t *testing.T) {
 // TestGoldenCoversRegistries fails when a message or event type has no
 // golden line, or a golden line has a type the registries do not know.
 func TestGoldenCoversRegistries(t *testing.T) {
+	t.Parallel()
 	check := func(file string, registry []string) {
 		seen := map[string]bool{}
 		for _, g := range readGolden(t, file) {
@@ -191,6 +190,7 @@ func TestGoldenCoversRegistries(t *testing.T) {
 // message never appears in the golden files, so every optional field is
 // exercised by the round trip at least once.
 func TestGoldenCoversOptionalFields(t *testing.T) {
+	t.Parallel()
 	check := func(file string, newValue func(string) any, types []string) {
 		present := map[string]map[string]bool{} // type -> JSON paths seen
 		for _, g := range readGolden(t, file) {
@@ -270,6 +270,7 @@ func optionalPaths(t reflect.Type, prefix string) []string {
 // golden line (field order, escaping, number formatting), so a change of
 // the wire bytes is a visible diff. Run with -update to regenerate.
 func TestCanonicalEncoding(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		golden, canonical string
 		encode            func([]byte) ([]byte, error)
@@ -302,37 +303,15 @@ func TestCanonicalEncoding(t *testing.T) {
 			buf.Write(out)
 			buf.WriteByte('\n')
 		}
-		if *update {
-			if err := os.WriteFile(tc.canonical, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(tc.canonical)
-		if err != nil {
-			t.Fatalf("%v (run go test ./protocol -update to create it)", err)
-		}
-		if !bytes.Equal(want, buf.Bytes()) {
-			wl, gl := strings.Split(string(want), "\n"), strings.Split(buf.String(), "\n")
-			for i := range max(len(wl), len(gl)) {
-				var w, g string
-				if i < len(wl) {
-					w = wl[i]
-				}
-				if i < len(gl) {
-					g = gl[i]
-				}
-				if w != g {
-					t.Errorf("%s line %d differs\n want %s\n  got %s", tc.canonical, i+1, w, g)
-				}
-			}
-			t.Errorf("the encoders' bytes changed; if that is intended, run go test ./protocol -update")
-		}
+		// -update (testkit/golden) rewrites the canonical encodings; the
+		// hand-written golden lines are never rewritten.
+		golden.Equal(t, tc.canonical, buf.Bytes())
 	}
 }
 
 // TestRegistries checks the type registries against the Go types.
 func TestRegistries(t *testing.T) {
+	t.Parallel()
 	for _, typ := range ClientMessageTypes() {
 		m := NewClientMessage(typ)
 		if m == nil || m.Kind() != typ {
@@ -380,6 +359,7 @@ func TestRegistries(t *testing.T) {
 }
 
 func TestSequenced(t *testing.T) {
+	t.Parallel()
 	e := &AssistantDelta{TurnHeader: TurnHeader{SessionID: "s"}}
 	var s Sequenced = e
 	s.SetSeq(7)
@@ -395,6 +375,7 @@ func TestSequenced(t *testing.T) {
 }
 
 func TestPeekType(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`{"type":"turn.start"}`: "turn.start",
 		`{"type":5}`:            "",

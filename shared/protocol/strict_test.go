@@ -12,6 +12,7 @@ import (
 )
 
 func TestStrictMembers(t *testing.T) {
+	t.Parallel()
 	many := func(dup string) string {
 		var b strings.Builder
 		b.WriteString(`{"type":"turn.start","request_id":"3","session_id":"s","prompt":"p","x":{`)

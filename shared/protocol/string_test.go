@@ -59,6 +59,7 @@ func trickyStrings() []string {
 }
 
 func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	for _, s := range trickyStrings() {
 		got := appendString(nil, s)
 		want := stdString(t, s)
@@ -73,6 +74,7 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 }
 
 func TestAppendStringAppends(t *testing.T) {
+	t.Parallel()
 	dst := []byte("head:")
 	got := appendString(dst, "a\"b")
 	if string(got) != `head:"a\"b"` {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseAge(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want time.Duration
@@ -43,6 +44,7 @@ func FuzzParseAge(f *testing.F) {
 }
 
 func TestAge(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_000_000, 0)
 	for _, tc := range []struct {
 		ago  time.Duration
@@ -64,6 +66,7 @@ func TestAge(t *testing.T) {
 }
 
 func TestSummarizeStatus(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		agent, out string
 		code       int
@@ -105,6 +108,7 @@ func FuzzSummarizeStatus(f *testing.F) {
 }
 
 func TestNamesLive(t *testing.T) {
+	t.Parallel()
 	live := map[string]bool{"0199-abc": true}
 	if !namesLive("proj/0199-abc.jsonl", live) || !namesLive("0199-abc/sub/x.jsonl", live) || namesLive("proj/other.jsonl", live) {
 		t.Fatal("namesLive")

@@ -10,6 +10,7 @@ import (
 
 // The shared placeholder has the full table; this checks what scv-bridge says.
 func TestSaysWhatIsNotBuilt(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	if code := Command.Run(nil, &out, &errOut); code != cli.Failure {
 		t.Fatalf("exit code %d, want %d", code, cli.Failure)

@@ -19,6 +19,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const hangGuard = 10 * time.Second
 
 func TestParsePolicy(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    Policy
@@ -66,6 +67,7 @@ func TestParsePolicy(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	want := map[Policy]map[protocol.Risk]Decision{
 		OnRisk: {
 			protocol.RiskReadOnly:   Run,
@@ -120,6 +122,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestOpenDistinctUUIDs(t *testing.T) {
+	t.Parallel()
 	p := NewPending()
 	const n = 2000
 	seen := make(map[string]bool, n)
@@ -151,6 +154,7 @@ func TestOpenDistinctUUIDs(t *testing.T) {
 }
 
 func TestOpenConcurrent(t *testing.T) {
+	t.Parallel()
 	p := NewPending()
 	const workers, each = 8, 200
 	ids := make(chan string, workers*each)
@@ -179,6 +183,7 @@ func TestOpenConcurrent(t *testing.T) {
 }
 
 func TestResolveThenWait(t *testing.T) {
+	t.Parallel()
 	for _, approved := range []bool{true, false} {
 		t.Run(map[bool]string{true: "approved", false: "denied"}[approved], func(t *testing.T) {
 			p := NewPending()
@@ -205,6 +210,7 @@ func TestResolveThenWait(t *testing.T) {
 }
 
 func TestWaitThenResolve(t *testing.T) {
+	t.Parallel()
 	for _, approved := range []bool{true, false} {
 		t.Run(map[bool]string{true: "approved", false: "denied"}[approved], func(t *testing.T) {
 			p := NewPending()
@@ -242,6 +248,7 @@ func TestWaitThenResolve(t *testing.T) {
 }
 
 func TestResolveErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, p *Pending) string // returns the id to resolve
@@ -286,6 +293,7 @@ func TestResolveErrors(t *testing.T) {
 }
 
 func TestWaitCancelled(t *testing.T) {
+	t.Parallel()
 	t.Run("already cancelled", func(t *testing.T) {
 		p := NewPending()
 		id := p.Open()
@@ -352,6 +360,7 @@ func TestWaitCancelled(t *testing.T) {
 }
 
 func TestWaitUnknown(t *testing.T) {
+	t.Parallel()
 	p := NewPending()
 	for _, id := range []string{"", uuid.NewString()} {
 		if _, err := p.Wait(context.Background(), id); !errors.Is(err, ErrNotFound) {
@@ -366,6 +375,7 @@ func TestWaitUnknown(t *testing.T) {
 }
 
 func TestLen(t *testing.T) {
+	t.Parallel()
 	p := NewPending()
 	if p.Len() != 0 {
 		t.Fatalf("new Pending: Len = %d", p.Len())
@@ -397,6 +407,7 @@ func TestLen(t *testing.T) {
 // TestConcurrentResolve races many resolvers for one request: exactly one
 // wins, and the waiter sees that one's answer.
 func TestConcurrentResolve(t *testing.T) {
+	t.Parallel()
 	for round := 0; round < 50; round++ {
 		p := NewPending()
 		id := p.Open()
@@ -436,6 +447,7 @@ func TestConcurrentResolve(t *testing.T) {
 }
 
 func TestUnattended(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		p    Policy
 		r    protocol.Risk

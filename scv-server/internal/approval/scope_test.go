@@ -9,6 +9,7 @@ import (
 )
 
 func TestResolveForSession(t *testing.T) {
+	t.Parallel()
 	rule := &protocol.Rule{Tool: "bash", Key: "bash:go test", Description: "bash commands that start with `go test`"}
 	tests := []struct {
 		name  string

@@ -68,6 +68,7 @@ func mustPop(t *testing.T, q *Queue, want string) {
 }
 
 func TestFIFOOrder(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		maxFrames int
@@ -100,6 +101,7 @@ func TestFIFOOrder(t *testing.T) {
 }
 
 func TestFIFOInterleaved(t *testing.T) {
+	t.Parallel()
 	q := New(2, 100)
 	mustPush(t, q, "1")
 	mustPush(t, q, "2")
@@ -110,6 +112,7 @@ func TestFIFOInterleaved(t *testing.T) {
 }
 
 func TestPushBlocksUntilPopFreesRoom(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		maxFrames int
@@ -152,6 +155,7 @@ func TestPushBlocksUntilPopFreesRoom(t *testing.T) {
 // once, while the queue is still full: a Pop that frees too little must not
 // let it through.
 func TestPushStaysBlockedWhileFull(t *testing.T) {
+	t.Parallel()
 	q := New(100, 10)
 	mustPush(t, q, "1234")
 	mustPush(t, q, "5678")
@@ -171,6 +175,7 @@ func TestPushStaysBlockedWhileFull(t *testing.T) {
 }
 
 func TestPushContextEndsWhileWaiting(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		maxFrames int
@@ -239,6 +244,7 @@ func TestPushContextEndsWhileWaiting(t *testing.T) {
 }
 
 func TestPushWithEndedContext(t *testing.T) {
+	t.Parallel()
 	// A push that would have to wait fails with ctx.Err() at once when its
 	// ctx has already ended, and nothing is queued.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -258,6 +264,7 @@ func TestPushWithEndedContext(t *testing.T) {
 }
 
 func TestOversizedFrameFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		maxBytes int64
@@ -288,6 +295,7 @@ func TestOversizedFrameFailsAtOnce(t *testing.T) {
 }
 
 func TestOversizedFrameFailsEvenWhenFull(t *testing.T) {
+	t.Parallel()
 	q := New(1, 4)
 	mustPush(t, q, "abcd")
 	err := returned(t, pushAsync(context.Background(), q, []byte("12345")), "oversized on full queue")
@@ -298,6 +306,7 @@ func TestOversizedFrameFailsEvenWhenFull(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
+	t.Parallel()
 	t.Run("push after close fails", func(t *testing.T) {
 		q := New(4, 64)
 		q.Close()
@@ -396,6 +405,7 @@ func TestClose(t *testing.T) {
 }
 
 func TestPopContext(t *testing.T) {
+	t.Parallel()
 	t.Run("cancelled ctx on an empty queue", func(t *testing.T) {
 		q := New(4, 64)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -457,6 +467,7 @@ func TestPopContext(t *testing.T) {
 // must arrive in its own order, none lost or duplicated, and the queue must
 // never hold more than its bounds.
 func TestConcurrentProducers(t *testing.T) {
+	t.Parallel()
 	const (
 		producers = 8
 		perProd   = 500
@@ -538,6 +549,7 @@ func BenchmarkPushPop(b *testing.B) {
 
 // A waiter that gives up must not swallow the wake-up another waiter needs.
 func TestCancelledWaiterPassesTheWakeUpOn(t *testing.T) {
+	t.Parallel()
 	q := New(10, 10)
 	if err := q.Push(context.Background(), make([]byte, 10)); err != nil {
 		t.Fatal(err)

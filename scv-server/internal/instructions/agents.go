@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/scv-cli/scv/shared/statefile"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // AgentsFileName is the name of a project instructions file.
@@ -135,13 +136,7 @@ func readAgents(p, top string, max int) (AgentsFile, error) {
 	}
 	truncated := int64(len(data)) < fi.Size()
 	if truncated {
-		start := len(data) - 1
-		for start > 0 && len(data)-start < utf8.UTFMax && !utf8.RuneStart(data[start]) {
-			start--
-		}
-		if start >= 0 && !utf8.FullRune(data[start:]) {
-			data = data[:start]
-		}
+		data = textcut.TrimPartialEnd(data)
 	}
 	return AgentsFile{Path: p, Content: strings.ToValidUTF8(string(data), "\uFFFD"), Size: fi.Size(), Truncated: truncated}, nil
 }

@@ -74,6 +74,7 @@ func TestDiscoverAgentsGitFile(t *testing.T) {
 }
 
 func TestDiscoverAgentsNoRepoIsWorkspaceOnly(t *testing.T) {
+	t.Parallel()
 	top := canon(t)
 	ws := filepath.Join(top, "ws")
 	mkfile(t, filepath.Join(top, AgentsFileName), "parent")
@@ -90,6 +91,7 @@ func TestDiscoverAgentsNoRepoIsWorkspaceOnly(t *testing.T) {
 }
 
 func TestDiscoverAgentsSizeCaps(t *testing.T) {
+	t.Parallel()
 	repo := canon(t)
 	ws := filepath.Join(repo, "a", "b")
 	mkfile(t, filepath.Join(repo, ".git", "HEAD"), "x")

@@ -1,18 +1,17 @@
 package instructions
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/scv-cli/scv/shared/testkit/golden"
+)
 
 const noToolsSentence = "This session has no tools: answer from the conversation alone."
 
 func TestBase(t *testing.T) {
+	t.Parallel()
 	b := Base()
 	if b == "" {
 		t.Fatal("Base is empty")
@@ -26,6 +25,7 @@ func TestBase(t *testing.T) {
 }
 
 func TestBuild(t *testing.T) {
+	t.Parallel()
 	const ws = "/home/u/project"
 	tests := []struct {
 		name    string
@@ -113,6 +113,7 @@ func TestBuild(t *testing.T) {
 // TestBuildSectionOrder checks the fixed order: the base (or override),
 // then the workspace, then the tools, each section once.
 func TestBuildSectionOrder(t *testing.T) {
+	t.Parallel()
 	for _, opts := range []Options{
 		{Workspace: "/w", Tools: []string{"read"}},
 		{Workspace: "/w"},
@@ -145,6 +146,7 @@ func TestBuildSectionOrder(t *testing.T) {
 }
 
 func TestBuildDeterministic(t *testing.T) {
+	t.Parallel()
 	o := Options{Workspace: "/w", Tools: []string{"b", "a"}}
 	first := Build(o)
 	for i := 0; i < 10; i++ {
@@ -159,6 +161,7 @@ func TestBuildDeterministic(t *testing.T) {
 }
 
 func TestBuildGolden(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		opts Options
@@ -170,20 +173,7 @@ func TestBuildGolden(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
 			got := Build(tc.opts)
-			path := filepath.Join("testdata", tc.file)
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Fatalf("prompt differs from %s (run go test -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
-			}
+			golden.Equal(t, filepath.Join("testdata", tc.file), got)
 		})
 	}
 }

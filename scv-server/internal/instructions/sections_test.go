@@ -6,6 +6,7 @@ import (
 )
 
 func TestBaseSection(t *testing.T) {
+	t.Parallel()
 	if BaseSection("") != Base() || BaseSection("  \n") != Base() {
 		t.Fatal("an empty override should keep the base")
 	}
@@ -15,6 +16,7 @@ func TestBaseSection(t *testing.T) {
 }
 
 func TestWorkspaceSection(t *testing.T) {
+	t.Parallel()
 	if got := WorkspaceSection("/w", false); got != "# Workspace\n\nYou are working in /w." {
 		t.Fatalf("got %q", got)
 	}
@@ -24,6 +26,7 @@ func TestWorkspaceSection(t *testing.T) {
 }
 
 func TestAgentsSection(t *testing.T) {
+	t.Parallel()
 	if AgentsSection(nil) != "" {
 		t.Fatal("no files should give no section")
 	}
@@ -39,6 +42,7 @@ func TestAgentsSection(t *testing.T) {
 }
 
 func TestToolsSection(t *testing.T) {
+	t.Parallel()
 	if got := ToolsSection(nil); !strings.Contains(got, noToolsSentence) {
 		t.Fatalf("got %q", got)
 	}
@@ -72,6 +76,7 @@ func TestSkillsSection(t *testing.T) {
 }
 
 func TestExtraSection(t *testing.T) {
+	t.Parallel()
 	if got := ExtraSection(Section{Title: "Delegation", Body: " Use agents. \n"}); got != "# Delegation\n\nUse agents." {
 		t.Fatalf("got %q", got)
 	}
@@ -82,6 +87,7 @@ func TestExtraSection(t *testing.T) {
 
 // TestBuildFullOrder checks every part in its documented order.
 func TestBuildFullOrder(t *testing.T) {
+	t.Parallel()
 	got := Build(full())
 	marks := []string{Base(), "# Workspace", "# Project instructions", "# Tools", "# Skills", "# Delegation", "# Chat channel"}
 	last := -1

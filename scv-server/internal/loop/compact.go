@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	"github.com/scv-cli/scv/scv-server/internal/tokens"
 	"github.com/scv-cli/scv/shared/protocol"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // Compaction defaults.
@@ -175,11 +176,7 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + " …[cut]"
+	return textcut.Prefix(s, n) + " …[cut]"
 }
 
 // estimate returns the estimated tokens of the next request: calibrated by

@@ -31,6 +31,7 @@ func (s *lineSink) got() []string {
 }
 
 func TestReporterForwardsPendingLinesTwiceASecond(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sink := &lineSink{}
 		r := &reporter{ctx: context.Background(), sink: sink, call: provider.ToolCall{ID: "c", Name: "wait"}}

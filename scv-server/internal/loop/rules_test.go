@@ -34,6 +34,7 @@ func (s *approvingSink) Emit(_ context.Context, ev protocol.TurnEvent) error {
 // replaces an Ask, and then tool.started names it; v1/v2 sessions (Rules
 // nil) neither match nor propose rules.
 func TestGateWithRules(t *testing.T) {
+	t.Parallel()
 	granted := protocol.Rule{Tool: "bash", Key: "bash:go test", Description: "bash commands that start with `go test`"}
 	has := func(keys []string) (protocol.Rule, bool) {
 		for _, k := range keys {

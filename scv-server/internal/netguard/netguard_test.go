@@ -20,6 +20,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestRefusal(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		addr string
 		want string // substring of the reason; "" means public
@@ -117,6 +118,7 @@ func TestRefusal(t *testing.T) {
 }
 
 func TestParseHost(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		addr    string // IP literal expected
@@ -198,6 +200,7 @@ func TestParseHost(t *testing.T) {
 // TestLiteralNotationsRefused: every notation of a refused address is
 // refused by the dialer's resolve step, without a lookup.
 func TestLiteralNotationsRefused(t *testing.T) {
+	t.Parallel()
 	d := &Dialer{Resolver: failResolver{t}}
 	for _, host := range []string{
 		"127.0.0.1", "2130706433", "0177.0.0.1", "0x7f.1", "127.1", "127.0.0.1.", "0x7f000001",
@@ -237,6 +240,7 @@ func (m mapResolver) LookupNetIP(_ context.Context, _ string, host string) ([]ne
 }
 
 func TestResolveNames(t *testing.T) {
+	t.Parallel()
 	d := &Dialer{Resolver: mapResolver{
 		"public.test": {"8.8.8.8", "2606:4700:4700::1111"},
 		"mixed.test":  {"8.8.8.8", "10.0.0.1"},
@@ -271,6 +275,7 @@ func TestResolveNames(t *testing.T) {
 }
 
 func TestPolicyExceptionsArePortExact(t *testing.T) {
+	t.Parallel()
 	p := &Policy{Exceptions: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:8080")}}
 	if err := p.Check(netip.MustParseAddrPort("127.0.0.1:8080")); err != nil {
 		t.Errorf("exception refused: %v", err)
@@ -302,6 +307,7 @@ func TestPolicyExceptionsArePortExact(t *testing.T) {
 // TestDialer connects through the exception to a loopback server, and is
 // refused on another loopback port and by the Control hook.
 func TestDialer(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	defer srv.Close()
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("the refused server was reached") }))
@@ -421,6 +427,7 @@ func (f *flipResolver) LookupNetIP(context.Context, string, string) ([]netip.Add
 // TestNoRebinding: a connection resolves its name once and connects to
 // the address it checked; a second answer never reaches the dial.
 func TestNoRebinding(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -456,6 +463,7 @@ func TestNoRebinding(t *testing.T) {
 }
 
 func TestDialNetworkFamilies(t *testing.T) {
+	t.Parallel()
 	d := &Dialer{Resolver: mapResolver{"v4.test": {"8.8.8.8"}}}
 	_, err := d.DialContext(context.Background(), "tcp6", "v4.test:443")
 	if err == nil || !strings.Contains(err.Error(), "no tcp6 address") {
@@ -483,6 +491,7 @@ func (c *countingResolver) LookupNetIP(ctx context.Context, network, host string
 // on public and, with AllowPrivate, private addresses; an exception is
 // reachable on its port; the address refusal is reported first.
 func TestPortPolicy(t *testing.T) {
+	t.Parallel()
 	var nilPolicy *Policy
 	for _, tc := range []struct {
 		p       *Policy
@@ -551,6 +560,7 @@ func TestPortPolicy(t *testing.T) {
 }
 
 func TestFormatPorts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		r    []PortRange
 		want string
@@ -569,6 +579,7 @@ func TestFormatPorts(t *testing.T) {
 // TestDefaultPortsMatchTheConfiguration: web.allowed_ports defaults to
 // DefaultPorts, so a zero Policy and a default configuration agree.
 func TestDefaultPortsMatchTheConfiguration(t *testing.T) {
+	t.Parallel()
 	got := config.Defaults().Web.Ports()
 	if len(got) != len(DefaultPorts) {
 		t.Fatalf("config default %v, netguard default %v", got, DefaultPorts)

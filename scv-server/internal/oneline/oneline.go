@@ -5,7 +5,8 @@ package oneline
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // Ellipsis ends a line that Bound cut.
@@ -40,9 +41,5 @@ func Bound(s string, max int) string {
 		return ""
 	}
 	out := b.String()
-	cut := max - len(Ellipsis)
-	for cut > 0 && !utf8.RuneStart(out[cut]) {
-		cut--
-	}
-	return strings.TrimRight(out[:cut], " ") + Ellipsis
+	return strings.TrimRight(textcut.Prefix(out, max-len(Ellipsis)), " ") + Ellipsis
 }

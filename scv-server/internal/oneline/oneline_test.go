@@ -7,6 +7,7 @@ import (
 )
 
 func TestBound(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		max  int

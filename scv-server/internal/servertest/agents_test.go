@@ -36,7 +36,7 @@ func fakeClaude(t *testing.T) []adapters.Adapter {
 	if err := os.WriteFile(script, []byte(fakeClaudeScript), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a.Path, a.PreArgs = "/bin/bash", []string{script}
+	a.Path, a.PreArgs, a.Env = "/bin/bash", []string{script}, []string{"FAKE_*"}
 	return []adapters.Adapter{a}
 }
 
@@ -48,6 +48,7 @@ func agentOptions(t *testing.T, policy string) st.Options {
 // risk and a summary naming the agent, runs the CLI and returns its
 // structured result.
 func TestAgentToolForeground(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", agentOptions(t, ""))
 	sid, _ := session(t, s, 3)
 	c := s.Client
@@ -83,6 +84,7 @@ func TestAgentToolForeground(t *testing.T) {
 // TestAgentToolBackgroundReport: a background call returns a job at once,
 // the turn ends, and the server starts a report turn naming the job.
 func TestAgentToolBackgroundReport(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", agentOptions(t, "auto"))
 	sid, _ := session(t, s, 3)
 	c := s.Client
@@ -116,6 +118,7 @@ func TestAgentToolBackgroundReport(t *testing.T) {
 // session, which stops its running jobs' processes and removes their
 // delegation records.
 func TestSessionEndCancelsBackgroundJobs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
 	script := filepath.Join(dir, "slow.sh")
@@ -123,7 +126,7 @@ func TestSessionEndCancelsBackgroundJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := adapters.Get("claude")
-	a.Path, a.PreArgs = "/bin/bash", []string{script}
+	a.Path, a.PreArgs, a.Env = "/bin/bash", []string{script}, []string{"FAKE_*"}
 	f, s := fake(t, "", st.Options{Adapters: []adapters.Adapter{a}, AgentEnv: []string{"PATH=/usr/bin:/bin"}, ApprovalPolicy: "auto"})
 	sid, _ := session(t, s, 3)
 	c := s.Client
@@ -163,13 +166,14 @@ func TestSessionEndCancelsBackgroundJobs(t *testing.T) {
 // deep: at the limit it offers no agent tool, below it the child gets one
 // more.
 func TestDelegationDepthFromTheEnvironment(t *testing.T) {
+	t.Parallel()
 	script := filepath.Join(t.TempDir(), "claude.sh")
 	body := "#!/bin/bash\nprintf '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"depth %s\",\"session_id\":\"s-1\"}\\n' \"$SCV_DELEGATION_DEPTH\"\n"
 	if err := os.WriteFile(script, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := adapters.Get("claude")
-	a.Path, a.PreArgs = "/bin/bash", []string{script}
+	a.Path, a.PreArgs, a.Env = "/bin/bash", []string{script}, []string{"FAKE_*"}
 	opts := func(depth string) st.Options {
 		return st.Options{Adapters: []adapters.Adapter{a}, AgentEnv: []string{"PATH=/usr/bin:/bin"}, ApprovalPolicy: "auto",
 			Env: map[string]string{"SCV_DELEGATION_DEPTH": depth}}

@@ -92,6 +92,7 @@ func lastToolMessage(t *testing.T, f *fo.Server) string {
 }
 
 func TestBashTimeoutCeiling(t *testing.T) {
+	t.Parallel()
 	// The configured ceiling is the schema's maximum, and a larger request
 	// fails before approval, naming the ceiling.
 	f, s := fake(t, "\n[tools]\ncommand_timeout_seconds = 30\nmax_timeout_seconds = 100\n", st.Options{})

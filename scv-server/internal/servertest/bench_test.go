@@ -12,8 +12,7 @@ import (
 // BenchmarkTurnInProcess is BenchmarkTurn10kDeltas without the process
 // boundary, for profiling the runtime's delta path.
 func BenchmarkTurnInProcess(b *testing.B) {
-	f := fo.NewServer()
-	defer f.Close()
+	f := fo.Start(b)
 	s := st.Start(b, st.Options{Config: st.FakeProviderConfig(f.URL(), "")})
 	c := s.Client
 	c.Init(3)

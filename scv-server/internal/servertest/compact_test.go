@@ -14,8 +14,7 @@ import (
 // small starts a server whose model has a context of contextTokens.
 func small(t *testing.T, contextTokens int64, opts st.Options) (*fo.Server, *st.Server) {
 	t.Helper()
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	opts.Config = st.FakeProviderConfigWithContext(f.URL(), contextTokens, "")
 	return f, st.Start(t, opts)
 }
@@ -38,6 +37,7 @@ func toolFree(t *testing.T, s *st.Server) string {
 }
 
 func TestCompactionKeepsTheConversationGoing(t *testing.T) {
+	t.Parallel()
 	// Each answer is ~3,000 bytes (~860 estimated tokens) and the system
 	// prompt a few hundred. With a 3,000-token window compaction starts
 	// past 2,400: not before the fourth request, which holds three answers.
@@ -90,6 +90,7 @@ func TestCompactionKeepsTheConversationGoing(t *testing.T) {
 }
 
 func TestContextLimit(t *testing.T) {
+	t.Parallel()
 	f, s := small(t, 1000, st.Options{})
 	sid := toolFree(t, s)
 	c := s.Client
@@ -108,6 +109,7 @@ func TestContextLimit(t *testing.T) {
 }
 
 func TestManualCompact(t *testing.T) {
+	t.Parallel()
 	f, s := small(t, 1000000, st.Options{})
 	sid, _ := session(t, s, 3)
 	c := s.Client
@@ -146,6 +148,7 @@ func TestManualCompact(t *testing.T) {
 }
 
 func TestTrimAndHistoryLimit(t *testing.T) {
+	t.Parallel()
 	f, s := small(t, 1000000, st.Options{MaxHistoryBytes: 5000})
 	sid, _ := session(t, s, 3)
 	c := s.Client

@@ -11,6 +11,7 @@ import (
 )
 
 func TestCancelDuringTool(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{Tools: st.WithTools(&st.Waiter{})})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(fo.Script(fo.ToolCall("w1", "wait", `{}`)), fo.Script(fo.Text("after")))
@@ -38,6 +39,7 @@ func TestCancelDuringTool(t *testing.T) {
 }
 
 func TestToolProgressIsBoundedAndV3Only(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int{2, 3} {
 		f, s := fake(t, "", st.Options{Tools: st.WithTools(&st.Waiter{Lines: 50})})
 		sid, _ := session(t, s, v)
@@ -75,6 +77,7 @@ func TestToolProgressIsBoundedAndV3Only(t *testing.T) {
 }
 
 func TestQueueOperations(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 2)
 	c := s.Client
@@ -139,6 +142,7 @@ func TestQueueOperations(t *testing.T) {
 }
 
 func TestQueueMessagesNeedV2(t *testing.T) {
+	t.Parallel()
 	_, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 1)
 	s.Client.Send(&protocol.SessionPause{RequestID: "p", SessionID: sid, Paused: true})
@@ -148,6 +152,7 @@ func TestQueueMessagesNeedV2(t *testing.T) {
 }
 
 func TestSessionOptionsV3(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	s.Client.Init(3)
 	off := false
@@ -170,6 +175,7 @@ func TestSessionOptionsV3(t *testing.T) {
 }
 
 func TestAutoApproveSession(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	s.Client.Init(3)
 	s.Client.Send(&protocol.SessionStart{RequestID: "s", Cwd: t.TempDir(), AutoApprove: true})
@@ -184,6 +190,7 @@ func TestAutoApproveSession(t *testing.T) {
 }
 
 func TestPausedSessionKeepsQueueOrder(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 2)
 	c := s.Client
@@ -215,6 +222,7 @@ func TestPausedSessionKeepsQueueOrder(t *testing.T) {
 }
 
 func TestEOFLeavesQueuedPromptsQueued(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 2)
 	c := s.Client
@@ -237,6 +245,7 @@ func TestEOFLeavesQueuedPromptsQueued(t *testing.T) {
 }
 
 func TestServerStartedTurn(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	c := s.Client
@@ -284,6 +293,7 @@ func TestServerStartedTurn(t *testing.T) {
 }
 
 func TestServerStartedTurnNeedsV3(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int{1, 2} {
 		_, s := fake(t, "", st.Options{})
 		sid, _ := session(t, s, v)
@@ -296,6 +306,7 @@ func TestServerStartedTurnNeedsV3(t *testing.T) {
 }
 
 func TestQueueRulesMore(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	c := s.Client
 	c.Init(3)
@@ -358,6 +369,7 @@ func TestQueueRulesMore(t *testing.T) {
 }
 
 func TestScheduledServerTurnBuildsWhenItStarts(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	c := s.Client

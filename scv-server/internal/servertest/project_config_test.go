@@ -56,6 +56,7 @@ func startIn(t *testing.T, s *st.Server, ws string) string {
 }
 
 func TestProjectApprovalPolicyIsPerSession(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	s.Client.Init(3)
 	strict, _ := projectWorkspace(t, "[tools]\napproval_policy = \"never\"\n")
@@ -101,6 +102,7 @@ func TestProjectApprovalPolicyIsPerSession(t *testing.T) {
 }
 
 func TestProjectProviderIsIgnoredWithAWarning(t *testing.T) {
+	t.Parallel()
 	var logs syncBuffer
 	f, s := fake(t, "", st.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	s.Client.Init(3)
@@ -120,6 +122,7 @@ func TestProjectProviderIsIgnoredWithAWarning(t *testing.T) {
 }
 
 func TestMalformedProjectConfigRefusesTheSession(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, text string
 		want       []string // parts of the error message; $FILE is the file

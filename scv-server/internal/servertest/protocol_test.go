@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestInitializeVersions(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int{1, 2, 3, 4} {
 		t.Run("v"+string(rune('0'+v)), func(t *testing.T) {
 			s := st.Start(t, st.Options{})
@@ -30,6 +31,7 @@ func TestInitializeVersions(t *testing.T) {
 }
 
 func TestVersionMismatchIsFatal(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int{0, 5, 99} {
 		s := st.Start(t, st.Options{})
 		s.Client.Send(&protocol.Initialize{RequestID: "1", ProtocolVersion: v})
@@ -47,6 +49,7 @@ func TestVersionMismatchIsFatal(t *testing.T) {
 }
 
 func TestNotInitialized(t *testing.T) {
+	t.Parallel()
 	s := st.Start(t, st.Options{})
 	s.Client.Send(&protocol.SessionStart{RequestID: "7", Cwd: t.TempDir()})
 	e := s.Client.ExpectError(protocol.ErrNotInitialized)
@@ -57,6 +60,7 @@ func TestNotInitialized(t *testing.T) {
 }
 
 func TestBadFramesAreAnsweredAndServingGoesOn(t *testing.T) {
+	t.Parallel()
 	s := st.Start(t, st.Options{})
 	c := s.Client
 	c.Init(3)
@@ -92,6 +96,7 @@ func TestBadFramesAreAnsweredAndServingGoesOn(t *testing.T) {
 }
 
 func TestOversizedFrameIsDiscarded(t *testing.T) {
+	t.Parallel()
 	s := st.Start(t, st.Options{})
 	c := s.Client
 	c.Init(3)
@@ -106,6 +111,7 @@ func TestOversizedFrameIsDiscarded(t *testing.T) {
 }
 
 func TestFrameAtLimitIsRead(t *testing.T) {
+	t.Parallel()
 	s := st.Start(t, st.Options{})
 	c := s.Client
 	c.Init(1)
@@ -119,6 +125,7 @@ func TestFrameAtLimitIsRead(t *testing.T) {
 }
 
 func TestSessionStartCwd(t *testing.T) {
+	t.Parallel()
 	s := st.Start(t, st.Options{})
 	c := s.Client
 	c.Init(1)
@@ -154,6 +161,7 @@ func TestSessionStartCwd(t *testing.T) {
 }
 
 func TestEOFShutsDownCleanly(t *testing.T) {
+	t.Parallel()
 	s := st.Start(t, st.Options{})
 	s.Client.Init(3)
 	s.CloseInput()

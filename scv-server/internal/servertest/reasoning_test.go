@@ -33,8 +33,8 @@ func inputKinds(r fo.Request) string {
 // right before the calls it led to; it is stored with the session, so
 // after a restart and resume the next turn's request still carries it.
 func TestReasoningCarriedAcrossToolCalls(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	t.Parallel()
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "wire_api = \"responses\"\n")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)

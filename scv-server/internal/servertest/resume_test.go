@@ -52,8 +52,8 @@ func stateLog(home, id string) string {
 }
 
 func TestResumeRestoresTheSession(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	t.Parallel()
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)
@@ -150,6 +150,7 @@ func sessUsage(t *testing.T, s *st.Server, id string) protocol.Usage {
 }
 
 func TestSessionListNewestFirst(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	c := s.Client
 	c.Init(3)
@@ -222,8 +223,8 @@ func TestSessionListNewestFirst(t *testing.T) {
 }
 
 func TestResumeErrors(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	t.Parallel()
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)
@@ -330,8 +331,8 @@ func TestResumeEmptyTranscript(t *testing.T) {
 }
 
 func TestLargeReplayIsSplitIntoFrames(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	t.Parallel()
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)
@@ -386,8 +387,8 @@ func TestUnstorableSessionStillRuns(t *testing.T) {
 // compaction or a trim replaced: the restored history is the one the
 // session had, not the raw turns.
 func TestResumeKeepsCompactionAndTrimming(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	t.Parallel()
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfigWithContext(f.URL(), 3000, "")
 	a := st.Start(t, st.Options{Config: cfg})
 	sid := toolFree(t, a)
@@ -484,8 +485,8 @@ func mustSessionCwd(t *testing.T, s *st.Server, id string) string {
 // stopped come back with the resumed session, paused, in order, with their
 // ids; resuming the queue runs them.
 func TestResumeKeepsQueuedPrompts(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	t.Parallel()
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)
@@ -539,8 +540,8 @@ func TestResumeKeepsQueuedPrompts(t *testing.T) {
 // session whose restored queue waits paused runs at once (so `scv exec
 // --continue` runs its prompt), and the restored prompts keep waiting.
 func TestResumedQueueDoesNotHoldUpANewPrompt(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	t.Parallel()
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)

@@ -57,6 +57,7 @@ func asked(evs []protocol.Event, id string) bool {
 func sameRule(a *protocol.Rule, b protocol.Rule) bool { return a != nil && *a == b }
 
 func TestSessionRuleForBash(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(
@@ -172,6 +173,7 @@ func TestSessionRuleForWritesAndEdits(t *testing.T) {
 // TestSessionRulesV2: v1 and v2 clients see the old events (no rule
 // members) and their scope is ignored, even an unknown one.
 func TestSessionRulesV2(t *testing.T) {
+	t.Parallel()
 	for _, version := range []int{1, 2} {
 		f, s := fake(t, "", st.Options{})
 		sid, _ := session(t, s, version)
@@ -208,6 +210,7 @@ func TestSessionRulesV2(t *testing.T) {
 // TestNeverDeniesWhateverTheRules: under policy never nothing asks, so no
 // rule can be proposed or granted, and the call is denied.
 func TestNeverDeniesWhateverTheRules(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{ApprovalPolicy: "never"})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(fo.Script(fo.ToolCall("c1", "bash", `{"command":"go test ./..."}`)), fo.Script(fo.Text("done")))
@@ -231,6 +234,7 @@ func TestNeverDeniesWhateverTheRules(t *testing.T) {
 // that proposed no rule (a command with a control operator) and scope
 // session on a denial are invalid_request, and the request stays open.
 func TestApprovalScopeErrors(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(
@@ -286,8 +290,8 @@ func TestApprovalScopeErrors(t *testing.T) {
 // TestSessionRulesSurviveResume: granted rules are in the session's log,
 // so a resumed session keeps them; a clear drops them for good.
 func TestSessionRulesSurviveResume(t *testing.T) {
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	t.Parallel()
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)

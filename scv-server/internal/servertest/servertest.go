@@ -24,6 +24,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
+	"github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -69,18 +70,7 @@ func FakeProviderConfig(baseURL, extra string) string {
 // FakeProviderConfigWithContext is FakeProviderConfig with a context window
 // of contextTokens.
 func FakeProviderConfigWithContext(baseURL string, contextTokens int64, extra string) string {
-	return fmt.Sprintf(`[provider]
-active = "fake"
-
-[providers.fake]
-kind = "openai"
-base_url = %q
-api_key = "sk-test-secret"
-model = "fake-model"
-context_max_tokens = %d
-max_retries = 0
-%s
-`, baseURL, contextTokens, extra)
+	return fakeopenai.Config(baseURL, fmt.Sprintf("context_max_tokens = %d\n%s\n", contextTokens, extra))
 }
 
 // Server is a running test server and its client end.

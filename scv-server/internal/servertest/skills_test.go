@@ -27,6 +27,7 @@ const releaseSkill = "---\nname: release\ndescription: \"Release checks for this
 // skills (as untrusted input), its child projects' and the user's, and its
 // AGENTS.md; the model reads a skill by name with read_skill.
 func TestReadSkillEndToEnd(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -97,6 +98,7 @@ func TestReadSkillEndToEnd(t *testing.T) {
 // TestReadSkillUnknownName: a name that is not in the session's map is
 // refused with the available names; a path is never read.
 func TestReadSkillUnknownName(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -119,6 +121,7 @@ func TestReadSkillUnknownName(t *testing.T) {
 // TestNoSkillsNoReadSkill: a workspace without skills gets no read_skill
 // and no Skills section.
 func TestNoSkillsNoReadSkill(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(fo.Script(fo.Text("Hi.")))
@@ -138,6 +141,7 @@ func TestNoSkillsNoReadSkill(t *testing.T) {
 // TestProjectSkillsConfig: a project file's skills.max_skill_bytes bounds
 // what read_skill returns in that workspace.
 func TestProjectSkillsConfig(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

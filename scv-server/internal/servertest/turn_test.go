@@ -19,8 +19,7 @@ import (
 // fake starts a fake provider and a server configured for it.
 func fake(t *testing.T, extra string, opts st.Options) (*fo.Server, *st.Server) {
 	t.Helper()
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	opts.Config = st.FakeProviderConfig(f.URL(), extra)
 	return f, st.Start(t, opts)
 }
@@ -44,8 +43,7 @@ func busySession(t *testing.T, v int) (*fo.Server, *st.Server, string, *protocol
 // and the session's id.
 func storedSession(t *testing.T) (f *fo.Server, cfg, home, dir, sid string) {
 	t.Helper()
-	f = fo.NewServer()
-	t.Cleanup(f.Close)
+	f = fo.Start(t)
 	cfg = st.FakeProviderConfig(f.URL(), "")
 	a := st.Start(t, st.Options{Config: cfg})
 	a.Client.Init(3)
@@ -67,6 +65,7 @@ func session(t *testing.T, s *st.Server, version int) (string, string) {
 }
 
 func TestStreamedTurn(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	f.Enqueue(fo.Script(fo.Text("I found ", "the issue."), fo.Usage(1200, 240)))
 	sid, _ := session(t, s, 1)
@@ -117,6 +116,7 @@ func TestStreamedTurn(t *testing.T) {
 }
 
 func TestPromptLimits(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 1)
 	c := s.Client
@@ -134,6 +134,7 @@ func TestPromptLimits(t *testing.T) {
 }
 
 func TestSecondTurnV1IsRefused(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	f.Enqueue(fo.Script(fo.Text("slow"), fo.Hang()))
 	sid, _ := session(t, s, 1)
@@ -152,6 +153,7 @@ func TestSecondTurnV1IsRefused(t *testing.T) {
 }
 
 func TestQueueV2DequeuesWithOriginalRequestID(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	f.Enqueue(fo.Script(fo.Text("first"), fo.Hang()), fo.Script(fo.Text("second")))
 	sid, _ := session(t, s, 2)
@@ -182,6 +184,7 @@ func TestQueueV2DequeuesWithOriginalRequestID(t *testing.T) {
 }
 
 func TestCancelUnknownTurn(t *testing.T) {
+	t.Parallel()
 	_, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	s.Client.Send(&protocol.TurnCancel{RequestID: "c", SessionID: sid, TurnID: "no-such-turn"})
@@ -189,6 +192,7 @@ func TestCancelUnknownTurn(t *testing.T) {
 }
 
 func TestToolCallReadOnlyRunsWithoutApproval(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, cwd := session(t, s, 3)
 	if err := os.WriteFile(filepath.Join(cwd, "main.go"), []byte("package main\n"), 0o600); err != nil {
@@ -225,6 +229,7 @@ func TestToolCallReadOnlyRunsWithoutApproval(t *testing.T) {
 }
 
 func TestInvalidArgumentsBecomeAFailedResult(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(
@@ -258,6 +263,7 @@ func TestInvalidArgumentsBecomeAFailedResult(t *testing.T) {
 }
 
 func TestApprovalFlow(t *testing.T) {
+	t.Parallel()
 	for _, approve := range []bool{true, false} {
 		f, s := fake(t, "", st.Options{})
 		sid, cwd := session(t, s, 3)
@@ -303,6 +309,7 @@ func TestApprovalFlow(t *testing.T) {
 }
 
 func TestApprovalPolicies(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		policy  string
 		started bool
@@ -326,6 +333,7 @@ func TestApprovalPolicies(t *testing.T) {
 }
 
 func TestCancelDuringApproval(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(fo.Script(fo.ToolCall("c1", "read", `{"path":"x.pem"}`)))
@@ -357,6 +365,7 @@ func TestCancelDuringApproval(t *testing.T) {
 }
 
 func TestCancelDuringStream(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(fo.Script(fo.Text("partial"), fo.Hang()))
@@ -374,6 +383,7 @@ func TestCancelDuringStream(t *testing.T) {
 }
 
 func TestProviderErrorKeepsSessionUsable(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(fo.Script(fo.APIError(400, "model fake-model does not exist")), fo.Script(fo.Text("fine")))
@@ -388,6 +398,7 @@ func TestProviderErrorKeepsSessionUsable(t *testing.T) {
 }
 
 func TestToolLimit(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	var steps []fo.Step
@@ -403,6 +414,7 @@ func TestToolLimit(t *testing.T) {
 }
 
 func TestResponseLimit(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(fo.Script(fo.Repeat(1100, strings.Repeat("x", 1000))))
@@ -414,9 +426,9 @@ func TestResponseLimit(t *testing.T) {
 }
 
 func TestStepLimit(t *testing.T) {
+	t.Parallel()
 	// max_steps lives in [agent]; configure 2 steps.
-	fk := fo.NewServer()
-	defer fk.Close()
+	fk := fo.Start(t)
 	srv := st.Start(t, st.Options{Config: st.FakeProviderConfig(fk.URL(), "") + "\n[agent]\nmax_steps = 2\n"})
 	sid, _ := session(t, srv, 3)
 	for range 2 {
@@ -433,6 +445,7 @@ func TestStepLimit(t *testing.T) {
 }
 
 func TestIdleStreamFails(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "stream_idle_timeout_seconds = 1", st.Options{})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(fo.Script(fo.Text("hello"), fo.Hang()))
@@ -444,6 +457,7 @@ func TestIdleStreamFails(t *testing.T) {
 }
 
 func TestClear(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 1)
 	c := s.Client
@@ -468,6 +482,7 @@ func TestClear(t *testing.T) {
 }
 
 func TestEOFCancelsActiveTurn(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(fo.Script(fo.Text("working"), fo.Hang()))
@@ -485,6 +500,7 @@ func TestEOFCancelsActiveTurn(t *testing.T) {
 }
 
 func TestBrokenOutputCleansUp(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{Grace: 300 * time.Millisecond})
 	sid, _ := session(t, s, 3)
 	f.Enqueue(fo.Script(fo.Text("working"), fo.Hang()))
@@ -500,6 +516,7 @@ func TestBrokenOutputCleansUp(t *testing.T) {
 }
 
 func TestBackpressureTimeoutEndsConnection(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{StallLimit: 200 * time.Millisecond, Grace: 200 * time.Millisecond})
 	sid, _ := session(t, s, 1)
 	// Far more output than the queue's 256 frames, to a client that stops

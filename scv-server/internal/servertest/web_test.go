@@ -53,6 +53,7 @@ func fetchCall(u string) fo.Step {
 // risk, and its approval shows the whole URL; approved, the page comes back
 // as text.
 func TestWebFetchAsksWithTheFullURL(t *testing.T) {
+	t.Parallel()
 	u, policy, _ := page(t, false)
 	f, s := fake(t, "", st.Options{WebPolicy: policy})
 	sid, _ := session(t, s, 3)
@@ -76,6 +77,7 @@ func TestWebFetchAsksWithTheFullURL(t *testing.T) {
 // fetched (the server trusts the test certificate). Without the allowlist
 // the same URL asks first.
 func TestWebFetchAllowlistRunsUnasked(t *testing.T) {
+	t.Parallel()
 	u, policy, pool := page(t, true)
 	for _, listed := range []bool{true, false} {
 		cfg := ""
@@ -112,6 +114,7 @@ func TestWebFetchAllowlistRunsUnasked(t *testing.T) {
 // TestWebFetchRefusesLoopbackByDefault: without the test policy the real
 // address policy refuses the loopback server before anything is asked.
 func TestWebFetchRefusesLoopbackByDefault(t *testing.T) {
+	t.Parallel()
 	u, _, _ := page(t, false)
 	f, s := fake(t, "", st.Options{})
 	sid, _ := session(t, s, 3)
@@ -134,6 +137,7 @@ func TestWebFetchRefusesLoopbackByDefault(t *testing.T) {
 // hosted tool with each request, and cited URLs the answer does not link
 // are listed under Sources.
 func TestHostedSearchOnTheResponsesWire(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "wire_api = \"responses\"\n\n[web]\nsearch = \"provider\"\n", st.Options{})
 	sid, _ := session(t, s, 3)
 	c := s.Client
@@ -162,6 +166,7 @@ func TestHostedSearchOnTheResponsesWire(t *testing.T) {
 // TestToolFreeSessionsGetNoWebTools: neither web tool nor hosted search
 // for a session started with tools off.
 func TestToolFreeSessionsGetNoWebTools(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "wire_api = \"responses\"\n\n[web]\nsearch = \"provider\"\n", st.Options{})
 	c := s.Client
 	c.Init(3)
@@ -180,6 +185,7 @@ func TestToolFreeSessionsGetNoWebTools(t *testing.T) {
 // TestWebSearchThroughSearXNG: web.search = "searxng" registers web_search,
 // which runs without approval and returns the service's results.
 func TestWebSearchThroughSearXNG(t *testing.T) {
+	t.Parallel()
 	var got url.Values
 	searx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r.URL.Query()
@@ -212,6 +218,7 @@ func TestWebSearchThroughSearXNG(t *testing.T) {
 // the default ports (80, 443, 8000-8999). The URLs are refused before any
 // connection, so no test touches the network.
 func TestWebFetchPortPolicy(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ config, url, port, allowed string }{
 		{"", "http://93.184.216.34:25/", "25", "80, 443 and 8000-8999"},
 		{"\n[web]\nallowed_ports = [\"443\", \"3000-3999\"]\n", "http://93.184.216.34:8080/", "8080", "443 and 3000-3999"},

@@ -16,6 +16,7 @@ import (
 // summary; approved, the file changes; denied, it does not and the model
 // reads the denial.
 func TestWriteAndEditThroughTheProtocol(t *testing.T) {
+	t.Parallel()
 	const original = "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"
 	edited := strings.Replace(original, `"hi"`, `"hello"`, 1)
 	tests := []struct {
@@ -115,6 +116,7 @@ func TestWriteAndEditThroughTheProtocol(t *testing.T) {
 // TestWriteRefusedBeforeApproval: a write that cannot succeed is refused
 // without asking, and the model reads why.
 func TestWriteRefusedBeforeApproval(t *testing.T) {
+	t.Parallel()
 	f, s := fake(t, "", st.Options{})
 	sid, cwd := session(t, s, 3)
 	if err := os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("x"), 0o644); err != nil {

@@ -81,6 +81,7 @@ func sampleRecords() []*record {
 // TestFastParserReadsWhatTheLogWrites checks that every record the log
 // writes takes the fast path and reads back as encoding/json reads it.
 func TestFastParserReadsWhatTheLogWrites(t *testing.T) {
+	t.Parallel()
 	for _, r := range sampleRecords() {
 		line := encoded(t, r)
 		if !checkAgrees(t, line) {
@@ -96,6 +97,7 @@ func TestFastParserReadsWhatTheLogWrites(t *testing.T) {
 // TestFastParserLeavesTheRestToJSON checks lines the fast parser must give
 // up on: decodeRecord then reads them exactly as encoding/json does.
 func TestFastParserLeavesTheRestToJSON(t *testing.T) {
+	t.Parallel()
 	for _, line := range []string{
 		`{ "t":"msg"}`,
 		`{"t":"msg" }`,

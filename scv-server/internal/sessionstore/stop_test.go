@@ -15,6 +15,7 @@ import (
 // TestWriteFailureStopsTheLog writes to a device that is always full, the
 // way a full disk fails a write.
 func TestWriteFailureStopsTheLog(t *testing.T) {
+	t.Parallel()
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skip("no /dev/full on this system")

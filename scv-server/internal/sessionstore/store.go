@@ -49,7 +49,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -58,6 +57,8 @@ import (
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/statefile"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // File and directory names of a stored session.
@@ -295,11 +296,10 @@ func (st *Store) ensureDirs(id string) error {
 // TitleRunes runes, an ellipsis marking a cut.
 func Title(prompt string) string {
 	s := strings.Join(strings.Fields(prompt), " ")
-	if utf8.RuneCountInString(s) <= TitleRunes {
+	if textcut.Runes(s, TitleRunes) == s {
 		return s
 	}
-	r := []rune(s)
-	return strings.TrimRight(string(r[:TitleRunes-1]), " ") + "…"
+	return strings.TrimRight(textcut.Runes(s, TitleRunes-1), " ") + "…"
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -91,6 +91,7 @@ func items(t *testing.T, got []protocol.ReplayItem) string {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	sid := id(l)
@@ -139,6 +140,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestCancelledAndFailedTurnsHaveNotices(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	turn(t, l, "t1", "a", sessionstore.End{Outcome: sessionstore.OutcomeCancelled}, assistant("", call("c1", "read", `{`)), toolResult("c1", "not run: the turn was stopped before this call finished"))
@@ -159,6 +161,7 @@ func TestCancelledAndFailedTurnsHaveNotices(t *testing.T) {
 }
 
 func TestTornLastLineIsIgnoredAndCutOff(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	sid := id(l)
@@ -190,6 +193,7 @@ func TestTornLastLineIsIgnoredAndCutOff(t *testing.T) {
 }
 
 func TestCorruptMiddleLineIsRefused(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	sid := id(l)
@@ -233,6 +237,7 @@ func TestCorruptMiddleLineIsRefused(t *testing.T) {
 }
 
 func TestInterruptedTurnGetsSyntheticResults(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	sid := id(l)
@@ -293,6 +298,7 @@ func TestInterruptedTurnGetsSyntheticResults(t *testing.T) {
 }
 
 func TestClear(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	turn(t, l, "t1", "first prompt", completed(10, 1), assistant("one"))
@@ -314,6 +320,7 @@ func TestClear(t *testing.T) {
 }
 
 func TestCompactionReplacesHistory(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	turn(t, l, "t1", "one", completed(1, 1), assistant("1"))
@@ -421,6 +428,7 @@ func TestListNewestFirstForTheWorkspace(t *testing.T) {
 }
 
 func TestFileModes(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	st := sessionstore.New(state)
 	l := create(t, st, ws)
@@ -440,6 +448,7 @@ func TestFileModes(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	if _, _, err := st.Open(uuid.NewString()); !errors.Is(err, sessionstore.ErrNotFound) {
 		t.Fatalf("unknown id: %v", err)
@@ -462,6 +471,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestAbandonedSessionLeavesNothing(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	must(t, l.Close())
@@ -471,6 +481,7 @@ func TestAbandonedSessionLeavesNothing(t *testing.T) {
 }
 
 func TestTitle(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"  fix\tthe\n\ntest ":      "fix the test",
 		strings.Repeat("é", 80):    strings.Repeat("é", 80),
@@ -486,6 +497,7 @@ func TestTitle(t *testing.T) {
 // TestLargeLogs decodes a log big enough to be split among goroutines: the
 // records come back in order and a corrupt line is still named exactly.
 func TestLargeLogs(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	sid := writeTurns(t, st, 700) // about 2 MiB
 	s, err := st.Load(sid)
@@ -516,6 +528,7 @@ func TestLargeLogs(t *testing.T) {
 }
 
 func TestRules(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	goTest := protocol.Rule{Tool: "bash", Key: "bash:go test", Description: "go test"}
@@ -540,6 +553,7 @@ func TestRules(t *testing.T) {
 }
 
 func TestQueueRecords(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	a := sessionstore.Queued{QueueID: "q-a", Revision: 1, Prompt: "a", Submitter: "scv-tui", Request: "r1"}
@@ -579,6 +593,7 @@ func TestQueueRecords(t *testing.T) {
 // whole queue at every change; they still load, and changes recorded the
 // new way after them apply to the queue they left.
 func TestQueueRecordsOfEarlierServers(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	turn(t, l, "t1", "p", completed(1, 1), assistant("x"))
@@ -611,6 +626,7 @@ func TestQueueRecordsOfEarlierServers(t *testing.T) {
 // moved and removed make a log of about their size once, not of the
 // queue's size at every change (earlier servers wrote 95 MB for this).
 func TestQueueLogGrowsLinearly(t *testing.T) {
+	t.Parallel()
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	turn(t, l, "t1", "p", completed(1, 1), assistant("x"))
@@ -722,6 +738,7 @@ func TestUntrustedLogFiles(t *testing.T) {
 // times a record's bound, the buffer grown by doubling; reading the line
 // whole would take 64 MiB on its own).
 func TestOverlongLineIsNotReadWhole(t *testing.T) {
+	// Not parallel: it measures the whole process's allocations.
 	st := sessionstore.New(t.TempDir())
 	l := create(t, st, ws)
 	turn(t, l, "t1", "p", completed(1, 1), assistant("x"))

@@ -29,9 +29,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/scv-cli/scv/shared/statefile"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // FileName is the name of a skill's file.
@@ -321,11 +322,7 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
+	return textcut.Prefix(s, n) + "…"
 }
 
 // ParseFrontMatter returns the name and description of a SKILL.md: front
@@ -515,13 +512,7 @@ func Read(sk Skill, max int64) (Content, error) {
 	fi, _ := f.Stat()
 	if truncated {
 		// End on a character boundary.
-		start := len(data) - 1
-		for start > 0 && len(data)-start < utf8.UTFMax && !utf8.RuneStart(data[start]) {
-			start--
-		}
-		if start >= 0 && !utf8.FullRune(data[start:]) {
-			data = data[:start]
-		}
+		data = textcut.TrimPartialEnd(data)
 	}
 	return Content{Text: strings.ToValidUTF8(string(data), "\uFFFD"), Size: fi.Size(), Truncated: truncated}, nil
 }

@@ -32,6 +32,7 @@ func canonDir(t *testing.T) string {
 }
 
 func TestParseFrontMatter(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in, name, desc, err string
 	}{
@@ -64,6 +65,7 @@ func TestParseFrontMatter(t *testing.T) {
 }
 
 func TestDiscoverPrecedenceAndDiagnostics(t *testing.T) {
+	t.Parallel()
 	ws, home := canonDir(t), canonDir(t)
 	user := filepath.Join(home, "skills")
 	write(t, filepath.Join(ws, ".agents/skills/release/SKILL.md"), skill("release", "Release checks."))
@@ -113,6 +115,7 @@ func TestDiscoverPrecedenceAndDiagnostics(t *testing.T) {
 }
 
 func TestDiscoverMaxSkills(t *testing.T) {
+	t.Parallel()
 	ws := canonDir(t)
 	for i := range 10 {
 		n := fmt.Sprintf("s%02d", i)
@@ -179,6 +182,7 @@ func TestDiscoverProjectRootOutsideWorkspace(t *testing.T) {
 }
 
 func TestReadAndByteCap(t *testing.T) {
+	t.Parallel()
 	ws := canonDir(t)
 	body := skill("big", "Big.") + strings.Repeat("é", 100)
 	write(t, filepath.Join(ws, ".agents/skills/big/SKILL.md"), body)
@@ -200,6 +204,7 @@ func TestReadAndByteCap(t *testing.T) {
 }
 
 func TestReadRefusesSymlinkSwap(t *testing.T) {
+	t.Parallel()
 	for _, swap := range []string{"file", "dir"} {
 		t.Run(swap, func(t *testing.T) {
 			ws, out := canonDir(t), canonDir(t)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestEstimate(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		s    string
 		want int64
@@ -36,6 +37,7 @@ func TestEstimate(t *testing.T) {
 // TestEstimatorAgainstATokenizer measures the estimator against o200k_base
 // on real text, and fails if it drifts from what the package doc claims.
 func TestEstimatorAgainstATokenizer(t *testing.T) {
+	t.Parallel()
 	tiktoken.SetBpeLoader(loader.NewOfflineLoader())
 	enc, err := tiktoken.GetEncoding("o200k_base")
 	if err != nil {

@@ -25,6 +25,7 @@ func (f *fakeTool) Prepare(Env, json.RawMessage) (*Plan, error) {
 const objSchema = `{"type":"object","properties":{"x":{"type":"string"}},"additionalProperties":false}`
 
 func TestRegisterRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		tool    *fakeTool
@@ -78,6 +79,7 @@ func TestRegisterRejects(t *testing.T) {
 }
 
 func TestRegisterDuplicate(t *testing.T) {
+	t.Parallel()
 	r := NewRegistry()
 	first := &fakeTool{"read", objSchema}
 	if err := r.Register(first); err != nil {
@@ -106,6 +108,7 @@ func TestRegisterDuplicate(t *testing.T) {
 }
 
 func TestSpecsOrder(t *testing.T) {
+	t.Parallel()
 	r := NewRegistry()
 	if specs := r.Specs(); len(specs) != 0 || specs == nil {
 		t.Fatalf("empty registry: Specs = %#v, want an empty non-nil slice", specs)
@@ -146,6 +149,7 @@ func TestSpecsOrder(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
+	t.Parallel()
 	r := NewRegistry()
 	tool := &fakeTool{"read", objSchema}
 	if err := r.Register(tool); err != nil {
@@ -162,6 +166,7 @@ func TestLookup(t *testing.T) {
 }
 
 func TestValidateUnknownTool(t *testing.T) {
+	t.Parallel()
 	t.Run("lists the available tools", func(t *testing.T) {
 		r := NewRegistry()
 		for _, n := range []string{"write", "read", "bash"} {
@@ -187,6 +192,7 @@ func TestValidateUnknownTool(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	r := NewRegistry()
 	for _, tool := range []*fakeTool{
 		{"free", `{"type":"object"}`},
@@ -251,6 +257,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestFailed(t *testing.T) {
+	t.Parallel()
 	r := Failed("no such file")
 	if r.Success || r.Output != "no such file" || r.Truncated || r.Jobs != nil {
 		t.Fatalf("Failed = %+v", r)

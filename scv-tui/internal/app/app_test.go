@@ -226,6 +226,7 @@ func sessionEvent(typ, rid, rest string) string {
 }
 
 func TestHandshakeAndTurn(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	if h.hist.maxItems != 200 || h.hist.maxBytes != 1048576 {
@@ -285,6 +286,7 @@ func TestHandshakeAndTurn(t *testing.T) {
 }
 
 func TestApproveForSession(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	rid := h.prompt("run the tests").RequestID
@@ -316,6 +318,7 @@ func TestApproveForSession(t *testing.T) {
 }
 
 func TestQueue(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	rid := h.prompt("first").RequestID
@@ -394,6 +397,7 @@ func TestQueue(t *testing.T) {
 }
 
 func TestCancelClearCompact(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	rid := h.prompt("long task").RequestID
@@ -459,6 +463,7 @@ func TestCancelClearCompact(t *testing.T) {
 }
 
 func TestFailureNotices(t *testing.T) {
+	t.Parallel()
 	for _, code := range protocol.FailureCodes {
 		t.Run(string(code), func(t *testing.T) {
 			h := newHarness(t)
@@ -476,6 +481,7 @@ func TestFailureNotices(t *testing.T) {
 }
 
 func TestOtherNotices(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	rid := h.prompt("go").RequestID
@@ -487,6 +493,7 @@ func TestOtherNotices(t *testing.T) {
 }
 
 func TestDemoBanner(t *testing.T) {
+	t.Parallel()
 	for _, w := range []int{80, 40} {
 		t.Run(fmt.Sprint(w), func(t *testing.T) {
 			h := newHarness(t)
@@ -503,6 +510,7 @@ func TestDemoBanner(t *testing.T) {
 }
 
 func TestNarrowStreamingAndTools(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.msg(tea.WindowSizeMsg{Width: 40, Height: 22})
 	h.connect("gpt-4.1-mini")
@@ -524,6 +532,7 @@ func TestNarrowStreamingAndTools(t *testing.T) {
 }
 
 func TestSeqGapAndDuplicate(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	h.typeText("kept input")
@@ -564,6 +573,7 @@ func TestSeqGapAndDuplicate(t *testing.T) {
 }
 
 func TestServerProblems(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	rid := h.prompt("go").RequestID
@@ -611,6 +621,7 @@ func TestServerProblems(t *testing.T) {
 }
 
 func TestQuit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	if cmd := h.msg(keyMsg("ctrl+c")); cmd != nil {
 		t.Fatal("one Ctrl+C quit")
@@ -630,6 +641,7 @@ func TestQuit(t *testing.T) {
 }
 
 func TestResumePicker(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	h.typeText("/resume")
@@ -659,6 +671,7 @@ func TestResumePicker(t *testing.T) {
 }
 
 func TestResumeRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.m.resumeID = "11111111-2222-4333-8444-555555555555"
 	h.msg(ServerStarted{})
@@ -675,6 +688,7 @@ func TestResumeRefusedAtStart(t *testing.T) {
 }
 
 func TestHistoryRecallAndPaste(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	h.key("up")
@@ -705,6 +719,7 @@ func TestHistoryRecallAndPaste(t *testing.T) {
 }
 
 func TestScrollKeysAndMouse(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	for i := range 50 {
@@ -735,6 +750,7 @@ func TestScrollKeysAndMouse(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	h.typeText("/help")

@@ -46,6 +46,7 @@ func requireDialogVisible(t *testing.T, screen string, height int) {
 }
 
 func TestLongSummaryApproval(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	openFetchApproval(h, 40, 20)
@@ -92,6 +93,7 @@ func position(t *testing.T, screen string) (first, end, total int) {
 }
 
 func TestScrollArguments(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.connect("gpt-4.1-mini")
 	openFetchApproval(h, 40, 20)

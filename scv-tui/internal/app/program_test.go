@@ -17,6 +17,7 @@ import (
 // input and output are buffers), feeds it the handshake and a turn through
 // Program.Send as the wire layer does, and quits with Ctrl+C twice.
 func TestRealProgram(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var sent []protocol.ClientMessage
 	got := make(chan protocol.ClientMessage, 16)

@@ -170,6 +170,7 @@ func drive(t *testing.T, c *chooser, steps int) {
 }
 
 func TestRandomMessagesNeverPanic(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			drive(t, &chooser{rng: rand.New(rand.NewPCG(seed, 42))}, 700)

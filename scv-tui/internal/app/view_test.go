@@ -15,6 +15,7 @@ import (
 // must be within the width and the log path must be whole once the lines
 // are joined.
 func TestHelpWrapsAtNarrowWidths(t *testing.T) {
+	t.Parallel()
 	const logPath = "/tmp/audit-home/logs/tui-server-with-a-long-name.log"
 	for _, w := range []int{20, 30, 40, 60} {
 		h := newHarness(t)
@@ -36,6 +37,7 @@ func TestHelpWrapsAtNarrowWidths(t *testing.T) {
 // before the handshake. Its message is shown once, in the problem box (not
 // also in the transcript), and nothing says the client is connecting.
 func TestConfigErrorShownOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	const cfgErr = `scv-server could not start because of a configuration error:
 scv-server: /home/ana/.scv/config.toml:3: unknown key "provider.actve"`

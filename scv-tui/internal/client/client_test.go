@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit/bins"
 	"go.uber.org/goleak"
 )
 
@@ -22,30 +23,21 @@ import (
 // runFake) instead of running the tests.
 const fakeModeEnv = "SCV_TUI_CLIENT_FAKE"
 
-// serverBin is the real scv-server, built once in TestMain.
+// serverBin is the real scv-server, built once per test run
+// (testkit/bins).
 var serverBin string
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(fakeModeEnv); mode != "" {
 		os.Exit(runFake(mode))
 	}
-	dir, err := os.MkdirTemp("", "scv-tui-client-")
-	if err != nil {
+	var err error
+	if serverBin, err = bins.Path("scv-server"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	serverBin = filepath.Join(dir, "scv-server")
-	if prebuilt := os.Getenv(prebuiltServerEnv); prebuilt != "" {
-		serverBin = prebuilt
-	} else if err := buildServer(serverBin); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := 1
-	func() {
-		defer os.RemoveAll(dir)
-		code = m.Run()
-	}()
+	code := m.Run()
+	bins.Cleanup()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -53,20 +45,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-// prebuiltServerEnv names a scv-server binary to test against instead of
-// building ../scv-server (for a tree in which it does not build yet).
-const prebuiltServerEnv = "SCV_TUI_TEST_SERVER_BIN"
-
-func buildServer(out string) error {
-	build := exec.Command("go", "build", "-buildvcs=false", "-o", out, ".")
-	build.Dir = "../../../scv-server"
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building scv-server: %v\n%s", err, out)
-	}
-	return nil
 }
 
 // runFake is a misbehaving server. Modes:

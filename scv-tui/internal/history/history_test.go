@@ -13,6 +13,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		data      string
@@ -70,6 +71,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func TestAdd(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		maxBytes int64
@@ -116,6 +118,7 @@ func TestAdd(t *testing.T) {
 }
 
 func TestFileStaysBounded(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "h.jsonl")
 	s, err := OpenFile(path)
 	if err != nil {
@@ -144,6 +147,7 @@ func TestFileStaysBounded(t *testing.T) {
 }
 
 func TestTornFileIsRepaired(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "h.jsonl")
 	if err := os.WriteFile(path, []byte("{\"prompt\":\"a\"}\n{\"prompt\":\"half"), 0o600); err != nil {
 		t.Fatal(err)

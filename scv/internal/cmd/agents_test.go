@@ -11,6 +11,7 @@ import (
 )
 
 func TestAgentsExecsScvAgents(t *testing.T) {
+	t.Parallel()
 	var gotPath string
 	var gotArgv []string
 	f := &cmdutil.Factory{

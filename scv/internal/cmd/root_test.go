@@ -37,6 +37,7 @@ func fakeFactory(missing ...string) (*cmdutil.Factory, *bytes.Buffer, *bytes.Buf
 }
 
 func TestRun(t *testing.T) {
+	t.Parallel()
 	versionLine := "scv " + version.Version + " (protocol 4)\n"
 	tests := []struct {
 		name      string

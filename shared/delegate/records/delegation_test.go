@@ -77,6 +77,7 @@ func linuxOnly(t *testing.T) {
 }
 
 func TestWriteListRemove(t *testing.T) {
+	t.Parallel()
 	linuxOnly(t)
 	home := t.TempDir()
 	if recs, err := List(home); err != nil || len(recs) != 0 {
@@ -129,6 +130,7 @@ func TestWriteListRemove(t *testing.T) {
 }
 
 func TestBadHandles(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	for _, h := range []string{"", ".", "..", ".hidden", "a/b", "a\x00b", "a b", strings.Repeat("x", 201), "../escape"} {
 		if err := Write(home, Record{Handle: h, Owner: Process{PID: 1}}); err == nil {
@@ -236,6 +238,7 @@ func FuzzParseRecord(f *testing.F) {
 }
 
 func TestProcessIdentity(t *testing.T) {
+	t.Parallel()
 	linuxOnly(t)
 	self, err := Self()
 	if err != nil || self.PID != os.Getpid() || self.StartTime == 0 {
@@ -262,6 +265,7 @@ func TestProcessIdentity(t *testing.T) {
 }
 
 func TestConversationMarkers(t *testing.T) {
+	t.Parallel()
 	linuxOnly(t)
 	home := t.TempDir()
 	self, _ := Self()
@@ -390,6 +394,7 @@ func TestReconcileStopsOrphanOfKilledOwner(t *testing.T) {
 }
 
 func TestReconcileNeverSignalsReusedPID(t *testing.T) {
+	t.Parallel()
 	linuxOnly(t)
 	home := t.TempDir()
 	// An untagged process in its own group stands for the process that
@@ -423,6 +428,7 @@ func TestReconcileNeverSignalsReusedPID(t *testing.T) {
 }
 
 func TestReconcileHonoursContext(t *testing.T) {
+	t.Parallel()
 	linuxOnly(t)
 	home := t.TempDir()
 	if err := Write(home, Record{Handle: "grok-1", Owner: deadProcess(t)}); err != nil {

@@ -26,6 +26,7 @@ func writeFiles(t *testing.T, home string, files map[string]string) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		agent    string

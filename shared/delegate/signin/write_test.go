@@ -31,6 +31,7 @@ func readJSON(t *testing.T, p string) map[string]any {
 }
 
 func TestWriteDSHKey(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	for _, bad := range []string{"", "a b", "!cmd", "k\n"} {
 		if err := WriteDSHKey(home, bad); err == nil || strings.Contains(err.Error(), bad) && bad != "" {
@@ -63,6 +64,7 @@ func TestWriteDSHKey(t *testing.T) {
 }
 
 func TestWritePiAndLogout(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	writeFiles(t, home, map[string]string{
 		"agents/pi/.pi/agent/auth.json":     `{"anthropic":{"type":"oauth","access":"a","refresh":"r"}}`,
@@ -135,6 +137,7 @@ func TestWritePiAndLogout(t *testing.T) {
 }
 
 func TestWritePiRefusesCorruptFile(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	writeFiles(t, home, map[string]string{"agents/pi/.pi/agent/settings.json": `[1,2`})
 	err := WritePi(home, PiEndpoint{BaseURL: "https://x/v1", WireAPI: config.WireChat, Model: "m", Key: secret})
@@ -170,6 +173,7 @@ search = "provider"
 `
 
 func TestImportPiFromSCV(t *testing.T) {
+	t.Parallel()
 	home := scvHome(t, providerConfig)
 	env := paths.MapEnv(map[string]string{"RELAY_KEY": secret})
 	if _, err := ImportPiFromSCV(home, paths.MapEnv(nil)); err == nil || !strings.Contains(err.Error(), "RELAY_KEY") {
@@ -203,6 +207,7 @@ func TestImportPiFromSCV(t *testing.T) {
 }
 
 func TestImportSCV(t *testing.T) {
+	t.Parallel()
 	home := scvHome(t, providerConfig)
 	env := paths.MapEnv(map[string]string{"RELAY_KEY": secret})
 	writeFiles(t, home, map[string]string{"agents/scv/config.toml": "[tools]\noutput_limit_bytes = 1234\n[providers.old]\nbase_url = \"http://old/v1\"\n"})
@@ -251,6 +256,7 @@ func TestImportSCV(t *testing.T) {
 }
 
 func TestImportGrok(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	from := t.TempDir()
 	writeFiles(t, from, map[string]string{
@@ -299,6 +305,7 @@ func TestImportGrok(t *testing.T) {
 }
 
 func TestImportCodex(t *testing.T) {
+	t.Parallel()
 	cfg := "model = \"gpt-5.5\"\nmodel_provider = \"relay\"\napproval_policy = \"never\"\nsandbox_mode = \"workspace-write\"\n[model_providers.relay]\nbase_url = \"https://relay/v1\"\nenv_key = \"RELAY_API_KEY\"\n[model_providers.other]\nbase_url = \"https://other/v1\"\nenv_key = \"MY_TOKEN\"\n"
 	for _, tc := range []struct {
 		name   string
@@ -358,6 +365,7 @@ func TestImportCodex(t *testing.T) {
 }
 
 func TestDefaultSourceDir(t *testing.T) {
+	t.Parallel()
 	if d, _ := DefaultSourceDir("grok", paths.MapEnv(map[string]string{"HOME": "/h"})); d != "/h/.grok" {
 		t.Fatal(d)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"maps"
 	"net/url"
@@ -17,11 +16,9 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the committed schema in docs/schema")
 
 // committedDir is docs/schema at the root of the repository.
 var committedDir = filepath.Join("..", "..", "..", "docs", "schema")
@@ -31,7 +28,7 @@ const regenerate = "run `go test ./protocol/schema -update` in shared/ (or `scv-
 // TestSchemaGolden is the drift test: docs/schema must be what Generate
 // returns. With -update it rewrites docs/schema instead.
 func TestSchemaGolden(t *testing.T) {
-	if *update {
+	if golden.Update() {
 		if err := Write(committedDir); err != nil {
 			t.Fatal(err)
 		}
@@ -68,6 +65,7 @@ func TestSchemaGolden(t *testing.T) {
 }
 
 func TestGenerateIsDeterministic(t *testing.T) {
+	t.Parallel()
 	a, err := Generate()
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +82,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 }
 
 func TestGenerateCoversEveryType(t *testing.T) {
+	t.Parallel()
 	files, err := Generate()
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +168,7 @@ func requiredFields(t reflect.Type) []string {
 }
 
 func TestMessageSchemas(t *testing.T) {
+	t.Parallel()
 	files, err := Generate()
 	if err != nil {
 		t.Fatal(err)
@@ -276,6 +276,7 @@ func firstPropertyName(t *testing.T, b []byte) string {
 }
 
 func TestDescriptionsTable(t *testing.T) {
+	t.Parallel()
 	known := map[string]bool{}
 	for _, typ := range append(protocol.ClientMessageTypes(), protocol.EventTypes()...) {
 		known[typ] = true
@@ -392,6 +393,7 @@ func instance(t *testing.T, line string) any {
 // TestGoldenLinesValidate validates every golden wire line of the protocol
 // package against the index and against its own type's schema.
 func TestGoldenLinesValidate(t *testing.T) {
+	t.Parallel()
 	c, base := compiler(t)
 	index := compile(t, c, base+IndexFile)
 	for _, g := range []struct{ file, dir string }{
@@ -427,6 +429,7 @@ func TestGoldenLinesValidate(t *testing.T) {
 // TestEncodedEventsValidate validates what the encoder writes for zero
 // events, whose members are all empty.
 func TestEncodedEventsValidate(t *testing.T) {
+	t.Parallel()
 	c, base := compiler(t)
 	for _, typ := range protocol.EventTypes() {
 		e := protocol.NewEvent(typ)
@@ -452,6 +455,7 @@ func TestEncodedEventsValidate(t *testing.T) {
 }
 
 func TestSchemasRejectInvalidFrames(t *testing.T) {
+	t.Parallel()
 	c, base := compiler(t)
 	index := compile(t, c, base+IndexFile)
 	cases := []struct {

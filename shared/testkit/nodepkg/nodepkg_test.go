@@ -10,6 +10,7 @@ import (
 // TestPinnedPackagesRun checks that the pinned packages are installed and
 // that their executables run under the installed node.
 func TestPinnedPackagesRun(t *testing.T) {
+	t.Parallel()
 	node := Node(t)
 	for _, pkg := range []string{"@agentclientprotocol/sdk", "vscode-jsonrpc", "@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem", "@mariozechner/pi-coding-agent"} {
 		Package(t, pkg)

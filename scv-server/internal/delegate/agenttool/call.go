@@ -8,13 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/protocol"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // agentTool is the `agent` tool.
@@ -321,14 +322,8 @@ func (s *Set) summary(p *prepared, l delegate.Launch) string {
 // boundText cuts s to at most n bytes on a character boundary and returns
 // how many bytes it cut.
 func boundText(s string, n int) (string, int) {
-	if len(s) <= n {
-		return s, 0
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut], len(s) - cut
+	kept := textcut.Prefix(s, n)
+	return kept, len(s) - len(kept)
 }
 
 func seconds(d time.Duration) int64 { return int64(d / time.Second) }

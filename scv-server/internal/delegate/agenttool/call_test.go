@@ -16,6 +16,7 @@ import (
 )
 
 func TestChoice(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		offer  []string
@@ -67,6 +68,7 @@ func TestChoice(t *testing.T) {
 // model sees, and runs on the handle's agent; a call with neither agent
 // nor a known handle is refused by Prepare with what to do.
 func TestSessionNamesItsAgent(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude", "codex"}, nil)
 	if r := result(t, fx.call(NameAgent, map[string]any{"agent": "codex", "prompt": "start"})); r.Session != "codex-1" {
 		t.Fatalf("first call opened %q", r.Session)
@@ -121,6 +123,7 @@ func b2i(b bool) int {
 // TestRefusals checks every refusal happens in Prepare, before the
 // backend is asked for a plan or a run.
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		offer  []string
@@ -252,6 +255,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestCwd(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude"}, func(o *Options) { o.Prefer = []string{"claude"} })
 	ws := fx.env.Workspace
 	outside := t.TempDir()
@@ -292,6 +296,7 @@ func TestCwd(t *testing.T) {
 }
 
 func TestCall(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude"}, func(o *Options) { o.Prefer = []string{"claude"}; o.Depth = 1; o.SessionID = "sess" })
 	fx.fakes["claude"].progress = []string{"$ go test ./...", "edit main.go"}
 	var lines []string
@@ -320,6 +325,7 @@ func TestCall(t *testing.T) {
 }
 
 func TestDelegationHandlesUnique(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"dsh"}, func(o *Options) { o.Prefer = []string{"dsh"} })
 	seen := map[string]bool{}
 	for range 200 {
@@ -333,6 +339,7 @@ func TestDelegationHandlesUnique(t *testing.T) {
 }
 
 func TestForegroundCancel(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"codex"}, func(o *Options) { o.Prefer = []string{"codex"} })
 	f := fx.fakes["codex"]
 	f.gate = make(chan struct{})
@@ -354,6 +361,7 @@ func TestForegroundCancel(t *testing.T) {
 }
 
 func TestSummary(t *testing.T) {
+	t.Parallel()
 	long := "Land the fix. " + strings.Repeat("é", 1500)
 	tests := []struct {
 		name string
@@ -413,6 +421,7 @@ func TestSummary(t *testing.T) {
 }
 
 func TestResults(t *testing.T) {
+	t.Parallel()
 	const fallback3 = "This agent could not run: it is missing, signed out, or its provider returned an error. Other agents are available: claude, grok. Call agent again with one of them."
 	tests := []struct {
 		name  string
@@ -509,6 +518,7 @@ func TestResults(t *testing.T) {
 }
 
 func TestRunTimeoutSafetyNet(t *testing.T) {
+	// Not parallel: it changes runGrace, which every run reads.
 	// A backend that ignores its timeout is cancelled runGrace later.
 	defer func(g time.Duration) { runGrace = g }(runGrace)
 	runGrace = 100 * time.Millisecond
@@ -521,6 +531,7 @@ func TestRunTimeoutSafetyNet(t *testing.T) {
 }
 
 func TestDepthAndOffer(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		offer       []string
@@ -556,6 +567,7 @@ func TestDepthAndOffer(t *testing.T) {
 }
 
 func TestClosedSetRefuses(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude"}, func(o *Options) { o.Prefer = []string{"claude"} })
 	p, err := fx.prepare(NameAgent, map[string]any{"prompt": "x"})
 	if err != nil {
@@ -635,6 +647,7 @@ func totals(fx *fixture) (plans, runs int) {
 }
 
 func TestClaimHandle(t *testing.T) {
+	t.Parallel()
 	h := claimHandle("codex", "codex-abc123")
 	defer releaseHandle(h)
 	if h != "codex-abc123" {

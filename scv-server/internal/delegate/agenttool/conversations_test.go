@@ -14,6 +14,7 @@ import (
 )
 
 func TestConversationResume(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		agent string
 		// chosen: SCV picks the CLI session id (claude, pi); otherwise
@@ -67,6 +68,7 @@ func TestConversationResume(t *testing.T) {
 }
 
 func TestConversationCwdKept(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"codex"}, func(o *Options) { o.Prefer = []string{"codex"} })
 	fx.call(NameAgent, map[string]any{"prompt": "start", "cwd": "proj"})
 	ws := fx.env.Workspace
@@ -80,6 +82,7 @@ func TestConversationCwdKept(t *testing.T) {
 }
 
 func TestConversationForgotten(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// first is the first turn's result.
@@ -121,6 +124,7 @@ func TestConversationForgotten(t *testing.T) {
 }
 
 func TestConversationBusy(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude"}, func(o *Options) { o.Prefer = []string{"claude"} })
 	f := fx.fakes["claude"]
 	fx.call(NameAgent, map[string]any{"prompt": "start"})
@@ -156,6 +160,7 @@ func TestConversationBusy(t *testing.T) {
 }
 
 func TestConversationLRU(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"codex"}, func(o *Options) { o.Prefer = []string{"codex"}; o.MaxConversations = 2 })
 	f := fx.fakes["codex"]
 	fx.call(NameAgent, map[string]any{"prompt": "a"}) // codex-1
@@ -189,6 +194,7 @@ func TestConversationLRU(t *testing.T) {
 }
 
 func TestConversationIdleExpiry(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude"}, func(o *Options) { o.Prefer = []string{"claude"}; o.ConversationIdle = time.Hour })
 	fx.call(NameAgent, map[string]any{"prompt": "a"})
 	fx.clock.advance(59 * time.Minute)
@@ -202,6 +208,7 @@ func TestConversationIdleExpiry(t *testing.T) {
 // TestOnForget checks that every way a conversation is forgotten hands its
 // CLI session to OnForget (so its marker goes), and only once.
 func TestOnForget(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var got []string
 	fx := newFixture(t, []string{"claude", "codex"}, func(o *Options) {

@@ -58,6 +58,7 @@ var fitReplies = []struct {
 // runner but not its JSON, is shortened so the whole result is valid JSON
 // within the limit, keeping the session; one that fits is left alone.
 func TestFitResult(t *testing.T) {
+	t.Parallel()
 	const limit = 4096
 	for _, rc := range fitReplies {
 		for _, size := range []int{limit / 4, limit - 400, limit, 3 * limit} {
@@ -99,6 +100,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // start, then the other fields their end; a limit no result fits still
 // gets valid JSON.
 func TestFitResultOtherFields(t *testing.T) {
+	t.Parallel()
 	tail := strings.Repeat("<", 2000) + "the last line"
 	r := delegate.Result{Agent: "pi", Status: delegate.StatusFailed, Reply: strings.Repeat("&", 3000), StderrTail: tail,
 		Error: strings.Repeat("e", 300), Session: "pi-1", Turn: 1}
@@ -127,6 +129,7 @@ func TestFitResultOtherFields(t *testing.T) {
 // agent_cancel: each output is valid JSON within tools.Env.OutputLimit and
 // keeps the session.
 func TestFitThroughTools(t *testing.T) {
+	t.Parallel()
 	const limit = 2048
 	for _, rc := range fitReplies {
 		for _, size := range []int{limit, 2 * limit} {
@@ -174,6 +177,7 @@ func TestFitThroughTools(t *testing.T) {
 // TestFitListing: a listing of many finished jobs whose replies escape
 // heavily stays valid JSON within the limit.
 func TestFitListing(t *testing.T) {
+	t.Parallel()
 	const limit = 1024
 	fx := newFixture(t, []string{"dsh"}, func(o *Options) { o.Prefer = []string{"dsh"}; o.MaxBackground = 8 })
 	fx.env.OutputLimit = limit

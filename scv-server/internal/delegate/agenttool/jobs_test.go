@@ -75,6 +75,7 @@ func TestBackgroundJob(t *testing.T) {
 }
 
 func TestBackgroundLimit(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"dsh"}, func(o *Options) { o.Prefer = []string{"dsh"}; o.MaxBackground = 2 })
 	f := fx.fakes["dsh"]
 	f.gate = make(chan struct{})
@@ -105,6 +106,7 @@ func TestBackgroundLimit(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude"}, func(o *Options) { o.Prefer = []string{"claude"} })
 	f := fx.fakes["claude"]
 	f.gate = make(chan struct{})
@@ -146,6 +148,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestCancelAgentThatDoesNotStop(t *testing.T) {
+	// Not parallel: it changes cancelSettle, which every agent_cancel reads.
 	defer func(d time.Duration) { cancelSettle = d }(cancelSettle)
 	cancelSettle = 50 * time.Millisecond
 	fx := newFixture(t, []string{"claude"}, func(o *Options) { o.Prefer = []string{"claude"} })
@@ -165,6 +168,7 @@ func TestCancelAgentThatDoesNotStop(t *testing.T) {
 }
 
 func TestRememberSixteenFinished(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"dsh"}, func(o *Options) { o.Prefer = []string{"dsh"}; o.Host = nil })
 	for i := 1; i <= 18; i++ {
 		fx.call(NameAgent, map[string]any{"prompt": fmt.Sprintf("job %d", i), "background": true})
@@ -187,6 +191,7 @@ func TestRememberSixteenFinished(t *testing.T) {
 }
 
 func TestStatusList(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude", "dsh"}, func(o *Options) { o.OutputLimit = 4000 })
 	fx.env.OutputLimit = 4000
 	fx.fakes["dsh"].respond = func(delegate.Call) delegate.Result {
@@ -214,6 +219,7 @@ func TestStatusList(t *testing.T) {
 }
 
 func TestReports(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude", "codex"}, func(o *Options) { o.MaxBackground = 6 })
 	fx.fakes["codex"].respond = func(c delegate.Call) delegate.Result {
 		if strings.Contains(c.Prompt, "fail") {
@@ -273,6 +279,7 @@ func TestReports(t *testing.T) {
 }
 
 func TestReportBoundsReplies(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"dsh"}, func(o *Options) { o.Prefer = []string{"dsh"}; o.OutputLimit = 1000 })
 	fx.fakes["dsh"].respond = func(delegate.Call) delegate.Result {
 		return delegate.Result{Status: delegate.StatusCompleted, Reply: strings.Repeat("ü", 5000)}
@@ -287,6 +294,7 @@ func TestReportBoundsReplies(t *testing.T) {
 }
 
 func TestReportHostError(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"dsh"}, func(o *Options) { o.Prefer = []string{"dsh"} })
 	fx.host.Err = errors.New("server-started turns need protocol version 3")
 	fx.call(NameAgent, map[string]any{"prompt": "x", "background": true})
@@ -299,6 +307,7 @@ func TestReportHostError(t *testing.T) {
 }
 
 func TestCloseCancelsJobs(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude", "codex"}, nil)
 	for _, n := range []string{"claude", "codex"} {
 		fx.fakes[n].gate = make(chan struct{}) // never released: only cancellation ends them
@@ -328,6 +337,7 @@ func TestCloseCancelsJobs(t *testing.T) {
 }
 
 func TestJobToolsRefuse(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"dsh"}, nil)
 	for _, tc := range []struct {
 		tool string
@@ -357,6 +367,7 @@ func TestJobToolsRefuse(t *testing.T) {
 }
 
 func TestWaitCancelledTurn(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"dsh"}, func(o *Options) { o.Prefer = []string{"dsh"} })
 	f := fx.fakes["dsh"]
 	f.gate = make(chan struct{})
@@ -378,6 +389,7 @@ func TestWaitCancelledTurn(t *testing.T) {
 }
 
 func TestScheduleReportsAgain(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"dsh"}, func(o *Options) { o.Prefer = []string{"dsh"} })
 	if fx.set.ScheduleReports() {
 		t.Fatal("asked with nothing to report")
@@ -412,6 +424,7 @@ func (h *blockingHost) ScheduleServerTurn(func() (protocol.Origin, string, bool)
 }
 
 func TestCloseDoesNotWaitForTheHost(t *testing.T) {
+	t.Parallel()
 	bh := &blockingHost{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	fx := newFixture(t, []string{"dsh"}, func(o *Options) { o.Prefer = []string{"dsh"}; o.Host = bh })
 	fx.call(NameAgent, map[string]any{"prompt": "x", "background": true})
@@ -430,6 +443,7 @@ func TestCloseDoesNotWaitForTheHost(t *testing.T) {
 }
 
 func TestBackendPanic(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude", "dsh"}, func(o *Options) { o.Prefer = []string{"claude"} })
 	fx.fakes["claude"].respond = func(delegate.Call) delegate.Result { panic("boom") }
 	for _, bg := range []bool{false, true} {
@@ -451,6 +465,7 @@ func TestBackendPanic(t *testing.T) {
 // call carries the unattended answer of the session's policy and
 // auto_approve; a foreground call carries none (its backend asks the turn).
 func TestBackgroundRelayedApprovals(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		policy         approval.Policy
 		auto           bool
@@ -488,6 +503,7 @@ func TestBackgroundRelayedApprovals(t *testing.T) {
 // (agent_wait, agent_status, agent_cancel) names the job as settled, so a
 // client waiting for report turns stops waiting for it.
 func TestSettledJobs(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"codex"}, nil)
 	f := fx.fakes["codex"]
 	f.gate = make(chan struct{})

@@ -46,7 +46,7 @@ func newRealSetOf(t *testing.T, names []string, stream string, extra ...string) 
 	script := abs(t, "../transport/oneshot/testdata/fake-agent.sh")
 	var fakes []adapters.Adapter
 	for _, a := range adapters.All() {
-		a.Path, a.PreArgs = "/bin/bash", []string{script}
+		a.Path, a.PreArgs, a.Env = "/bin/bash", []string{script}, []string{"FAKE_*"}
 		fakes = append(fakes, a)
 	}
 	home, out := t.TempDir(), t.TempDir()
@@ -83,6 +83,7 @@ func (rs *realSet) args(t *testing.T) []string {
 // summary shows what launches, the thread id the stream reports is resumed
 // on the next turn, and the model only ever sees the handle.
 func TestWithRunner(t *testing.T) {
+	t.Parallel()
 	rs, s := newRealSet(t, "codex/success.jsonl")
 	fx := &fixture{t: t, set: s, env: toolstest.Env(t, nil)}
 	p, err := fx.prepare(NameAgent, map[string]any{"prompt": "Land the fix.", "cwd": "proj"})
@@ -118,6 +119,7 @@ func TestWithRunner(t *testing.T) {
 // TestWithRunnerFallback: a provider error the stream reports (HTTP 429)
 // fails the call with the fallback naming the other agent.
 func TestWithRunnerFallback(t *testing.T) {
+	t.Parallel()
 	_, s := newRealSet(t, "codex/failure.jsonl", "FAKE_MODE=fail")
 	fx := &fixture{t: t, set: s, env: toolstest.Env(t, nil)}
 	res := fx.call(NameAgent, map[string]any{"prompt": "x"})
@@ -130,6 +132,7 @@ func TestWithRunnerFallback(t *testing.T) {
 // TestWithRunnerCancelJob cancels a background job whose agent hangs: the
 // process group is stopped and the job ends cancelled.
 func TestWithRunnerCancelJob(t *testing.T) {
+	t.Parallel()
 	_, s := newRealSet(t, "codex/success.jsonl", "FAKE_MODE=hang")
 	fx := &fixture{t: t, set: s, env: toolstest.Env(t, nil)}
 	fx.call(NameAgent, map[string]any{"agent": "claude", "prompt": "x", "background": true})
@@ -157,6 +160,7 @@ func TestWithRunnerCancelJob(t *testing.T) {
 // session file SCV chose): the second turn resumes the session of the
 // first, so the agent sees the earlier turn, and the marker names it.
 func TestWithRunnerConversationContinues(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ agent, mode string }{{"claude", "claude-session"}, {"pi", "pi-session"}} {
 		t.Run(tc.agent, func(t *testing.T) {
 			rs, s := newRealSetOf(t, []string{"codex", tc.agent}, "claude/success.jsonl", "FAKE_MODE="+tc.mode)
@@ -194,6 +198,7 @@ func TestWithRunnerConversationContinues(t *testing.T) {
 // so a call that passes its handle is refused instead of resuming a
 // session that never existed.
 func TestWithRunnerFailedFirstTurnIsForgotten(t *testing.T) {
+	t.Parallel()
 	for _, agent := range []string{"claude", "pi"} {
 		t.Run(agent, func(t *testing.T) {
 			rs, s := newRealSetOf(t, []string{"codex", agent}, "", "FAKE_MODE=fail", "FAKE_STREAM=/dev/null", "FAKE_ERR=Not logged in · Please run /login")

@@ -3,8 +3,6 @@ package agenttool
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,9 +10,8 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/testkit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // offers are the offer sets of the golden tests.
 var offers = []struct {
@@ -50,6 +47,7 @@ var offers = []struct {
 // TestGolden compares each offer set's tool specs and system section with
 // testdata/<name>.golden; -update rewrites them.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, o := range offers {
 		t.Run(o.name, func(t *testing.T) {
 			fx := newFixture(t, o.names, o.opts)
@@ -72,23 +70,7 @@ func TestGolden(t *testing.T) {
 				}
 			}
 			b.WriteString("=== system section (" + SectionTitle + ")\n" + fx.set.SystemSection() + "\n")
-			path := filepath.Join("testdata", o.name+".golden")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(want, b.Bytes()) {
-				t.Fatalf("%s differs (run with -update after checking the change):\n%s", path, b.String())
-			}
+			golden.Equal(t, filepath.Join("testdata", o.name+".golden"), b.Bytes())
 		})
 	}
 }
@@ -128,6 +110,7 @@ type schemaDoc struct {
 }
 
 func TestSchema(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		offer    []string
@@ -193,6 +176,7 @@ func TestSchema(t *testing.T) {
 
 // TestAgentLines checks the line format of tools.md, "Choosing an agent".
 func TestAgentLines(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		agent string
 		def   AgentDefaults
@@ -224,6 +208,7 @@ func TestAgentLines(t *testing.T) {
 // TestRegistryValidation runs calls through a registry as the agent loop
 // does: with the validation schema, a blank agent reaches Prepare.
 func TestRegistryValidation(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, []string{"claude", "codex"}, func(o *Options) { o.Prefer = []string{"codex"} })
 	reg := tools.NewRegistry()
 	for _, tl := range fx.set.Tools() {

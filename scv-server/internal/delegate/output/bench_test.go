@@ -61,6 +61,7 @@ func BenchmarkClaudeStream(b *testing.B) {
 // and over, never held whole) and checks the heap the parser holds stays
 // bounded by one line buffer, not the log.
 func TestConstantMemory(t *testing.T) {
+	// Not parallel: it measures the whole process's allocations.
 	unit := claudeLog(64 << 10)
 	unit = unit[bytes.IndexByte(unit, '\n')+1:] // without the init event
 	unit = unit[:bytes.LastIndex(unit[:len(unit)-1], []byte("\n"))+1]

@@ -20,6 +20,8 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/tidwall/gjson"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // MaxLine bounds one line of a structured stream; longer lines are
@@ -240,7 +242,7 @@ func (p *Parser) Close() Result {
 		if p.h != nil {
 			r.ClosingOutput = strings.TrimSpace(r.Reply)
 			if len(r.ClosingOutput) > closingBytes {
-				r.ClosingOutput = Last(r.ClosingOutput, closingBytes)
+				r.ClosingOutput = textcut.Suffix(r.ClosingOutput, closingBytes)
 			}
 		}
 	}
@@ -270,24 +272,7 @@ func Bound(s string, limit int) (string, bool) {
 	if limit <= 0 || len(s) <= limit {
 		return s, false
 	}
-	i := limit
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i], true
-}
-
-// Last returns at most the last n bytes of s, starting on a character
-// boundary.
-func Last(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := len(s) - n
-	for i < len(s) && !utf8.RuneStart(s[i]) {
-		i++
-	}
-	return s[i:]
+	return textcut.Prefix(s, limit), true
 }
 
 func trimPartialRune(s string) string {
@@ -356,11 +341,7 @@ func (t *Tail) String() string {
 	b := t.Bytes()
 	if t.Total() > int64(len(b)) {
 		// The first bytes may be the end of a cut character.
-		i := 0
-		for i < len(b) && i < 3 && !utf8.RuneStart(b[i]) {
-			i++
-		}
-		b = b[i:]
+		b = textcut.TrimPartialStart(b)
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }

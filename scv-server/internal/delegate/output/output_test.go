@@ -3,7 +3,6 @@ package output
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,13 +11,12 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
+	"github.com/scv-cli/scv/shared/testkit/golden"
 	"github.com/tidwall/gjson"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 var formats = map[string]adapters.Format{
 	"claude": adapters.FormatStreamJSON,
@@ -27,8 +25,8 @@ var formats = map[string]adapters.Format{
 	"text":   adapters.FormatText,
 }
 
-// golden is what a fixture's golden file holds.
-type golden struct {
+// parsed is what a fixture's golden file holds.
+type parsed struct {
 	Result   Result             `json:"result"`
 	Kind     delegate.ErrorKind `json:"kind"`
 	Progress []string           `json:"progress"`
@@ -54,8 +52,8 @@ func loadFixture(t testing.TB, path string) []byte {
 }
 
 // parse feeds data in chunks of size n (0: at once).
-func parse(format adapters.Format, data []byte, n, limit int) golden {
-	var g golden
+func parse(format adapters.Format, data []byte, n, limit int) parsed {
+	var g parsed
 	p := New(format, Options{Limit: limit, Progress: func(l string) { g.Progress = append(g.Progress, l) }})
 	if n <= 0 {
 		n = len(data) + 1
@@ -74,6 +72,7 @@ func parse(format adapters.Format, data []byte, n, limit int) golden {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/*/*.jsonl")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures: %v", err)
@@ -104,67 +103,55 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := buf.Bytes()
-			gf := name + ".golden.json"
-			if *update {
-				if err := os.WriteFile(gf, out, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(gf)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if !bytes.Equal(out, want) {
-				t.Errorf("got:\n%s\nwant:\n%s", out, want)
-			}
+			golden.Equal(t, name+".golden.json", out)
 		})
 	}
 }
 
 func TestGoldenExpectations(t *testing.T) {
+	t.Parallel()
 	// What the golden files must say, so an -update cannot bless a wrong
 	// result silently.
 	tests := []struct {
 		file     string
-		check    func(g golden) bool
+		check    func(g parsed) bool
 		describe string
 	}{
-		{"claude/success", func(g golden) bool {
+		{"claude/success", func(g parsed) bool {
 			return g.Result.Reply == "Fixed the off-by-one in x.go; `go test ./...` passes." && !g.Result.Failed &&
 				*g.Result.Usage == delegate.Usage{InputTokens: 10500, OutputTokens: 450} && g.Result.CLISession == "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11"
 		}, "reply, usage with cache tokens, session"},
-		{"claude/failure", func(g golden) bool {
+		{"claude/failure", func(g parsed) bool {
 			return g.Result.Failed && g.Kind == delegate.ErrorUnavailable && g.Result.Reply == ""
 		}, "529 is unavailable"},
-		{"claude/signout", func(g golden) bool { return g.Result.Failed && g.Kind == delegate.ErrorSignedOut }, "signed out"},
-		{"claude/refusal", func(g golden) bool { return g.Result.Declined && !g.Result.Failed && g.Result.Reply != "" }, "declined"},
-		{"claude/errors", func(g golden) bool {
+		{"claude/signout", func(g parsed) bool { return g.Result.Failed && g.Kind == delegate.ErrorSignedOut }, "signed out"},
+		{"claude/refusal", func(g parsed) bool { return g.Result.Declined && !g.Result.Failed && g.Result.Reply != "" }, "declined"},
+		{"claude/errors", func(g parsed) bool {
 			return g.Result.Failed && strings.Contains(g.Result.Error, "maximum number of turns") && g.Kind == delegate.ErrorNone
 		}, "error_max_turns"},
-		{"claude/cut", func(g golden) bool { return g.Result.Failed && strings.Contains(g.Result.Error, "without a result") }, "no result event"},
-		{"claude/oversized", func(g golden) bool { return g.Result.Reply == "done after a huge event" && g.Result.SkippedLines == 1 }, "oversized skipped"},
-		{"claude/nojson", func(g golden) bool {
+		{"claude/cut", func(g parsed) bool { return g.Result.Failed && strings.Contains(g.Result.Error, "without a result") }, "no result event"},
+		{"claude/oversized", func(g parsed) bool { return g.Result.Reply == "done after a huge event" && g.Result.SkippedLines == 1 }, "oversized skipped"},
+		{"claude/nojson", func(g parsed) bool {
 			return !g.Result.Structured && strings.HasPrefix(g.Result.Reply, "Error: unknown option")
 		}, "text fallback"},
-		{"codex/success", func(g golden) bool {
+		{"codex/success", func(g parsed) bool {
 			return g.Result.Reply == "Updated main.go; tests pass." && *g.Result.Usage == delegate.Usage{InputTokens: 11257, OutputTokens: 5} &&
 				g.Result.CLISession == "0199a213-81c0-7800-8aa1-bbab2a035a53" && !g.Result.Failed
 		}, "last agent_message"},
-		{"codex/failure", func(g golden) bool { return g.Result.Failed && g.Kind == delegate.ErrorUnavailable }, "429"},
-		{"codex/signout", func(g golden) bool { return g.Result.Failed && g.Kind == delegate.ErrorSignedOut }, "401 missing auth"},
-		{"codex/retried", func(g golden) bool { return !g.Result.Failed && g.Result.Reply == "Done despite a retry." }, "retried error then success"},
-		{"codex/noreply", func(g golden) bool { return !g.Result.HasReply() && !g.Result.Failed }, "no reply"},
-		{"codex/oversized", func(g golden) bool { return g.Result.Reply == "after the big line" && g.Result.SkippedLines == 1 }, "oversized skipped"},
-		{"pi/success", func(g golden) bool {
+		{"codex/failure", func(g parsed) bool { return g.Result.Failed && g.Kind == delegate.ErrorUnavailable }, "429"},
+		{"codex/signout", func(g parsed) bool { return g.Result.Failed && g.Kind == delegate.ErrorSignedOut }, "401 missing auth"},
+		{"codex/retried", func(g parsed) bool { return !g.Result.Failed && g.Result.Reply == "Done despite a retry." }, "retried error then success"},
+		{"codex/noreply", func(g parsed) bool { return !g.Result.HasReply() && !g.Result.Failed }, "no reply"},
+		{"codex/oversized", func(g parsed) bool { return g.Result.Reply == "after the big line" && g.Result.SkippedLines == 1 }, "oversized skipped"},
+		{"pi/success", func(g parsed) bool {
 			return g.Result.Reply == "All done." && *g.Result.Usage == delegate.Usage{InputTokens: 360, OutputTokens: 50} &&
 				g.Result.CLISession == "7f2c9a10-1111-4222-8333-444455556666"
 		}, "last assistant message_end, summed usage"},
-		{"pi/failure", func(g golden) bool { return g.Result.Failed && g.Kind == delegate.ErrorUnavailable }, "503"},
-		{"pi/signout", func(g golden) bool { return g.Result.Failed && g.Kind == delegate.ErrorSignedOut }, "no API key"},
-		{"pi/oversized", func(g golden) bool { return g.Result.Reply == "survived" && g.Result.SkippedLines == 1 }, "oversized skipped"},
-		{"text/success", func(g golden) bool { return strings.HasSuffix(g.Result.Reply, "The answer is 42.") }, "text reply"},
-		{"text/failure", func(g golden) bool { return strings.Contains(g.Result.ClosingOutput, "MISSING_CREDENTIAL") }, "closing output"},
+		{"pi/failure", func(g parsed) bool { return g.Result.Failed && g.Kind == delegate.ErrorUnavailable }, "503"},
+		{"pi/signout", func(g parsed) bool { return g.Result.Failed && g.Kind == delegate.ErrorSignedOut }, "no API key"},
+		{"pi/oversized", func(g parsed) bool { return g.Result.Reply == "survived" && g.Result.SkippedLines == 1 }, "oversized skipped"},
+		{"text/success", func(g parsed) bool { return strings.HasSuffix(g.Result.Reply, "The answer is 42.") }, "text reply"},
+		{"text/failure", func(g parsed) bool { return strings.Contains(g.Result.ClosingOutput, "MISSING_CREDENTIAL") }, "closing output"},
 	}
 	for _, tc := range tests {
 		format := formats[filepath.Dir(tc.file)]
@@ -180,6 +167,7 @@ func TestGoldenExpectations(t *testing.T) {
 }
 
 func TestProgressNeverShowsOutput(t *testing.T) {
+	t.Parallel()
 	for format, dir := range map[adapters.Format]string{adapters.FormatStreamJSON: "claude", adapters.FormatCodexJSON: "codex", adapters.FormatPiJSON: "pi"} {
 		g := parse(format, loadFixture(t, "testdata/"+dir+"/success.jsonl"), 0, 0)
 		if len(g.Progress) == 0 {
@@ -196,6 +184,7 @@ func TestProgressNeverShowsOutput(t *testing.T) {
 }
 
 func TestReplyBound(t *testing.T) {
+	t.Parallel()
 	reply := strings.Repeat("é", 100) // 200 bytes
 	ev, _ := json.Marshal(map[string]any{"type": "result", "subtype": "success", "result": reply})
 	for _, limit := range []int{1, 2, 3, 51, 199, 200, 201} {
@@ -217,6 +206,7 @@ func TestReplyBound(t *testing.T) {
 }
 
 func TestOversizedLineMemory(t *testing.T) {
+	t.Parallel()
 	// A 64 MiB line fed in pipe-sized writes is never buffered whole.
 	p := New(adapters.FormatStreamJSON, Options{})
 	chunk := bytes.Repeat([]byte("y"), 64<<10)
@@ -235,6 +225,7 @@ func TestOversizedLineMemory(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"$ go test ./...", "$ go test ./..."},
 		{"$ curl -H 'Authorization: Bearer abc.def-123456' x", "$ curl -H 'Authorization: Bearer …' x"},
@@ -265,6 +256,7 @@ func TestRedact(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want delegate.ErrorKind
@@ -301,6 +293,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestTail(t *testing.T) {
+	t.Parallel()
 	var tl Tail
 	tl.Max = 10
 	for _, s := range []string{"abc", "defgh", "ijklmnop", "q"} {
@@ -326,15 +319,13 @@ func TestTail(t *testing.T) {
 	}
 }
 
-func TestBoundAndLast(t *testing.T) {
+func TestBoundAndShortPath(t *testing.T) {
+	t.Parallel()
 	if s, cut := Bound("héllo", 2); s != "h" || !cut {
 		t.Errorf("Bound = %q %v", s, cut)
 	}
 	if s, cut := Bound("abc", 3); s != "abc" || cut {
 		t.Errorf("Bound = %q %v", s, cut)
-	}
-	if s := Last("aé", 1); s != "" {
-		t.Errorf("Last = %q", s)
 	}
 	if s := ShortPath("/a/b/c"); s != "…/b/c" {
 		t.Errorf("ShortPath = %q", s)
@@ -422,6 +413,7 @@ func FuzzTail(f *testing.F) {
 // tools by name only; a search pattern (which may be a secret someone
 // greps for) is not shown.
 func TestSearchToolsShowOnlyTheirName(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ got, want string }{
 		{claudeToolLine("Grep", gjson.Parse(`{"pattern":"sk-live-0123456789"}`)), "Grep"},
 		{claudeToolLine("Glob", gjson.Parse(`{"pattern":"**/*.go"}`)), "Glob"},

@@ -2,10 +2,11 @@ package ndjson
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/shared/protocol"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // ReplayFrameBytes bounds the items of one session.replay frame (as
@@ -48,7 +49,7 @@ func (c *conn) sendReplayFrame(ev *protocol.SessionReplay) error {
 	}
 	if len(ev.Items) == 1 && len(ev.Items[0].Text) > len(replayCut) {
 		item := ev.Items[0]
-		item.Text = strings.ToValidUTF8(item.Text[:len(item.Text)/2], "") + replayCut
+		item.Text = textcut.Prefix(item.Text, len(item.Text)/2) + replayCut
 		one := *ev
 		one.Items = []protocol.ReplayItem{item}
 		return c.sendReplayFrame(&one)

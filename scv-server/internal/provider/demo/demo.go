@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/scv-cli/scv/scv-server/internal/provider"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // Name is the provider's name.
@@ -147,9 +149,5 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && (s[cut]&0xC0) == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
+	return textcut.Prefix(s, n) + "…"
 }

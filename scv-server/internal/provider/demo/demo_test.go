@@ -115,6 +115,7 @@ func callArgs(t *testing.T, c provider.ToolCall) map[string]any {
 }
 
 func TestIdentity(t *testing.T) {
+	t.Parallel()
 	p := New()
 	var _ provider.Provider = p
 	if p.Name() != "demo" || p.Model() != "scv-demo" || p.ContextMaxTokens() <= 0 {
@@ -123,6 +124,7 @@ func TestIdentity(t *testing.T) {
 }
 
 func TestFirstRequestListsWorkspace(t *testing.T) {
+	t.Parallel()
 	for _, offered := range [][]provider.ToolSpec{{readSpec}, {readSpec, bashSpec}, {writeSpec, readSpec}} {
 		resp, _ := stream(t, provider.Request{
 			Model:    Model,
@@ -147,6 +149,7 @@ func TestFirstRequestListsWorkspace(t *testing.T) {
 }
 
 func TestFirstRequestIgnoresEarlierTurns(t *testing.T) {
+	t.Parallel()
 	// The earlier turn's tool result is before the last user message, so
 	// this is still the first step of the new turn.
 	resp, _ := stream(t, provider.Request{Messages: conversation("second question"), Tools: []provider.ToolSpec{readSpec}})
@@ -159,6 +162,7 @@ func TestFirstRequestIgnoresEarlierTurns(t *testing.T) {
 }
 
 func TestLongPromptIsClipped(t *testing.T) {
+	t.Parallel()
 	prompt := strings.Repeat("é", 300) // 600 bytes, 2 bytes a character
 	resp, _ := stream(t, provider.Request{
 		Messages: []provider.Message{{Role: provider.RoleUser, Content: prompt}},
@@ -176,6 +180,7 @@ func TestLongPromptIsClipped(t *testing.T) {
 }
 
 func TestSecondRequestAsksForApproval(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		tools    []provider.ToolSpec
@@ -230,6 +235,7 @@ func TestSecondRequestAsksForApproval(t *testing.T) {
 }
 
 func TestSecondRequestClipsLongListing(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("file.go\n", 200)
 	resp, _ := stream(t, provider.Request{Messages: conversation("x", long), Tools: []provider.ToolSpec{readSpec}})
 	if strings.Contains(resp.Content, long) {
@@ -241,6 +247,7 @@ func TestSecondRequestClipsLongListing(t *testing.T) {
 }
 
 func TestFinalRequest(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		results    []string
@@ -278,6 +285,7 @@ func TestFinalRequest(t *testing.T) {
 }
 
 func TestNoTools(t *testing.T) {
+	t.Parallel()
 	for _, offered := range [][]provider.ToolSpec{nil, {}, {bashSpec}, {writeSpec, bashSpec}} {
 		for _, msgs := range [][]provider.Message{
 			{{Role: provider.RoleUser, Content: "hi"}},
@@ -304,6 +312,7 @@ func TestNoTools(t *testing.T) {
 }
 
 func TestDeltasAreWords(t *testing.T) {
+	t.Parallel()
 	resp, rec := stream(t, provider.Request{
 		Messages: []provider.Message{{Role: provider.RoleUser, Content: "hi"}},
 		Tools:    []provider.ToolSpec{readSpec},
@@ -321,6 +330,7 @@ func TestDeltasAreWords(t *testing.T) {
 }
 
 func TestUsageCountsInput(t *testing.T) {
+	t.Parallel()
 	resp, _ := stream(t, provider.Request{
 		Messages: []provider.Message{{Role: provider.RoleUser, Content: "hi"}},
 		Tools:    []provider.ToolSpec{readSpec},
@@ -331,6 +341,7 @@ func TestUsageCountsInput(t *testing.T) {
 }
 
 func TestUsageGrowsWithInput(t *testing.T) {
+	t.Parallel()
 	small, _ := stream(t, provider.Request{
 		Messages: []provider.Message{{Role: provider.RoleUser, Content: "hi"}},
 		Tools:    []provider.ToolSpec{readSpec},
@@ -349,6 +360,7 @@ func TestUsageGrowsWithInput(t *testing.T) {
 }
 
 func TestCancelledContext(t *testing.T) {
+	t.Parallel()
 	req := provider.Request{
 		Messages: []provider.Message{{Role: provider.RoleUser, Content: "hi"}},
 		Tools:    []provider.ToolSpec{readSpec},
@@ -401,6 +413,7 @@ type handlerErr struct{ n int }
 func (e *handlerErr) Error() string { return "client went away" }
 
 func TestHandlerErrorReturnedUnchanged(t *testing.T) {
+	t.Parallel()
 	for _, after := range []int{1, 2, 5} {
 		want := &handlerErr{n: after}
 		calls := 0
@@ -430,6 +443,7 @@ func TestHandlerErrorReturnedUnchanged(t *testing.T) {
 // TestScriptThroughTheLoop plays the whole demo the way the agent loop
 // would, feeding each call's result back, and checks the three steps.
 func TestScriptThroughTheLoop(t *testing.T) {
+	t.Parallel()
 	for _, approve := range []bool{true, false} {
 		msgs := []provider.Message{{Role: provider.RoleUser, Content: "what is here?"}}
 		tools := []provider.ToolSpec{readSpec, bashSpec}

@@ -94,6 +94,7 @@ func checkChunk(t *testing.T, data []byte) {
 }
 
 func TestDecodeChunk(t *testing.T) {
+	t.Parallel()
 	for _, s := range chunkSeeds {
 		checkChunk(t, []byte(s))
 	}
@@ -122,6 +123,7 @@ func TestDecodeChunk(t *testing.T) {
 }
 
 func TestChunkErrorMessage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{`{"error":{"message":"model overloaded","type":"server_error"}}`, "model overloaded"},
 		{`{"error":{"message":["a","b"]}}`, "a, b"},

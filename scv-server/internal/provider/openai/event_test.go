@@ -63,6 +63,7 @@ func checkEvent(t *testing.T, data []byte) {
 }
 
 func TestDecodeEvent(t *testing.T) {
+	t.Parallel()
 	for _, s := range eventSeeds {
 		checkEvent(t, []byte(s))
 	}

@@ -55,8 +55,7 @@ type fixture struct {
 // and instant.
 func newFixture(t *testing.T, mut func(*Config)) *fixture {
 	t.Helper()
-	fx := &fixture{srv: f.NewServer(), logs: &syncBuffer{}}
-	t.Cleanup(fx.srv.Close)
+	fx := &fixture{srv: f.Start(t), logs: &syncBuffer{}}
 	cfg := Config{
 		Name:           "openai",
 		BaseURL:        fx.srv.URL(),
@@ -142,6 +141,7 @@ func wantError(t *testing.T, err error, code provider.Code, want string) *provid
 }
 
 func TestStreamText(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, nil)
 	resp, got, err := fx.stream(t, f.Text("Hel", "lo", " world"), f.Usage(10, 3))
 	if err != nil {
@@ -163,6 +163,7 @@ func TestStreamText(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		steps []f.Step
@@ -185,6 +186,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestRequestMapping(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, nil)
 	fx.srv.Enqueue(f.Script(f.Text("ok")))
 	req := provider.Request{
@@ -235,6 +237,7 @@ func TestRequestMapping(t *testing.T) {
 }
 
 func TestRequestErrors(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, func(c *Config) { c.Model = "" })
 	_, err := fx.p.Stream(context.Background(), userReq, nil)
 	wantError(t, err, provider.CodeProviderError, "no model")
@@ -246,6 +249,7 @@ func TestRequestErrors(t *testing.T) {
 }
 
 func TestToolCallsFragmented(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, nil)
 	resp, got, err := fx.stream(t,
 		f.Text("Let me look."),
@@ -272,6 +276,7 @@ func TestToolCallsFragmented(t *testing.T) {
 }
 
 func TestToolCallsInterleavedAndWithoutIndex(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, nil)
 	ev := func(s string) f.Step { return f.Event(`{"choices":[{"index":0,"delta":{"tool_calls":[` + s + `]}}]}`) }
 	resp, _, err := fx.stream(t,
@@ -305,6 +310,7 @@ func TestToolCallsInterleavedAndWithoutIndex(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	kib := func(n int) string { return strings.Repeat("x", n<<10) }
 	var manyCalls []f.Step
 	for i := range provider.MaxToolCalls + 1 {
@@ -354,6 +360,7 @@ func TestLimits(t *testing.T) {
 }
 
 func TestConfiguredLimits(t *testing.T) {
+	t.Parallel()
 	// An event of exactly the cap passes; one byte more fails.
 	line := `data: {"choices":[{"index":0,"delta":{"content":"0123456789"}}]}`
 	for _, tc := range []struct {
@@ -380,6 +387,7 @@ func TestConfiguredLimits(t *testing.T) {
 }
 
 func TestMalformedStreams(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		steps []f.Step
@@ -405,6 +413,7 @@ func TestMalformedStreams(t *testing.T) {
 }
 
 func TestEndsWithoutDone(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		steps []f.Step
@@ -424,6 +433,7 @@ func TestEndsWithoutDone(t *testing.T) {
 
 // The stream is read as SSE, whatever the server's framing details.
 func TestSSEFraming(t *testing.T) {
+	t.Parallel()
 	const ev = `{"choices":[{"index":0,"delta":{"content":"%s"}}]}`
 	raw := ": keep-alive\r\n\r\n" +
 		"event: message\r\nid: 1\r\ndata:" + fmt.Sprintf(ev, "a") + "\r\n\r\n" +
@@ -453,6 +463,7 @@ func TestSSEFraming(t *testing.T) {
 // named events whose data is not JSON, streams the same reply as one with
 // LF line ends; an "error" event fails the turn with its text, JSON or not.
 func TestSSELineEndingsAndNamedEvents(t *testing.T) {
+	t.Parallel()
 	const ev = `{"choices":[{"index":0,"delta":{"content":"%s"}}]}`
 	lf := "data: " + fmt.Sprintf(ev, "a") + "\n\n" +
 		": keep-alive\n\n" +
@@ -499,6 +510,7 @@ func TestSSELineEndingsAndNamedEvents(t *testing.T) {
 // A mid-stream error event is reported with the provider's text, whatever
 // its shape.
 func TestStreamErrorEvents(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ event, want string }{
 		{`{"error":{"message":"model overloaded","type":"server_error"}}`, "provider reported an error in the stream: model overloaded"},
 		{`{ "error" : { "message" : "spaced" } }`, "provider reported an error in the stream: spaced"},
@@ -515,6 +527,7 @@ func TestStreamErrorEvents(t *testing.T) {
 }
 
 func TestHTTPErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		status int
@@ -549,6 +562,7 @@ func TestHTTPErrors(t *testing.T) {
 }
 
 func TestErrorMessageBounded(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, nil)
 	fx.srv.Enqueue(f.Script(f.APIError(400, strings.Repeat("very long\n\tmessage ", 2000))))
 	_, err := fx.p.Stream(context.Background(), userReq, nil)
@@ -559,6 +573,7 @@ func TestErrorMessageBounded(t *testing.T) {
 }
 
 func TestRetries(t *testing.T) {
+	t.Parallel()
 	date := time.Now().Add(20 * time.Second).UTC().Format(http.TimeFormat)
 	for _, tc := range []struct {
 		name      string
@@ -643,6 +658,7 @@ func TestRetries(t *testing.T) {
 }
 
 func TestRetryKeepsRequest(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, nil)
 	fx.srv.Enqueue(f.Script(f.APIError(500, "x")), f.Script(f.Text("ok")))
 	if _, err := fx.p.Stream(context.Background(), userReq, nil); err != nil {
@@ -667,6 +683,7 @@ func closedAddr(t *testing.T) string {
 }
 
 func TestConnectionErrorRetried(t *testing.T) {
+	t.Parallel()
 	url := closedAddr(t)
 	fx := newFixture(t, func(c *Config) { c.BaseURL = url; c.MaxRetries = 2 })
 	_, err := fx.p.Stream(context.Background(), userReq, nil)
@@ -677,6 +694,7 @@ func TestConnectionErrorRetried(t *testing.T) {
 }
 
 func TestIdleTimeout(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, func(c *Config) { c.IdleTimeout = 200 * time.Millisecond })
 	resp, got, err := fx.stream(t, f.Text("a"), f.Hang())
 	if resp != nil {
@@ -693,6 +711,7 @@ func TestIdleTimeout(t *testing.T) {
 
 // A slow handler is backpressure, not provider silence.
 func TestIdleTimeoutIgnoresHandlerTime(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, func(c *Config) { c.IdleTimeout = 50 * time.Millisecond })
 	fx.srv.Enqueue(f.Script(f.Text("a", "b")))
 	resp, err := fx.p.Stream(context.Background(), userReq, provider.HandlerFunc(func(string) error {
@@ -705,6 +724,7 @@ func TestIdleTimeoutIgnoresHandlerTime(t *testing.T) {
 }
 
 func TestIdleBeforeHeaders(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -741,12 +761,14 @@ func TestIdleBeforeHeaders(t *testing.T) {
 }
 
 func TestOverallTimeout(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, func(c *Config) { c.Timeout = 100 * time.Millisecond })
 	_, _, err := fx.stream(t, f.Text("a"), f.Hang())
 	wantError(t, err, provider.CodeProviderError, "timed out after 0.1 seconds")
 }
 
 func TestCancelMidStream(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, nil)
 	fx.srv.Enqueue(f.Script(f.Text("a"), f.Hang()))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -761,6 +783,7 @@ func TestCancelMidStream(t *testing.T) {
 }
 
 func TestCancelDuringBackoff(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, nil)
 	fx.p.sleep = sleepCtx // really wait, for the 30s Retry-After
 	fx.srv.Enqueue(f.Script(f.APIError(429, "later"), f.Header("Retry-After", "30")))
@@ -778,6 +801,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 }
 
 func TestCancelledBeforeStart(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -787,6 +811,7 @@ func TestCancelledBeforeStart(t *testing.T) {
 }
 
 func TestHandlerError(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, nil)
 	fx.srv.Enqueue(f.Script(f.Text("a", "b"), f.Hang()))
 	stop := errors.New("client went away")
@@ -801,6 +826,7 @@ func TestHandlerError(t *testing.T) {
 }
 
 func TestKeyNeverInErrorsOrLogs(t *testing.T) {
+	t.Parallel()
 	echo := "Incorrect API key provided: " + testKey
 	for _, tc := range []struct {
 		name     string
@@ -835,6 +861,7 @@ func TestKeyNeverInErrorsOrLogs(t *testing.T) {
 }
 
 func TestHeaders(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, func(c *Config) {
 		c.Headers = map[string]string{"X-Title": "SCV", "OpenAI-Organization": "org-123"}
 		c.UserAgent = "scv/test"
@@ -865,6 +892,7 @@ func TestHeaders(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{
 		{BaseURL: ""},
 		{BaseURL: "ftp://example.com"},
@@ -893,6 +921,7 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestRetryAfterParse(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tc := range []struct {
 		h    string
@@ -918,6 +947,7 @@ func TestRetryAfterParse(t *testing.T) {
 }
 
 func TestHalfJitter(t *testing.T) {
+	t.Parallel()
 	for range 100 {
 		if d := halfJitter(time.Second); d < 500*time.Millisecond || d > time.Second {
 			t.Fatalf("jitter %v", d)
@@ -926,6 +956,7 @@ func TestHalfJitter(t *testing.T) {
 }
 
 func TestBound(t *testing.T) {
+	t.Parallel()
 	s := bound(strings.Repeat("é", 2000))
 	if len(s) > maxMessageBytes || !strings.HasSuffix(s, "…") || !utf8Valid(s) {
 		t.Fatalf("bound gave %d bytes", len(s))
@@ -940,8 +971,7 @@ func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 // BenchmarkStream10kDeltas streams 10,000 small deltas through the whole
 // stack (fake server, HTTP, limits, SSE reader, chunk decoder, accumulator).
 func BenchmarkStream10kDeltas(b *testing.B) {
-	srv := f.NewServer()
-	defer srv.Close()
+	srv := f.Start(b)
 	p, err := New(Config{BaseURL: srv.URL(), Model: "m"})
 	if err != nil {
 		b.Fatal(err)

@@ -24,6 +24,7 @@ func rawStrings(rs []json.RawMessage) []string {
 // in output order, once per id; those without encrypted content, or with
 // a summary that is not a list, are handled as the next request needs.
 func TestResponsesReasoningItems(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		steps []f.Step
@@ -75,6 +76,7 @@ func TestResponsesReasoningItems(t *testing.T) {
 // A reply's reasoning, carried on its assistant message, goes back in the
 // next request as it came, before that message's text and calls.
 func TestResponsesReasoningRoundTrip(t *testing.T) {
+	t.Parallel()
 	fx := newResponses(t, nil)
 	resp, _, err := fx.stream(t, f.Reasoning("Look at x.", "ENC1"), f.Text("Reading."), f.ToolCall("c1", "read", `{"path":"x"}`))
 	if err != nil {
@@ -122,6 +124,7 @@ func canonical(t *testing.T, b []byte) string {
 
 // The chat wire neither reads reasoning items nor sends them.
 func TestChatIgnoresReasoning(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, nil)
 	resp, _, err := fx.stream(t, f.Reasoning("a", "ENC1"), f.Text("ok"))
 	if err != nil || resp.Reasoning != nil || resp.Content != "ok" {
@@ -145,6 +148,7 @@ func TestChatIgnoresReasoning(t *testing.T) {
 // warning, and the reply still succeeds. The items' bytes count toward
 // the whole response limit like every other byte.
 func TestResponsesReasoningLimits(t *testing.T) {
+	t.Parallel()
 	item := func(id, enc string) f.Step {
 		return f.Event(`{"type":"response.output_item.done","output_index":0,"item":{"id":"` + id + `","type":"reasoning","summary":[],"encrypted_content":"` + enc + `"}}`)
 	}
@@ -176,6 +180,7 @@ func TestResponsesReasoningLimits(t *testing.T) {
 // OpenAI) gets the request again without it, and later requests go
 // without it; a refusal the retry does not cure is not remembered.
 func TestResponsesReasoningRefused(t *testing.T) {
+	t.Parallel()
 	withHistory := provider.Request{Messages: []provider.Message{
 		{Role: provider.RoleUser, Content: "hi"},
 		{Role: provider.RoleAssistant, ToolCalls: []provider.ToolCall{{ID: "c1", Name: "read", Arguments: "{}"}},

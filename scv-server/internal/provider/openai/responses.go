@@ -14,6 +14,8 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/scv-cli/scv/scv-server/internal/provider"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // responsesWire is the Responses format: POST /responses with the history
@@ -571,7 +573,7 @@ func (d *responsesDecoder) sources() error {
 		}
 		title := bound(c.title)
 		if len(title) > maxCitationTitle {
-			title = strings.ToValidUTF8(title[:maxCitationTitle], "") + "…"
+			title = textcut.Prefix(title, maxCitationTitle) + "…"
 		}
 		entry := "- " + c.url + "\n"
 		if title != "" {

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,9 +13,8 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	f "github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // newResponses is newFixture on the Responses wire.
 func newResponses(t *testing.T, mut func(*Config)) *fixture {
@@ -31,6 +28,7 @@ func newResponses(t *testing.T, mut func(*Config)) *fixture {
 }
 
 func TestResponsesText(t *testing.T) {
+	t.Parallel()
 	fx := newResponses(t, nil)
 	resp, got, err := fx.stream(t, f.Text("Hel", "lo", " world"), f.Usage(10, 3))
 	if err != nil {
@@ -55,6 +53,7 @@ func TestResponsesText(t *testing.T) {
 }
 
 func TestResponsesUsageAbsent(t *testing.T) {
+	t.Parallel()
 	fx := newResponses(t, nil)
 	resp, _, err := fx.stream(t, f.Text("a"))
 	if err != nil || resp.Usage != nil {
@@ -63,6 +62,7 @@ func TestResponsesUsageAbsent(t *testing.T) {
 }
 
 func TestResponsesToolCalls(t *testing.T) {
+	t.Parallel()
 	fx := newResponses(t, nil)
 	resp, got, err := fx.stream(t,
 		f.Text("Let me look."),
@@ -88,6 +88,7 @@ func TestResponsesToolCalls(t *testing.T) {
 // Argument deltas of several calls may interleave; they are told apart by
 // item id, or by output index when a server sends no id.
 func TestResponsesToolCallsInterleaved(t *testing.T) {
+	t.Parallel()
 	added := func(idx int, id, call, name string) f.Step {
 		return f.Event(fmt.Sprintf(`{"type":"response.output_item.added","output_index":%d,"item":{"id":%q,"type":"function_call","call_id":%q,"name":%q,"arguments":""}}`, idx, id, call, name))
 	}
@@ -125,6 +126,7 @@ func TestResponsesToolCallsInterleaved(t *testing.T) {
 
 // A server that sends items whole, without deltas, is read too.
 func TestResponsesWholeItems(t *testing.T) {
+	t.Parallel()
 	fx := newResponses(t, nil)
 	resp, got, err := fx.stream(t,
 		f.Event(`{"type":"response.output_item.done","output_index":0,"item":{"id":"m1","type":"message","content":[{"type":"output_text","text":"whole text","annotations":[]}]}}`),
@@ -142,6 +144,7 @@ func TestResponsesWholeItems(t *testing.T) {
 }
 
 func TestResponsesHostedSearchAndSources(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		steps []f.Step
@@ -200,6 +203,7 @@ func TestResponsesHostedSearchAndSources(t *testing.T) {
 // The Sources list never pushes the text over its limit: entries that do
 // not fit are left out.
 func TestResponsesSourcesWithinLimit(t *testing.T) {
+	t.Parallel()
 	fx := newResponses(t, func(c *Config) { c.Limits = provider.Limits{AssistantBytes: 60} })
 	resp, _, err := fx.stream(t, f.Text("answer"), f.Citation("https://a.example/1", ""), f.Citation("https://a.example/22222222222222222222", ""))
 	if err != nil {
@@ -211,6 +215,7 @@ func TestResponsesSourcesWithinLimit(t *testing.T) {
 }
 
 func TestResponsesFinish(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		reason, want string
 	}{{"max_output_tokens", "length"}, {"content_filter", "content_filter"}} {
@@ -223,6 +228,7 @@ func TestResponsesFinish(t *testing.T) {
 }
 
 func TestResponsesStreamErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		steps []f.Step
@@ -264,6 +270,7 @@ func TestResponsesStreamErrors(t *testing.T) {
 // The reply is complete at response.completed: what follows is not waited
 // for.
 func TestResponsesStopsAtCompleted(t *testing.T) {
+	t.Parallel()
 	fx := newResponses(t, nil)
 	resp, _, err := fx.stream(t, f.Text("a"),
 		f.Event(`{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":1,"output_tokens":1}}}`),
@@ -274,6 +281,7 @@ func TestResponsesStopsAtCompleted(t *testing.T) {
 }
 
 func TestResponsesLimits(t *testing.T) {
+	t.Parallel()
 	kib := func(n int) string { return strings.Repeat("x", n<<10) }
 	var manyCalls []f.Step
 	for i := range provider.MaxToolCalls + 1 {
@@ -321,6 +329,7 @@ func TestResponsesLimits(t *testing.T) {
 }
 
 func TestResponsesHTTPErrorsAndRetry(t *testing.T) {
+	t.Parallel()
 	fx := newResponses(t, nil)
 	fx.srv.Enqueue(f.Script(f.APIError(401, "Incorrect API key provided: "+testKey)))
 	_, err := fx.p.Stream(context.Background(), userReq, nil)
@@ -345,6 +354,7 @@ func TestResponsesHTTPErrorsAndRetry(t *testing.T) {
 }
 
 func TestResponsesIdleTimeout(t *testing.T) {
+	t.Parallel()
 	fx := newResponses(t, func(c *Config) { c.IdleTimeout = 200 * time.Millisecond })
 	resp, got, err := fx.stream(t, f.Text("a"), f.Hang())
 	if resp != nil {
@@ -359,6 +369,7 @@ func TestResponsesIdleTimeout(t *testing.T) {
 // The request body of a history with tool calls, tools and hosted search,
 // as sent (testdata/responses_request.json; go test -update rewrites it).
 func TestResponsesRequestGolden(t *testing.T) {
+	t.Parallel()
 	fx := newResponses(t, nil)
 	fx.srv.Enqueue(f.Script(f.Text("ok")))
 	req := provider.Request{
@@ -393,19 +404,7 @@ func TestResponsesRequestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	pretty.WriteByte('\n')
-	golden := filepath.Join("testdata", "responses_request.json")
-	if *update {
-		if err := os.WriteFile(golden, pretty.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(pretty.Bytes(), want) {
-		t.Fatalf("request body differs from %s (run with -update to accept):\n%s", golden, pretty.Bytes())
-	}
+	golden.Equal(t, filepath.Join("testdata", "responses_request.json"), pretty.Bytes())
 	// The fake reads it as the Responses API would.
 	var kinds []string
 	for _, it := range r.Input {
@@ -421,6 +420,7 @@ func TestResponsesRequestGolden(t *testing.T) {
 }
 
 func TestResponsesRequestErrors(t *testing.T) {
+	t.Parallel()
 	fx := newResponses(t, func(c *Config) { c.Model = "" })
 	_, err := fx.p.Stream(context.Background(), userReq, nil)
 	wantError(t, err, provider.CodeProviderError, "no model")
@@ -434,6 +434,7 @@ func TestResponsesRequestErrors(t *testing.T) {
 }
 
 func TestWireConfig(t *testing.T) {
+	t.Parallel()
 	if _, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", Wire: "grpc"}); err == nil || !strings.Contains(err.Error(), `wire "grpc"`) {
 		t.Fatalf("error %v", err)
 	}
@@ -459,8 +460,7 @@ func TestWireConfig(t *testing.T) {
 // BenchmarkResponses10kDeltas is BenchmarkStream10kDeltas on the
 // Responses wire.
 func BenchmarkResponses10kDeltas(b *testing.B) {
-	srv := f.NewServer()
-	defer srv.Close()
+	srv := f.Start(b)
 	p, err := New(Config{BaseURL: srv.URL(), Model: "m", Wire: WireResponses})
 	if err != nil {
 		b.Fatal(err)
@@ -477,6 +477,7 @@ func BenchmarkResponses10kDeltas(b *testing.B) {
 }
 
 func TestResponsesHTTPStatuses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status int
 		body   string
@@ -502,6 +503,7 @@ func TestResponsesHTTPStatuses(t *testing.T) {
 }
 
 func TestResponsesCancelAndHandlerError(t *testing.T) {
+	t.Parallel()
 	fx := newResponses(t, nil)
 	fx.srv.Enqueue(f.Script(f.Text("a"), f.Hang()))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -576,6 +578,7 @@ func FuzzResponsesEvents(fz *testing.F) {
 // lifecycle events gives the same reply; an "error" event whose data is
 // not JSON fails the turn with its text.
 func TestResponsesSSEFraming(t *testing.T) {
+	t.Parallel()
 	delta := func(s string) string {
 		return `event: response.output_text.delta` + "\r" + `data: {"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"` + s + `"}` + "\r\r"
 	}

@@ -125,6 +125,7 @@ func refSSE(in []byte, max int) sseResult {
 }
 
 func TestSSE(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 100)
 	for _, tc := range []struct {
 		name   string
@@ -194,6 +195,7 @@ func TestSSE(t *testing.T) {
 // TestSSEIDAndRetry: id and retry are parsed as the standard says, though
 // nothing uses them.
 func TestSSEIDAndRetry(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in    string
 		id    string
@@ -216,6 +218,7 @@ func TestSSEIDAndRetry(t *testing.T) {
 // TestSSEReadErrors: an error of the stream's reader ends next with it,
 // after the events before it.
 func TestSSEReadErrors(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	r := io.MultiReader(strings.NewReader("data: a\r\n\r\ndata: b\r"), iotest.ErrReader(boom))
 	s := newSSEReader(r, 1<<20)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/provider"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // maxErrorBody bounds what is read of a non-2xx body to find its message.
@@ -150,7 +152,7 @@ func statusMessage(code int, body []byte) string {
 	// Leave room in the bounded message for what follows the detail.
 	detail = bound(detail)
 	if len(detail) > maxDetailBytes {
-		detail = strings.ToValidUTF8(detail[:maxDetailBytes], "") + "…"
+		detail = textcut.Prefix(detail, maxDetailBytes) + "…"
 	}
 	switch {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:

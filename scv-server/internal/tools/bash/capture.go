@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // progressMax bounds a progress line, in bytes.
@@ -137,9 +139,7 @@ func progressLine(b []byte) string {
 	if i := bytes.LastIndexByte(b, '\r'); i >= 0 {
 		b = b[i+1:]
 	}
-	if len(b) > progressMax {
-		b = b[:alignPrefix(b, progressMax)]
-	}
+	b = textcut.Prefix(b, progressMax)
 	s := strings.ToValidUTF8(string(b), "\uFFFD")
 	if strings.TrimSpace(s) == "" {
 		return ""
@@ -264,29 +264,10 @@ func pruneSpills(dir string, keep int) {
 // valid is b as valid UTF-8.
 func valid(b []byte) string { return strings.ToValidUTF8(string(b), "\uFFFD") }
 
-// alignPrefix returns n, or less so that b[:n] does not end inside a
-// multi-byte character.
-func alignPrefix(b []byte, n int) int {
-	for k := n - 1; k >= 0 && k >= n-utf8.UTFMax; k-- {
-		if utf8.RuneStart(b[k]) {
-			if !utf8.FullRune(b[k:n]) {
-				return k
-			}
-			break
-		}
-	}
-	return n
-}
-
 // alignSuffix returns start, or more so that b[start:] does not begin
-// inside a multi-byte character (skipping at most three bytes).
+// inside a multi-byte character.
 func alignSuffix(b []byte, start int) int {
-	for k := start; k < len(b) && k < start+utf8.UTFMax-1; k++ {
-		if utf8.RuneStart(b[k]) {
-			return k
-		}
-	}
-	return start
+	return len(b) - len(textcut.TrimPartialStart(b[start:]))
 }
 
 // fitPrefix returns the longest prefix of b whose valid UTF-8 form fits
@@ -305,8 +286,8 @@ func fitPrefix(b []byte, budget int) (string, int) {
 			hi = mid - 1
 		}
 	}
-	n := alignPrefix(b, lo)
-	return valid(b[:n]), n
+	kept := textcut.TrimPartialEnd(b[:lo])
+	return valid(kept), len(kept)
 }
 
 // fitSuffix is fitPrefix for the end of b.

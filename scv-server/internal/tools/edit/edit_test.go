@@ -58,6 +58,7 @@ func read(t testing.TB, env tools.Env, name string) string {
 func sha(s string) string { return workspace.SHA256([]byte(s)) }
 
 func TestEdit(t *testing.T) {
+	t.Parallel()
 	const code = "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"
 	tests := []struct {
 		name    string
@@ -227,6 +228,7 @@ func TestEdit(t *testing.T) {
 }
 
 func TestEditPaths(t *testing.T) {
+	t.Parallel()
 	outside, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -269,6 +271,7 @@ func TestEditPaths(t *testing.T) {
 }
 
 func TestEditKeepsTheMode(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []fs.FileMode{0o600, 0o666, 0o755, 0o444} {
 		env := newEnv(t, map[string]string{"f": "a b"})
 		p := filepath.Join(env.Workspace, "f")
@@ -285,6 +288,7 @@ func TestEditKeepsTheMode(t *testing.T) {
 }
 
 func TestSummary(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, map[string]string{"f.go": "a\nb\na\n"})
 	plan, err := New().Prepare(env, argsJSON(t, map[string]any{"path": "f.go", "old_string": "a\n", "new_string": "x\ny\n", "replace_all": true}))
 	if err != nil {
@@ -296,6 +300,7 @@ func TestSummary(t *testing.T) {
 }
 
 func TestFileChangesBetweenPrepareAndRun(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, map[string]string{"f": "one two three"})
 	prepare := func(a map[string]any) *tools.Plan {
 		t.Helper()
@@ -333,6 +338,7 @@ func TestFileChangesBetweenPrepareAndRun(t *testing.T) {
 }
 
 func TestDiffExcerpt(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	for i := 1; i <= 20; i++ {
 		fmt.Fprintf(&b, "line %d\n", i)
@@ -376,6 +382,7 @@ func TestDiffExcerpt(t *testing.T) {
 // TestLineDiffIsExact checks the diff computed around the replaced places
 // against random files and edits: it turns the old lines into the new.
 func TestLineDiffIsExact(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	pieces := []string{"a", "b", "\n", "ab", "\r\n", "é"}
 	gen := func(n int) string {
@@ -428,6 +435,7 @@ func applyChanges(a, b []string, changes []workspace.Change) []string {
 }
 
 func TestRunCancelled(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, map[string]string{"f": "a"})
 	plan, err := New().Prepare(env, argsJSON(t, map[string]any{"path": "f", "old_string": "a", "new_string": "b"}))
 	if err != nil {
@@ -441,6 +449,7 @@ func TestRunCancelled(t *testing.T) {
 }
 
 func TestSpec(t *testing.T) {
+	t.Parallel()
 	spec := New().Spec()
 	if spec.Name != "edit" || spec.Description == "" || spec.Description != strings.TrimSpace(spec.Description) || !json.Valid(spec.Schema) {
 		t.Fatalf("spec = %+v", spec)
@@ -508,5 +517,23 @@ func BenchmarkEdit1MiB(b *testing.B) {
 		if res, err := plan.Run(context.Background()); err != nil || !res.Success {
 			b.Fatal(res.Output, err)
 		}
+	}
+}
+
+// TestLargeFileRefusedBySize: a 10 GiB (sparse) file is refused by its
+// size before anything reads or hashes it (issue 14, item 4).
+func TestLargeFileRefusedBySize(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, nil)
+	p := filepath.Join(env.Workspace, "huge.txt")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 10<<30); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, env, map[string]any{"path": "huge.txt", "old_string": "a", "new_string": "b"})
+	if res.Success || !strings.Contains(res.Output, "10737418240 bytes, more than edit handles") {
+		t.Fatalf("edit of a huge file: %+v", res)
 	}
 }

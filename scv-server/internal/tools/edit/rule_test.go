@@ -12,6 +12,7 @@ import (
 // it changes (through symlinks), the same rules write uses; protected
 // files get no rule and no key.
 func TestSessionRule(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, map[string]string{
 		"src/a/b.go": "old", "main.go": "old", "config/app.txt": "old", ".env": "old", ".scv/config.toml": "old",
 	})

@@ -74,6 +74,7 @@ func runRead(t *testing.T, env tools.Env, a map[string]any) tools.Result {
 }
 
 func TestReadFile(t *testing.T) {
+	t.Parallel()
 	digits := "0123456789"
 	tests := []struct {
 		name        string
@@ -122,7 +123,7 @@ func TestReadFile(t *testing.T) {
 		{
 			name: "limit larger than the output limit is capped", outputLimit: 4, content: digits,
 			args:      map[string]any{"path": "f.txt", "limit": 1000},
-			want:      "[f.txt: 10 bytes; bytes 0-4 shown, truncated; read with offset 4 for the rest]\n0123",
+			want:      "[f.txt: 10 bytes; bytes 0-4 shown, truncated; limit 1000 is above the output limit of 4 bytes (tools.output_limit_bytes), so at most 4 were read; read with offset 4 for the rest]\n0123",
 			truncated: true,
 		},
 		{
@@ -171,7 +172,7 @@ func TestReadFile(t *testing.T) {
 			// A capped limit is the output limit's cut, not the caller's.
 			name: "capped limit backs off like the default", outputLimit: 9, content: "abcdefghé!",
 			args:      map[string]any{"path": "f.txt", "limit": 1 << 20},
-			want:      "[f.txt: 11 bytes; bytes 0-8 shown, truncated; read with offset 8 for the rest]\nabcdefgh",
+			want:      "[f.txt: 11 bytes; bytes 0-8 shown, truncated; limit 1048576 is above the output limit of 9 bytes (tools.output_limit_bytes), so at most 9 were read; read with offset 8 for the rest]\nabcdefgh",
 			truncated: true,
 		},
 		{
@@ -203,6 +204,7 @@ func TestReadFile(t *testing.T) {
 }
 
 func TestReadDefaultOutputLimit(t *testing.T) {
+	t.Parallel()
 	content := strings.Repeat("x", 70<<10)
 	env := newEnv(t, 0, map[string]string{"big.txt": content})
 	res := runRead(t, env, map[string]any{"path": "big.txt"})
@@ -220,6 +222,7 @@ func TestReadDefaultOutputLimit(t *testing.T) {
 // limits: every page is valid UTF-8, no page exceeds the limit, and the
 // pages put together are the file.
 func TestReadPagesReassemble(t *testing.T) {
+	t.Parallel()
 	texts := map[string]string{
 		"ascii":   strings.Repeat("abcdefg\n", 20),
 		"2-byte":  strings.Repeat("aé", 30),
@@ -279,6 +282,7 @@ func TestReadPagesReassemble(t *testing.T) {
 }
 
 func TestReadFailures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		outputLimit int
@@ -360,6 +364,7 @@ func TestReadFailures(t *testing.T) {
 }
 
 func TestReadDirectory(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, map[string]string{
 		"a.txt":        "a",
 		"b.go":         "package b",
@@ -408,6 +413,7 @@ func TestReadDirectory(t *testing.T) {
 }
 
 func TestReadDirectoryListingBound(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1<<20, nil)
 	for i := 0; i < maxListing+5; i++ {
 		if err := os.WriteFile(filepath.Join(env.Workspace, fmt.Sprintf("f%04d", i)), nil, 0o644); err != nil {
@@ -428,6 +434,7 @@ func TestReadDirectoryListingBound(t *testing.T) {
 }
 
 func TestReadFIFO(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, nil)
 	if err := syscall.Mkfifo(filepath.Join(env.Workspace, "pipe"), 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
@@ -443,6 +450,7 @@ func TestReadFIFO(t *testing.T) {
 }
 
 func TestReadSymlinks(t *testing.T) {
+	t.Parallel()
 	outside, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -516,6 +524,7 @@ func TestReadSymlinks(t *testing.T) {
 }
 
 func TestPrepareRefuses(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, map[string]string{"a.txt": "a"})
 	outside := filepath.Dir(env.Workspace)
 	tests := []struct {
@@ -547,6 +556,7 @@ func TestPrepareRefuses(t *testing.T) {
 }
 
 func TestReadAbsoluteInside(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, map[string]string{"src/a.txt": "abs"})
 	res := runRead(t, env, map[string]any{"path": filepath.Join(env.Workspace, "src", "a.txt")})
 	if !res.Success || res.Output != "[src/a.txt: 3 bytes; bytes 0-3]\nabs" {
@@ -555,6 +565,7 @@ func TestReadAbsoluteInside(t *testing.T) {
 }
 
 func TestPrepareRisk(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, map[string]string{".env": "KEY=1", "main.go": "package main"})
 	tests := []struct {
 		path        string
@@ -602,6 +613,7 @@ func TestPrepareRisk(t *testing.T) {
 }
 
 func TestRunCancelled(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, map[string]string{"a.txt": "a", "d/": ""})
 	for _, p := range []string{"a.txt", "d", "missing"} {
 		t.Run(p, func(t *testing.T) {
@@ -620,6 +632,7 @@ func TestRunCancelled(t *testing.T) {
 }
 
 func TestSpec(t *testing.T) {
+	t.Parallel()
 	spec := New().Spec()
 	if spec.Name != "read" {
 		t.Fatalf("Name = %q", spec.Name)
@@ -723,6 +736,7 @@ func BenchmarkRead1MiB(b *testing.B) {
 }
 
 func TestReadReportsSHA256(t *testing.T) {
+	t.Parallel()
 	content := strings.Repeat("line of text\n", 10000) // 130 KB: more than one page
 	env := newEnv(t, 1024, map[string]string{"f.txt": content})
 	plan, err := New().Prepare(env, argsJSON(t, map[string]any{"path": "f.txt", "offset": 100, "limit": 10}))
@@ -736,5 +750,61 @@ func TestReadReportsSHA256(t *testing.T) {
 	sum := sha256.Sum256([]byte(content))
 	if want := ", sha256 " + hex.EncodeToString(sum[:]) + ";"; !strings.Contains(firstLine(res.Output), want) {
 		t.Fatalf("header %q does not carry the whole file's sha256", firstLine(res.Output))
+	}
+}
+
+// TestLimitAboveOutputLimitIsSaid: a limit above the output limit is
+// capped, and the header says so (issue 14, item 5).
+func TestLimitAboveOutputLimitIsSaid(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, 100, map[string]string{"f.txt": strings.Repeat("a", 500)})
+	res := runRead(t, env, map[string]any{"path": "f.txt", "limit": 400})
+	if !res.Success || !strings.Contains(res.Output, "limit 400 is above the output limit of 100 bytes (tools.output_limit_bytes), so at most 100 were read") {
+		t.Fatalf("capped read: %+v", res)
+	}
+	res = runRead(t, env, map[string]any{"path": "f.txt", "limit": 50})
+	if !res.Success || strings.Contains(res.Output, "above the output limit") {
+		t.Fatalf("read within the limit: %+v", res)
+	}
+}
+
+// TestSpillFileIsReadable: the spill file a truncated bash output names
+// can be read with read, by its absolute path; nothing else of the
+// session's state directory can, and a link in the spill directory leads
+// nowhere (issue 14, item 5).
+func TestSpillFileIsReadable(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, 4096, nil)
+	env.StateDir = t.TempDir()
+	spill := filepath.Join(env.StateDir, tools.SpillDir)
+	if err := os.MkdirAll(spill, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	full := strings.Repeat("0123456789\n", 1000)
+	if err := os.WriteFile(filepath.Join(spill, "bash-x.log"), []byte(full), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := runRead(t, env, map[string]any{"path": filepath.Join(spill, "bash-x.log"), "offset": 11 * 500, "limit": 22})
+	if !res.Success || !strings.HasSuffix(res.Output, "]\n0123456789\n0123456789\n") {
+		t.Fatalf("reading the spill file: %+v", res)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(spill, "bash-link.log")); err != nil {
+		t.Fatal(err)
+	}
+	res = runRead(t, env, map[string]any{"path": filepath.Join(spill, "bash-link.log")})
+	if res.Success || strings.Contains(res.Output, "secret\n") {
+		t.Fatalf("a link in the spill directory was followed: %+v", res)
+	}
+	if err := os.WriteFile(filepath.Join(env.StateDir, "log.jsonl"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(env.StateDir, "log.jsonl"), filepath.Join(spill, "..", "log.jsonl")} {
+		if _, err := New().Prepare(env, argsJSON(t, map[string]any{"path": p})); err == nil || !strings.Contains(err.Error(), "outside the workspace") {
+			t.Fatalf("Prepare(%s) = %v; want it refused as outside the workspace", p, err)
+		}
 	}
 }

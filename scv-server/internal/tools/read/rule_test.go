@@ -10,6 +10,7 @@ import (
 // proposed, no key that a granted rule could match); other reads never
 // ask, so they need none either.
 func TestNoSessionRule(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, 1024, map[string]string{".env": "KEY=1", "main.go": "package main", "certs/server.pem": "x"})
 	tests := []struct {
 		path string

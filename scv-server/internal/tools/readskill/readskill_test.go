@@ -50,6 +50,7 @@ func call(t *testing.T, tool *Tool, env tools.Env, name string) (tools.Result, *
 }
 
 func TestReadSkill(t *testing.T) {
+	t.Parallel()
 	env, set := setup(t)
 	res, plan, err := call(t, New(set, 0), env, "release")
 	if err != nil {
@@ -64,6 +65,7 @@ func TestReadSkill(t *testing.T) {
 }
 
 func TestReadSkillByteCap(t *testing.T) {
+	t.Parallel()
 	env, set := setup(t)
 	res, _, err := call(t, New(set, 10), env, "release")
 	if err != nil {
@@ -75,6 +77,7 @@ func TestReadSkillByteCap(t *testing.T) {
 }
 
 func TestReadSkillRefusals(t *testing.T) {
+	t.Parallel()
 	env, set := setup(t)
 	tool := New(set, 0)
 	for name, want := range map[string]string{
@@ -91,6 +94,7 @@ func TestReadSkillRefusals(t *testing.T) {
 }
 
 func TestReadSkillSymlinkSwapRefused(t *testing.T) {
+	t.Parallel()
 	env, set := setup(t)
 	outside := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outside, "SKILL.md"), []byte("stolen secret"), 0o644); err != nil {

@@ -39,6 +39,7 @@ func trimNewlinesReference(input []byte) []byte {
 }
 
 func TestTrimNewlines(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "a", "a\nb", "a\n\nb", "a\n\n\nb", "a \n \n \n b", "a  \n\n\n\n  b  ", "\n\n\n", "x\xff\n\n\n\xfe", "a\n \n\tb\n\n\n"} {
 		if got, want := string(trimNewlines([]byte(s))), string(trimNewlinesReference([]byte(s))); got != want {
 			t.Errorf("trimNewlines(%q) = %q, want %q", s, got, want)
@@ -86,6 +87,7 @@ func convertBoth(t *testing.T, src string) (got, want string) {
 // the converter's own rendering (the commonmark plugin's lists, its
 // per-node rendering of text and links) writes.
 func TestFastPathsMatchConverter(t *testing.T) {
+	t.Parallel()
 	pages := []string{
 		`<ul><li>one</li><li>two</li></ul>`,
 		`<ol start="9"><li>nine</li><li>ten</li><li>eleven</li></ol>`,

@@ -33,6 +33,7 @@ func chromeAttrSimple(v string) chromeLevel {
 }
 
 func TestChromeAttr(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		v    string
 		want chromeLevel
@@ -82,6 +83,7 @@ func FuzzChromeAttr(f *testing.F) {
 }
 
 func TestSlug(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"Menu configuration¶":      "menu-configuration",
 		"menu_configuration":       "menu-configuration",

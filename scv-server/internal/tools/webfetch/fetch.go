@@ -17,6 +17,8 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/oneline"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // maxHeaderBytes bounds the response headers the client reads.
@@ -186,7 +188,7 @@ func (t *Tool) fetch(ctx context.Context, u *url.URL, auto bool) (*response, err
 		switch k := classify(smt); {
 		case k == kindHTML || k == kindText:
 			r.Kind = k
-		case bytes.IndexByte(body[:min(len(body), 8192)], 0) < 0 && utf8.Valid(body[:validPrefix(body, 8192)]):
+		case bytes.IndexByte(body[:min(len(body), 8192)], 0) < 0 && utf8.Valid(textcut.Prefix(body, 8192)):
 			r.Kind = kindText
 		default:
 			return nil, failf("%s looks binary (its content type is %q; its bytes look like %s); web_fetch returns text only", r.URL, declared, smt)
@@ -196,20 +198,6 @@ func (t *Tool) fetch(ctx context.Context, u *url.URL, auto bool) (*response, err
 		}
 	}
 	return r, nil
-}
-
-// validPrefix returns a prefix length of b, at most n, that does not cut
-// a character.
-func validPrefix(b []byte, n int) int {
-	if len(b) <= n {
-		return len(b)
-	}
-	for i := n; i > n-utf8.UTFMax && i > 0; i-- {
-		if utf8.RuneStart(b[i]) {
-			return i
-		}
-	}
-	return n
 }
 
 // parentDone reports whether ctx ended because its parent did (the call

@@ -8,6 +8,8 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/oneline"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // render returns the part of doc starting at character offset, within
@@ -34,7 +36,7 @@ func render(doc *document, requested string, offset int64, limit int) tools.Resu
 	rest := doc.Text[start:]
 	chunk := rest
 	if len(chunk) > budget {
-		chunk = truncateBytes(rest, budget)
+		chunk = textcut.Prefix(rest, budget)
 		// End on a line break near the cut, when there is one.
 		if i := strings.LastIndexByte(chunk, '\n'); i >= len(chunk)*3/4 {
 			chunk = chunk[:i+1]
@@ -137,16 +139,4 @@ func byteIndex(s string, offset int64) int {
 		n++
 	}
 	return len(s)
-}
-
-// truncateBytes returns the longest prefix of s of at most n bytes that
-// does not cut a character.
-func truncateBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -23,15 +22,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"go.uber.org/goleak"
-
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit/golden"
 	"github.com/scv-cli/scv/shared/version"
+	"go.uber.org/goleak"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -148,6 +145,7 @@ func wantFailed(t *testing.T, res tools.Result, substrs ...string) {
 }
 
 func TestGoldenPages(t *testing.T) {
+	t.Parallel()
 	pages, err := filepath.Glob("testdata/pages/*.html")
 	if err != nil || len(pages) == 0 {
 		t.Fatalf("no pages: %v", err)
@@ -173,28 +171,13 @@ func TestGoldenPages(t *testing.T) {
 				t.Fatal("output is not valid UTF-8")
 			}
 			got := strings.ReplaceAll(res.Output, srv.URL, "http://pages.test")
-			golden := filepath.Join("testdata/golden", strings.TrimSuffix(name, ".html")+".md")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if got != string(want) {
-				t.Fatalf("%s differs from the golden file %s (run go test -update and review the diff)", name, golden)
-			}
+			golden.Equal(t, filepath.Join("testdata/golden", strings.TrimSuffix(name, ".html")+".md"), got)
 		})
 	}
 }
 
 func TestConvertHTML(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		html string
@@ -303,6 +286,7 @@ y := 2</code></pre><p>inline <code>f()</code></p>`,
 // reading the body it would wait for the timeout; it must refuse at once
 // and close the connection.
 func TestBinaryRefusedBeforeBody(t *testing.T) {
+	t.Parallel()
 	for _, ct := range []string{"image/png", "application/pdf", "application/zip", "application/octet-stream", "video/mp4", "font/woff2", "audio/ogg; codecs=opus"} {
 		t.Run(ct, func(t *testing.T) {
 			hungUp := make(chan struct{})
@@ -328,6 +312,7 @@ func TestBinaryRefusedBeforeBody(t *testing.T) {
 }
 
 func TestSniffedBinaryRefused(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Content-Type"] = nil // no type: Go would sniff one
 		w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00"))
@@ -337,6 +322,7 @@ func TestSniffedBinaryRefused(t *testing.T) {
 }
 
 func TestSizeLimit(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write(bytes.Repeat([]byte("x"), 3<<20))
@@ -354,6 +340,7 @@ func TestSizeLimit(t *testing.T) {
 // TestNeverEndingBody: a body that never ends is cut at MaxBytes when it
 // streams, and by the timeout when it stalls.
 func TestNeverEndingBody(t *testing.T) {
+	t.Parallel()
 	fast := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		chunk := bytes.Repeat([]byte("y"), 64<<10)
@@ -379,6 +366,7 @@ func TestNeverEndingBody(t *testing.T) {
 }
 
 func TestGzipBomb(t *testing.T) {
+	t.Parallel()
 	var bomb bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestCompression)
 	zero := make([]byte, 1<<20)
@@ -405,6 +393,7 @@ func TestGzipBomb(t *testing.T) {
 }
 
 func TestUnknownContentEncodingRefused(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Set("Content-Encoding", "br")
@@ -417,6 +406,7 @@ func TestUnknownContentEncodingRefused(t *testing.T) {
 // output limit, cuts no character, and the parts make up the text; the
 // later parts come from the cache.
 func TestPaging(t *testing.T) {
+	t.Parallel()
 	var text strings.Builder
 	for i := range 2000 {
 		fmt.Fprintf(&text, "line %d: café 日本語 \U0001F600\n", i)
@@ -486,6 +476,7 @@ func TestPaging(t *testing.T) {
 }
 
 func TestCacheBounds(t *testing.T) {
+	t.Parallel()
 	c := newCache(3, 100)
 	for i := range 5 {
 		c.put(fmt.Sprint(i), &document{Text: strings.Repeat("x", 10)})
@@ -511,6 +502,7 @@ func TestCacheBounds(t *testing.T) {
 }
 
 func TestRedirects(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		var n int
 		if _, err := fmt.Sscanf(r.URL.Path, "/r/%d", &n); err == nil {
@@ -538,6 +530,7 @@ func TestRedirects(t *testing.T) {
 // metadata address (in several notations) and other schemes are refused,
 // and the refused server is never reached.
 func TestRedirectToRefused(t *testing.T) {
+	t.Parallel()
 	private := newServer(t, func(w http.ResponseWriter, r *http.Request) { t.Error("the private server was reached") })
 	privPort := private.ap.Port()
 	targets := map[string]string{
@@ -574,6 +567,7 @@ func TestRedirectToRefused(t *testing.T) {
 // TestAddressPolicy: literal URLs are refused before any connection, in
 // Prepare; names are refused at dial time when any address is refused.
 func TestAddressPolicy(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "public side") })
 	other := newServer(t, func(w http.ResponseWriter, r *http.Request) { t.Error("refused server reached") })
 	port, otherPort := srv.ap.Port(), other.ap.Port()
@@ -628,6 +622,7 @@ func TestAddressPolicy(t *testing.T) {
 }
 
 func TestURLChecks(t *testing.T) {
+	t.Parallel()
 	tool := New(Options{})
 	for u, want := range map[string]string{
 		"ftp://example.com/f":                          `scheme "ftp"`,
@@ -668,6 +663,7 @@ func TestURLChecks(t *testing.T) {
 }
 
 func TestCheckDomain(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"docs.rs", ".rust-lang.org", "*.go.dev", "Bücher.example", "93.184.216.34", "[2606:4700::1]"} {
 		if err := CheckDomain(ok); err != nil {
 			t.Errorf("CheckDomain(%q): %v", ok, err)
@@ -681,6 +677,7 @@ func TestCheckDomain(t *testing.T) {
 }
 
 func TestRiskAndRules(t *testing.T) {
+	t.Parallel()
 	tool := New(Options{AutoApproveDomains: []string{"docs.rs", ".rust-lang.org", "Bücher.example", "*.go.dev", "bad..entry"}})
 	tests := []struct {
 		url  string
@@ -731,6 +728,7 @@ func TestRiskAndRules(t *testing.T) {
 // TestAutoApproveRedirects: an allowlisted HTTPS fetch may follow
 // redirects only to other allowlisted HTTPS hosts.
 func TestAutoApproveRedirects(t *testing.T) {
+	t.Parallel()
 	var port uint16
 	srv := newTLSServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -774,6 +772,7 @@ func TestAutoApproveRedirects(t *testing.T) {
 // set), no Referer on redirects, no credentials. (Proxy variables:
 // TestProxyVariablesIgnored.)
 func TestRequestHeaders(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var seen []http.Header
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -810,6 +809,7 @@ func TestRequestHeaders(t *testing.T) {
 }
 
 func TestHTTPErrorStatus(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusNotFound)
@@ -820,6 +820,7 @@ func TestHTTPErrorStatus(t *testing.T) {
 }
 
 func TestJSONPassesThrough(t *testing.T) {
+	t.Parallel()
 	body := `{"name":"scv","tags":["<b>x</b>"]}`
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -832,6 +833,7 @@ func TestJSONPassesThrough(t *testing.T) {
 }
 
 func TestCharsets(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, ctype string
 		body        []byte
@@ -863,6 +865,7 @@ func TestCharsets(t *testing.T) {
 }
 
 func TestHugeHeadersRefused(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Big", strings.Repeat("a", 200<<10))
 		io.WriteString(w, "body")
@@ -871,6 +874,7 @@ func TestHugeHeadersRefused(t *testing.T) {
 }
 
 func TestCancelledCall(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		close(started)
@@ -898,6 +902,7 @@ func TestCancelledCall(t *testing.T) {
 }
 
 func TestSpec(t *testing.T) {
+	t.Parallel()
 	reg := tools.NewRegistry()
 	if err := reg.Register(New(Options{})); err != nil {
 		t.Fatal(err)
@@ -915,6 +920,7 @@ func TestSpec(t *testing.T) {
 // before approval is asked with a message naming the setting; the
 // address policy does not lift it.
 func TestPortPolicy(t *testing.T) {
+	t.Parallel()
 	tool := New(Options{})
 	for _, u := range []string{"http://example.com/", "https://example.com/", "http://example.com:8080/", "https://example.com:8443/", "http://93.184.216.34:8000/", "http://[2606:2800:220:1::]:8999/"} {
 		if err := prepareErr(t, tool, u); err != nil {

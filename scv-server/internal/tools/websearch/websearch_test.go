@@ -97,6 +97,7 @@ func searxResults(n int) string {
 }
 
 func TestSearXNGResults(t *testing.T) {
+	t.Parallel()
 	svc := newService(t, jsonReply(200, searxResults(12)))
 	tool := newTool(t, Options{Backend: BackendSearXNG, SearXNGURL: svc.srv.URL + "/", UserAgent: "scv/test"})
 	res := call(t, tool, map[string]any{"query": "  tokio   latest version "})
@@ -118,6 +119,7 @@ func TestSearXNGResults(t *testing.T) {
 }
 
 func TestCount(t *testing.T) {
+	t.Parallel()
 	svc := newService(t, jsonReply(200, searxResults(12)))
 	tool := newTool(t, Options{Backend: BackendSearXNG, SearXNGURL: svc.srv.URL, MaxResults: 5})
 	res := call(t, tool, map[string]any{"query": "q", "count": 2})
@@ -150,6 +152,7 @@ func TestCount(t *testing.T) {
 }
 
 func TestPrepareRefuses(t *testing.T) {
+	t.Parallel()
 	tool := newTool(t, Options{Backend: BackendSearXNG, SearXNGURL: "http://127.0.0.1:1"})
 	env := toolstest.Env(t, nil)
 	for _, tc := range []struct {
@@ -166,6 +169,7 @@ func TestPrepareRefuses(t *testing.T) {
 }
 
 func TestOutputLimit(t *testing.T) {
+	t.Parallel()
 	svc := newService(t, jsonReply(200, searxResults(8)))
 	tool := newTool(t, Options{Backend: BackendSearXNG, SearXNGURL: svc.srv.URL})
 	env := toolstest.Env(t, nil)
@@ -184,6 +188,7 @@ func TestOutputLimit(t *testing.T) {
 }
 
 func TestNoResults(t *testing.T) {
+	t.Parallel()
 	svc := newService(t, jsonReply(200, `{"results":[],"unresponsive_engines":[["google","CAPTCHA"],["bing","timeout"]]}`))
 	tool := newTool(t, Options{Backend: BackendSearXNG, SearXNGURL: svc.srv.URL})
 	res := call(t, tool, map[string]any{"query": "q"})
@@ -193,6 +198,7 @@ func TestNoResults(t *testing.T) {
 }
 
 func TestBraveResults(t *testing.T) {
+	t.Parallel()
 	svc := newService(t, jsonReply(200, `{"type":"search","query":{"original":"q"},"web":{"type":"search","results":[
 		{"title":"Tokio - <strong>Rust</strong>","url":"https://tokio.rs/","description":"An <strong>async</strong> runtime&#39;s home.","age":"2 days"},
 		{"title":"No URL","url":"javascript:alert(1)","description":"dropped"},
@@ -213,6 +219,7 @@ func TestBraveResults(t *testing.T) {
 
 // Each common setup error gets a hint naming what to fix.
 func TestFailureHints(t *testing.T) {
+	t.Parallel()
 	htmlPage := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte("<!DOCTYPE html><html><body>SearXNG</body></html>"))
@@ -261,6 +268,7 @@ func TestFailureHints(t *testing.T) {
 }
 
 func TestConnectionHints(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -280,6 +288,7 @@ func TestConnectionHints(t *testing.T) {
 }
 
 func TestTooLarge(t *testing.T) {
+	t.Parallel()
 	svc := newService(t, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"results":[{"title":"` + strings.Repeat("x", maxResponseBytes) + `"}]}`))
@@ -294,6 +303,7 @@ func TestTooLarge(t *testing.T) {
 // A service that never answers fails the call at the timeout; a
 // cancelled call returns the context's error.
 func TestTimeoutAndCancel(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	arrived := make(chan struct{}, 2)
 	svc := newService(t, func(w http.ResponseWriter, r *http.Request) {
@@ -328,6 +338,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		o    Options
 		want string
@@ -350,6 +361,7 @@ func TestNewValidates(t *testing.T) {
 // TestBraveWithoutKey: the tool is offered without a key, and each call
 // fails, before any request, with the hint naming the variable.
 func TestBraveWithoutKey(t *testing.T) {
+	t.Parallel()
 	tool, err := New(Options{Backend: BackendBrave, BraveKeyEnv: "MY_BRAVE", BraveURL: "http://127.0.0.1:1/never"})
 	if err != nil {
 		t.Fatal(err)
@@ -368,6 +380,7 @@ func TestBraveWithoutKey(t *testing.T) {
 }
 
 func TestStripHTML(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"plain", "plain"},
 		{"<strong>bold</strong> text", "bold text"},

@@ -3,7 +3,8 @@ package workspace
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // SplitLines splits s after every "\n"; each line keeps its terminator
@@ -264,9 +265,6 @@ func clipLine(s string, n int) string {
 	if n <= 0 || len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s…[%d more bytes]", s[:cut], len(s)-cut)
+	kept := textcut.Prefix(s, n)
+	return fmt.Sprintf("%s…[%d more bytes]", kept, len(s)-len(kept))
 }

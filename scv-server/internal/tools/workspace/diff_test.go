@@ -9,6 +9,7 @@ import (
 )
 
 func TestSplitLines(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []string
@@ -78,6 +79,7 @@ func randLines(r *rand.Rand, n int, alphabet string) []string {
 // TestDiffIsMinimal checks, on many random texts, that a diff turns a into
 // b and has the fewest edits (an O(NM) LCS is the oracle).
 func TestDiffIsMinimal(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 3000; i++ {
 		a := randLines(r, r.IntN(30), "abc")
@@ -97,6 +99,7 @@ func TestDiffIsMinimal(t *testing.T) {
 }
 
 func TestDiffPastTheBoundIsStillCorrect(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	a := randLines(r, 3000, "abcdefghij")
 	b := randLines(r, 3000, "abcdefghij")
@@ -111,6 +114,7 @@ func TestDiffPastTheBoundIsStillCorrect(t *testing.T) {
 }
 
 func TestDiffSimple(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		a, b string
 		want []Change
@@ -141,6 +145,7 @@ func numbered(from, to int) string {
 }
 
 func TestUnified(t *testing.T) {
+	t.Parallel()
 	all := DiffLimits{Context: 3}
 	tests := []struct {
 		name string

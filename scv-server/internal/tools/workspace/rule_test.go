@@ -6,6 +6,7 @@ import (
 )
 
 func TestWriteRule(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		rel, real string
 		key, desc string // the proposed rule; key "" for none

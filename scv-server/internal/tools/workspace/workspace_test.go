@@ -9,6 +9,7 @@ import (
 const ws = "/home/u/project"
 
 func TestRel(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string
@@ -80,6 +81,7 @@ func TestRel(t *testing.T) {
 // TestRelErrorsTellTheFix checks that refusals are written for the model:
 // they say what to do instead.
 func TestRelErrorsTellTheFix(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{"", "../x", "/etc/passwd"} {
 		_, err := Rel(ws, in)
 		if err == nil {
@@ -92,6 +94,7 @@ func TestRelErrorsTellTheFix(t *testing.T) {
 }
 
 func TestSecretLike(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		path string
 		want bool
@@ -181,6 +184,7 @@ func TestSecretLike(t *testing.T) {
 // TestSecretLikeAfterRel checks the two together, as the file tools use
 // them: whatever spelling reaches a secret name, it is still secret-like.
 func TestSecretLikeAfterRel(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{".env", "./.env", "a/../.env", ws + "/.env", ws + "/x/../.ssh/config", "./keys//id_rsa"} {
 		rel, err := Rel(ws, in)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 // it changes (through symlinks) and is covered by its ancestors' rules;
 // protected files get no rule and no key.
 func TestSessionRule(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, map[string]string{"src/a/b.go": "x", "config/app.txt": "x", ".git/": ""})
 	if err := os.Symlink("../config/app.txt", filepath.Join(env.Workspace, "src", "link.txt")); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	st := styles.Default()
 	bash := protocol.ApprovalRequested{
 		ApprovalID: "a1", CallID: "call_2", Name: "bash", Risk: protocol.RiskProcess,

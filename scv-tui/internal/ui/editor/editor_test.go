@@ -42,6 +42,7 @@ func typeText(e *Editor, s string) {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	st := styles.Default()
 	tests := []struct {
 		name  string
@@ -93,6 +94,7 @@ func TestGolden(t *testing.T) {
 }
 
 func TestEditing(t *testing.T) {
+	t.Parallel()
 	e := New(5)
 	typeText(e, "abc")
 	e.HandleKey(key("alt+enter"))
@@ -129,6 +131,7 @@ func TestEditing(t *testing.T) {
 }
 
 func TestHistory(t *testing.T) {
+	t.Parallel()
 	e := New(5)
 	e.SetHistory([]string{"old one", "multi\nline", "newest"})
 	typeText(e, "draft")

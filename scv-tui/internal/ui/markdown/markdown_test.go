@@ -11,6 +11,7 @@ import (
 )
 
 func TestRender(t *testing.T) {
+	t.Parallel()
 	doc := "# Title\n\nSome **bold** text, `code` and a [link](https://example.com).\n\n" +
 		"```go\nfunc main() {\n\tfmt.Println(\"a line long enough to pass the narrow width of forty columns\")\n}\n```\n\n" +
 		"- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
@@ -32,6 +33,7 @@ func TestRender(t *testing.T) {
 }
 
 func TestTrimStyledRight(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"plain   ", "plain"},
 		{"\x1b[1mtext\x1b[m\x1b[38;5;252m \x1b[m\x1b[38;5;252m \x1b[m", "\x1b[1mtext\x1b[m"},

@@ -10,6 +10,7 @@ import (
 )
 
 func TestPicker(t *testing.T) {
+	t.Parallel()
 	st := styles.Default()
 	sessions := []protocol.SessionSummary{
 		{SessionID: "s1", Title: "Fix the failing test.", UpdatedAt: "2026-12-01T08:05:00Z", Turns: 2},

@@ -23,6 +23,7 @@ func ids(p *Panel) string {
 }
 
 func TestApplyEvents(t *testing.T) {
+	t.Parallel()
 	var p Panel
 	p.Snapshot([]protocol.QueueEntry{entry("a", 1, "A", 0)})
 	p.Enqueued(entry("b", 1, "B", 1))
@@ -55,6 +56,7 @@ func TestApplyEvents(t *testing.T) {
 }
 
 func TestSelection(t *testing.T) {
+	t.Parallel()
 	var p Panel
 	p.Snapshot([]protocol.QueueEntry{entry("a", 1, "A", 0), entry("b", 1, "B", 1), entry("c", 1, "C", 2)})
 	p.Focus(true)
@@ -76,6 +78,7 @@ func TestSelection(t *testing.T) {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	st := styles.Default()
 	three := []protocol.QueueEntry{
 		entry("a", 1, "Then run the tests.", 0),

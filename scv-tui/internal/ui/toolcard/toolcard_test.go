@@ -10,6 +10,7 @@ import (
 )
 
 func TestRender(t *testing.T) {
+	t.Parallel()
 	longOut := strings.Repeat("ok  \tpkg/line\n", 9) + "FAIL"
 	tests := []struct {
 		name  string
@@ -96,6 +97,7 @@ func TestRender(t *testing.T) {
 }
 
 func TestProgressKeepsLatest(t *testing.T) {
+	t.Parallel()
 	c := New("c", "bash", json.RawMessage(`{}`))
 	c.Start("")
 	for _, l := range []string{"1", "2", "3", "4", "5"} {

@@ -21,6 +21,7 @@ func newT(w, h int) *Transcript {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		w, h int
@@ -90,6 +91,7 @@ func TestGolden(t *testing.T) {
 }
 
 func TestBoundsItems(t *testing.T) {
+	t.Parallel()
 	tr := newT(40, 5)
 	tr.SetBounds(0, 100)
 	for i := range 1000 {
@@ -110,6 +112,7 @@ func TestBoundsItems(t *testing.T) {
 }
 
 func TestBoundsBytes(t *testing.T) {
+	t.Parallel()
 	tr := newT(40, 5)
 	tr.SetBounds(10_000, 0)
 	big := strings.Repeat("x", 999)
@@ -132,6 +135,7 @@ func TestBoundsBytes(t *testing.T) {
 }
 
 func TestScroll(t *testing.T) {
+	t.Parallel()
 	tr := newT(30, 5)
 	for i := range 20 {
 		tr.AddNotice(Info, fmt.Sprintf("n%02d", i)) // 2 lines each with the separator
@@ -171,6 +175,7 @@ func TestScroll(t *testing.T) {
 }
 
 func TestResizeAnyTime(t *testing.T) {
+	t.Parallel()
 	tr := newT(80, 10)
 	tr.AddReply("# Heading\n\nSome text that will wrap differently at each width we try here.")
 	tr.Delta("live text streaming along")
@@ -181,6 +186,7 @@ func TestResizeAnyTime(t *testing.T) {
 }
 
 func TestCardLifecycle(t *testing.T) {
+	t.Parallel()
 	tr := newT(50, 10)
 	c := toolcard.New("c1", "bash", json.RawMessage(`{"command":"sleep 1"}`))
 	tr.AddCard("k", c)
@@ -205,6 +211,7 @@ func TestCardLifecycle(t *testing.T) {
 }
 
 func TestClear(t *testing.T) {
+	t.Parallel()
 	tr := newT(40, 5)
 	tr.SetBounds(0, 2)
 	for range 5 {
@@ -225,6 +232,7 @@ func TestClear(t *testing.T) {
 // shows: loading, viewing, resizing and scrolling a long transcript renders
 // a screenful of items, not the whole transcript.
 func TestRenderCostIsVisibleOnly(t *testing.T) {
+	t.Parallel()
 	tr := newT(80, 20)
 	for i := range 10_000 {
 		if i%2 == 0 {
@@ -265,6 +273,7 @@ func TestRenderCostIsVisibleOnly(t *testing.T) {
 }
 
 func TestToggleSelectsTheCardOnScreen(t *testing.T) {
+	t.Parallel()
 	tr := newT(50, 6)
 	for i := range 3 {
 		c := toolcard.New(fmt.Sprint(i), "bash", json.RawMessage(`{"command":"c`+fmt.Sprint(i)+`"}`))
@@ -285,6 +294,7 @@ func TestToggleSelectsTheCardOnScreen(t *testing.T) {
 }
 
 func TestHugeReplyIsPlain(t *testing.T) {
+	t.Parallel()
 	tr := newT(40, 5)
 	tr.AddReply("**" + strings.Repeat("a ", markdownMax) + "**")
 	if v := tr.View(); !strings.Contains(golden.Plain(v), "a a") {
@@ -295,6 +305,7 @@ func TestHugeReplyIsPlain(t *testing.T) {
 // TestCacheBounded scrolls through a long transcript with a small cache
 // bound: the rendered lines held stay bounded, and the view stays right.
 func TestCacheBounded(t *testing.T) {
+	t.Parallel()
 	tr := newT(60, 10)
 	tr.cacheMax = 200 << 10
 	for i := range 5000 {
@@ -332,6 +343,7 @@ func TestCacheBounded(t *testing.T) {
 // allocate about the same bytes early and late in a long reply, and
 // whatever the transcript's length.
 func TestDeltaCostIndependentOfReplyLength(t *testing.T) {
+	t.Parallel()
 	measure := func(items, lines int) float64 {
 		tr := newT(80, 20)
 		for i := range items {

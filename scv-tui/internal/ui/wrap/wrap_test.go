@@ -6,6 +6,7 @@ import (
 )
 
 func TestSanitize(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"plain", "plain"},
 		{"a\tb", "a    b"},
@@ -25,6 +26,7 @@ func TestSanitize(t *testing.T) {
 }
 
 func TestLines(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in    string
 		width int
@@ -52,6 +54,7 @@ func TestLines(t *testing.T) {
 }
 
 func TestOneLine(t *testing.T) {
+	t.Parallel()
 	if got := OneLine("a\n  b\tc"); got != "a ⏎ b c" {
 		t.Errorf("OneLine = %q", got)
 	}

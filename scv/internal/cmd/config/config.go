@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"unicode/utf8"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
 	"github.com/scv-cli/scv/shared/cli"
@@ -22,6 +21,8 @@ import (
 	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/spf13/cobra"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // Options are the inputs of `scv config show` and `scv config path`.
@@ -277,8 +278,8 @@ func display(e sconfig.Entry) string {
 			return v
 		}
 		s := v
-		if utf8.RuneCountInString(s) > maxShown {
-			s = string([]rune(s)[:maxShown]) + "…"
+		if cut := textcut.Runes(s, maxShown); cut != s {
+			s = cut + "…"
 		}
 		out := fmt.Sprintf("%q", s)
 		if e.EnvSet != nil {

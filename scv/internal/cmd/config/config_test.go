@@ -3,7 +3,6 @@ package config_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,12 +15,12 @@ import (
 	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/testkit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // TestNewCmdConfig is the argv -> options table.
 func TestNewCmdConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		argv     []string
@@ -115,25 +114,10 @@ func (in instance) placeholders(s string) string {
 	return strings.NewReplacer(in.home, "$HOME", in.ws, "$WS").Replace(s)
 }
 
-func golden(t *testing.T, name, got string) {
+// requireGolden compares got with testdata/<name>.golden (testkit/golden).
+func requireGolden(t *testing.T, name, got string) {
 	t.Helper()
-	file := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", file, got, want)
-	}
+	golden.Equal(t, filepath.Join("testdata", name+".golden"), got)
 }
 
 const secretUser = `[provider]
@@ -169,6 +153,7 @@ var secrets = []string{"sk-user-secret-1", "org-secret-2", "secret-3", "sk-proje
 // TestShow is the options -> behaviour table of show, compared with golden
 // files (run with -update to rewrite them).
 func TestShow(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		user, project string
@@ -204,12 +189,13 @@ func TestShow(t *testing.T) {
 					t.Fatalf("not JSON: %v", err)
 				}
 			}
-			golden(t, "show_"+tt.name, in.placeholders(out.String()+"--- stderr\n"+errOut.String()))
+			requireGolden(t, "show_"+tt.name, in.placeholders(out.String()+"--- stderr\n"+errOut.String()))
 		})
 	}
 }
 
 func TestShowFromWorkspaceSubdirectoryUsesCwd(t *testing.T) {
+	// Not parallel: it changes the working directory.
 	in := newInstance(t, "", "[tools]\napproval_policy = \"never\"\n")
 	t.Chdir(in.ws)
 	var out bytes.Buffer
@@ -223,13 +209,14 @@ func TestShowFromWorkspaceSubdirectoryUsesCwd(t *testing.T) {
 }
 
 func TestPath(t *testing.T) {
+	t.Parallel()
 	in := newInstance(t, "[tools]\n", "")
 	var out bytes.Buffer
 	err := config.Path(&config.Options{IO: &cmdutil.IOStreams{Out: &out, ErrOut: &bytes.Buffer{}}, Env: paths.MapEnv(map[string]string{"SCV_HOME": in.home}), Dir: in.ws})
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "path", in.placeholders(out.String()))
+	requireGolden(t, "path", in.placeholders(out.String()))
 }
 
 // TestConfigErrorExitsOne runs the whole command: a bad file is one line
@@ -264,6 +251,7 @@ func TestConfigErrorExitsOne(t *testing.T) {
 // TestShowImportedSetups: after `scv agents import scv`, config show says
 // whether the imported provider is still what the user file holds.
 func TestShowImportedSetups(t *testing.T) {
+	t.Parallel()
 	user := "[providers.openai]\nmodel = \"gpt-4.1\"\napi_key = \"sk-import-secret\"\n"
 	in := newInstance(t, user, "")
 	env := paths.MapEnv(map[string]string{"SCV_HOME": in.home})

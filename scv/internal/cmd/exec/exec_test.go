@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 
 // TestNewCmdExec is the argv -> options table.
 func TestNewCmdExec(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		argv     []string
@@ -311,6 +312,7 @@ func checkNDJSON(t *testing.T, out, want string) {
 }
 
 func TestDescribeCall(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, args, want string
 	}{
@@ -331,6 +333,7 @@ func TestDescribeCall(t *testing.T) {
 // TestReadLineFileHonoursContext checks that a question waiting on a
 // terminal-like file stops when the run ends, leaving no goroutine behind.
 func TestReadLineFileHonoursContext(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

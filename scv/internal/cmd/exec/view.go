@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // textView renders a turn for people: the assistant's text on stdout as it
@@ -111,9 +112,8 @@ func oneLine(s string) string {
 
 // clip shortens s to at most n runes, marking the cut with an ellipsis.
 func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
+	if textcut.Runes(s, n) == s {
 		return s
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return textcut.Runes(s, n-1) + "…"
 }

@@ -61,7 +61,7 @@ func newFake(t *testing.T, opts Options, env ...string) *fake {
 	f.work = work
 	var fakes []adapters.Adapter
 	for _, a := range adapters.All() {
-		a.Path, a.PreArgs = "/bin/bash", []string{script(t)}
+		a.Path, a.PreArgs, a.Env = "/bin/bash", []string{script(t)}, []string{"FAKE_*"}
 		fakes = append(fakes, a)
 	}
 	opts.Home = f.home
@@ -192,6 +192,7 @@ func TestArgumentsAndDirectory(t *testing.T) {
 }
 
 func TestPlanRefusals(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{})
 	b, _ := f.r.Backend("dsh")
 	call := f.call("dsh", "x")
@@ -215,6 +216,7 @@ func TestPlanRefusals(t *testing.T) {
 }
 
 func TestMissingExecutable(t *testing.T) {
+	t.Parallel()
 	a, _ := adapters.Get("codex")
 	a.Path = "/nonexistent/codex"
 	b2, _ := adapters.Get("claude") // looked up in an empty HOME and PATH
@@ -236,8 +238,13 @@ func TestMissingExecutable(t *testing.T) {
 }
 
 func TestEnvironment(t *testing.T) {
+	t.Parallel()
 	inherited := []string{
-		"LANG=C.UTF-8", "GH_TOKEN=kept",
+		"LANG=C.UTF-8", "TMPDIR=/tmp/kept", "https_proxy=http://proxy:3128",
+		// Not on the allow-list: a secret SCV never heard of, a provider
+		// key whose name does not end in _API_KEY, loader variables
+		// (issue 14, item 1).
+		"GH_TOKEN=gh", "AWS_SECRET_ACCESS_KEY=aws", "MOONSHOT_TOKEN=sk-m", "LD_PRELOAD=/evil.so", "BASH_ENV=/evil.sh",
 		"HOME=/home/user", "XDG_CONFIG_HOME=/home/user/.config",
 		"OPENAI_API_KEY=sk-1", "ANTHROPIC_API_KEY=k", "MY_SERVICE_API_KEY=k",
 		"SCV_HOME=/home/user/.scv", "SCV_MODEL=m", "SCV_APPROVAL_POLICY=never", "SCV_SERVER_BIN=/b",
@@ -259,7 +266,7 @@ func TestEnvironment(t *testing.T) {
 			want := map[string]string{
 				"HOME": h, "SCV_HOME": h + "/.scv", "XDG_CONFIG_HOME": h + "/.config",
 				"XDG_DATA_HOME": h + "/.local/share", "XDG_STATE_HOME": h + "/.local/state",
-				"LANG": "C.UTF-8", "GH_TOKEN": "kept",
+				"LANG": "C.UTF-8", "TMPDIR": "/tmp/kept", "https_proxy": "http://proxy:3128",
 				"SCV_PARENT":           "/outer/home/s0/codex-0,/srv/scv/sess-1/" + call.Handle,
 				"SCV_DELEGATION_DEPTH": "2",
 			}
@@ -301,6 +308,7 @@ func TestEnvironment(t *testing.T) {
 const chosenID = "c4c4c4c4-0000-4000-8000-00000000c401"
 
 func TestCannedStreams(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		agent, stream string
 		mode          string
@@ -358,6 +366,7 @@ func TestCannedStreams(t *testing.T) {
 }
 
 func TestResultJSONNeverHoldsInternals(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=stream", "FAKE_STREAM="+stream("claude/success"))
 	call := f.call("claude", "x")
 	call.NewCLISession = "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11"
@@ -368,6 +377,7 @@ func TestResultJSONNeverHoldsInternals(t *testing.T) {
 }
 
 func TestExitedAtOnceIsUnavailable(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=silent-exit")
 	res := f.run(t, context.Background(), f.call("claude", "x"), nil)
 	if res.Status != delegate.StatusFailed || res.Kind != delegate.ErrorUnavailable || *res.ExitCode != 127 || !strings.Contains(res.Error, "exited with code 127") {
@@ -376,6 +386,7 @@ func TestExitedAtOnceIsUnavailable(t *testing.T) {
 }
 
 func TestReplyBounded(t *testing.T) {
+	t.Parallel()
 	big := filepath.Join(t.TempDir(), "big.txt")
 	if err := os.WriteFile(big, bytes.Repeat([]byte("ü"), 5000), 0o600); err != nil {
 		t.Fatal(err)
@@ -388,6 +399,7 @@ func TestReplyBounded(t *testing.T) {
 }
 
 func TestStderrFloodBounded(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=flood")
 	res := f.run(t, context.Background(), f.call("dsh", "x"), nil)
 	if res.Status != delegate.StatusCompleted || res.Reply != "flooded" || len(res.StderrTail) > StderrTail || !res.Truncated ||
@@ -407,6 +419,7 @@ func waitLine(ch chan<- struct{}) func(string) {
 }
 
 func TestTimeoutKillsSetsidDescendant(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=setsid")
 	call := f.call("claude", "x")
 	// Long enough for the fake to start its child on a loaded machine;
@@ -460,6 +473,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestRecords(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=hang")
 	// The fake waits until its record exists before it reports progress.
 	f.r.opts.BaseEnv = append(f.r.opts.BaseEnv, "FAKE_RECORD_DIR="+records.Dir(f.home))
@@ -485,7 +499,7 @@ func TestRecords(t *testing.T) {
 	}
 	// pi reads --mode json: make the fake's Bash line a pi tool event.
 	a, _ := adapters.Get("pi")
-	a.Path, a.PreArgs, a.Format = "/bin/bash", []string{script(t)}, adapters.FormatStreamJSON
+	a.Path, a.PreArgs, a.Format, a.Env = "/bin/bash", []string{script(t)}, adapters.FormatStreamJSON, []string{"FAKE_*"}
 	f.r = New(Options{Home: f.home, BaseEnv: f.r.opts.BaseEnv, Adapters: []adapters.Adapter{a}})
 	res := f.run(t, ctx, call, progress)
 	if res.Status != delegate.StatusCancelled {
@@ -515,6 +529,7 @@ func TestRecords(t *testing.T) {
 // it marks the record, then stops the run's processes. The result is a
 // cancelled run that names the command, not a failure.
 func TestKilledRunReadsAsCancelled(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=hang")
 	// The fake waits until its record exists before it reports progress.
 	f.r.opts.BaseEnv = append(f.r.opts.BaseEnv, "FAKE_RECORD_DIR="+records.Dir(f.home))
@@ -554,6 +569,7 @@ func TestKilledRunReadsAsCancelled(t *testing.T) {
 }
 
 func TestOffered(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{})
 	var names []string
 	for _, b := range f.r.Offered(nil) {
@@ -587,12 +603,14 @@ func (r *Runner) adaptersDescriptor(name string) delegate.Descriptor {
 }
 
 func TestInstanceID(t *testing.T) {
+	t.Parallel()
 	if a, b := InstanceID("/a"), InstanceID("/b"); a == b || !strings.HasPrefix(a, "scv-") || len(a) != 16 {
 		t.Errorf("ids %q %q", a, b)
 	}
 }
 
 func TestConversationMarkers(t *testing.T) {
+	t.Parallel()
 	const uuid = "0b6f3a52-5d7e-4a43-9a39-2f6f1f3f1a11"
 	markers := func(f *fake) []string {
 		t.Helper()
@@ -639,6 +657,7 @@ func TestConversationMarkers(t *testing.T) {
 }
 
 func TestOversizedLineThroughProcess(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "big.jsonl")
 	var b bytes.Buffer
 	b.WriteString(`{"type":"system","subtype":"init","session_id":"s-1"}` + "\n")
@@ -659,6 +678,7 @@ func TestOversizedLineThroughProcess(t *testing.T) {
 }
 
 func TestTimedOutTurnKeepsItsSession(t *testing.T) {
+	t.Parallel()
 	// A turn that times out after the CLI reported its session stays
 	// resumable: the result carries the session id.
 	f := newFake(t, Options{}, "FAKE_MODE=hang-session")
@@ -734,6 +754,7 @@ func markerIDs(t *testing.T, home string) []string {
 // so the conversation is forgotten rather than resumed on a session that
 // never existed. A resumed turn keeps the session it resumed.
 func TestSessionOnlyOnceReported(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, agent string
 		env         []string
@@ -779,6 +800,7 @@ func TestSessionOnlyOnceReported(t *testing.T) {
 // carries an id of pi's own. The second turn must name the same file, so
 // pi sees the first turn.
 func TestPiConversationResumesItsFile(t *testing.T) {
+	t.Parallel()
 	f := newFake(t, Options{}, "FAKE_MODE=pi-session")
 	sessions := filepath.Join(f.home, "agents", "pi", ".pi", "agent", "sessions")
 	call := f.call("pi", "first")

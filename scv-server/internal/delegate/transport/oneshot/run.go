@@ -16,6 +16,8 @@ import (
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/statefile"
+
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // Run implements delegate.Backend: it prepares the launch the approval
@@ -255,7 +257,7 @@ func (b *backend) failureMessage(st procgroup.Status, out output.Result, stderrT
 		msg = out.ClosingOutput
 	}
 	if msg == "" {
-		msg = output.Last(stderrTail, 512)
+		msg = textcut.Suffix(stderrTail, 512)
 	}
 	switch {
 	case msg != "":
