@@ -155,7 +155,7 @@ func isZombie(stat string) bool {
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
-func writeFakeConfig(t *testing.T, home, url string) {
+func writeFakeConfig(t testing.TB, home, url string) {
 	t.Helper()
 	config := fo.Config(url, "")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {

@@ -31,8 +31,12 @@ const (
 	Failure         Code = 1
 	Usage           Code = 2
 	VersionMismatch Code = 3
-	Config          Code = 78
-	Interrupted     Code = 130
+	// Daemon is the daemon not in the state a command needs: a second
+	// `scv-server daemon` on one SCV_HOME, or `scv daemon status` with no
+	// daemon running (docs/daemon.md).
+	Daemon      Code = 4
+	Config      Code = 78
+	Interrupted Code = 130
 )
 
 // UsageError is a mistake on the command line. Program.Exit prints it

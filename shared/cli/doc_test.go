@@ -17,7 +17,7 @@ func TestDocumentedCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Code{"OK": OK, "Failure": Failure, "Usage": Usage, "VersionMismatch": VersionMismatch, "Config": Config, "Interrupted": Interrupted}
+	want := map[string]Code{"OK": OK, "Failure": Failure, "Usage": Usage, "VersionMismatch": VersionMismatch, "Daemon": Daemon, "Config": Config, "Interrupted": Interrupted}
 	rows := regexp.MustCompile("(?m)^\\| (\\d+) \\| `(\\w+)` \\|").FindAllSubmatch(b, -1)
 	got := map[string]Code{}
 	for _, r := range rows {

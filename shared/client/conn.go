@@ -146,12 +146,17 @@ func (c *Conn) Read() (Frame, error) {
 // which asks the server to exit).
 func (c *Conn) Close() error { return c.rw.Close() }
 
-// Hello returns the initialize message a client sends first: the newest
-// protocol version and the client's name with SCV's version.
+// HelloVersion is the protocol version the clients speak. It stays 3 while
+// protocol 4 (several clients on one session: session.attach,
+// approval.resolved; docs/daemon.md) is for clients that handle it.
+const HelloVersion = protocol.Version3
+
+// Hello returns the initialize message a client sends first:
+// HelloVersion and the client's name with SCV's version.
 func Hello(requestID, clientName string) *protocol.Initialize {
 	return &protocol.Initialize{
 		RequestID:       requestID,
-		ProtocolVersion: protocol.Latest,
+		ProtocolVersion: HelloVersion,
 		Client:          protocol.ClientInfo{Name: clientName, Version: version.Version},
 	}
 }

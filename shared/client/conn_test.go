@@ -80,7 +80,7 @@ func TestConnOverASocketPair(t *testing.T) {
 	}()
 
 	hello := Hello("1", "conn-test")
-	if hello.ProtocolVersion != protocol.Latest || hello.Client.Name != "conn-test" {
+	if hello.ProtocolVersion != HelloVersion || hello.Client.Name != "conn-test" {
 		t.Fatalf("Hello = %+v", hello)
 	}
 	if err := conn.Send(hello, &protocol.SessionStart{RequestID: "2", Cwd: "/"}); err != nil {
@@ -94,7 +94,7 @@ func TestConnOverASocketPair(t *testing.T) {
 	if !ok || f.Err != nil {
 		t.Fatalf("first frame = %+v, want initialized", f)
 	}
-	if v, err := Negotiated(hello, ini); err != nil || v != protocol.Latest {
+	if v, err := Negotiated(hello, ini); err != nil || v != HelloVersion {
 		t.Fatalf("Negotiated = %d, %v", v, err)
 	}
 	if _, err := Negotiated(hello, &protocol.Initialized{ProtocolVersion: 1}); !errors.Is(err, ErrVersionMismatch) {

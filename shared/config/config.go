@@ -79,6 +79,8 @@ type Config struct {
 	Agents map[string]AgentSettings `toml:"agents"`
 	// Web configures web_fetch and web_search.
 	Web WebConfig `toml:"web"`
+	// Daemon configures the daemon (docs/daemon.md).
+	Daemon DaemonConfig `toml:"daemon"`
 
 	// Sources tells where each value came from, by dotted key (for example
 	// "tools.approval_policy" or "providers.openai.model"). Every key of
@@ -242,6 +244,27 @@ func (a AgentConfig) ConversationIdle() time.Duration {
 	return time.Duration(a.ConversationIdleSeconds) * time.Second
 }
 
+// DaemonConfig is the [daemon] table.
+type DaemonConfig struct {
+	// SessionIdleSeconds is how long the daemon keeps a session open with
+	// no client attached, no turn running or queued and no background job
+	// counting, before it ends it (it stays stored and can be resumed).
+	SessionIdleSeconds int `toml:"session_idle_seconds"`
+	// RestartTimeoutSeconds bounds how long a planned restart waits for
+	// running turns to finish before it restarts anyway.
+	RestartTimeoutSeconds int `toml:"restart_timeout_seconds"`
+}
+
+// SessionIdle returns SessionIdleSeconds as a duration.
+func (d DaemonConfig) SessionIdle() time.Duration {
+	return time.Duration(d.SessionIdleSeconds) * time.Second
+}
+
+// RestartTimeout returns RestartTimeoutSeconds as a duration.
+func (d DaemonConfig) RestartTimeout() time.Duration {
+	return time.Duration(d.RestartTimeoutSeconds) * time.Second
+}
+
 // SkillsConfig is the [skills] table.
 type SkillsConfig struct {
 	// MaxSkills bounds the skills a session discovers.
@@ -289,6 +312,7 @@ func Defaults() *Config {
 			MaxSearchResults:    8,
 		},
 		Skills: SkillsConfig{MaxSkills: 64, MaxSkillBytes: 64 << 10},
+		Daemon: DaemonConfig{SessionIdleSeconds: 3600, RestartTimeoutSeconds: 600},
 	}
 	c.Sources = map[string]Source{}
 	for _, k := range c.Keys() {

@@ -71,6 +71,7 @@ type projectFile struct {
 	Agent       any `toml:"agent"`
 	Agents      any `toml:"agents"`
 	Web         any `toml:"web"`
+	Daemon      any `toml:"daemon"`
 	Credentials any `toml:"credentials"`
 }
 

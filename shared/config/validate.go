@@ -200,6 +200,10 @@ func (l *loader) validate() []error {
 	// [web]
 	v.validateWeb()
 
+	// [daemon]
+	v.intRange("daemon.session_idle_seconds", int64(c.Daemon.SessionIdleSeconds), 60, maxSeconds, "a number of seconds")
+	v.intRange("daemon.restart_timeout_seconds", int64(c.Daemon.RestartTimeoutSeconds), 0, maxSeconds, "a number of seconds")
+
 	// [skills]
 	v.intRange("skills.max_skills", int64(c.Skills.MaxSkills), 1, 1000, "a number of skills")
 	v.intRange("skills.max_skill_bytes", c.Skills.MaxSkillBytes, minOutputLimit, maxOutputLimit, "a size in bytes")

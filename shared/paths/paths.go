@@ -7,6 +7,7 @@
 //	$SCV_HOME/config.toml        user configuration
 //	$SCV_HOME/agents/<name>/     private homes of delegated agents
 //	$SCV_HOME/state/             sessions, delegations, conversations, ...
+//	$SCV_HOME/run/               the daemon's socket, lock and daemon.json
 //	<workspace>/.scv/config.toml project configuration
 //
 // Everything SCV creates under SCV_HOME is private: directories 0700 (see
@@ -40,6 +41,9 @@ const (
 	// AgentsDirName is the name of the directory holding the private homes
 	// of delegated agents.
 	AgentsDirName = "agents"
+	// RunDirName is the name of the daemon's run directory in the instance
+	// directory: its socket, lock and description (docs/daemon.md).
+	RunDirName = "run"
 	// DirMode is the mode of every directory SCV creates under SCV_HOME.
 	DirMode fs.FileMode = 0o700
 )
@@ -119,6 +123,25 @@ func ConfigFile(home string) string { return filepath.Join(home, ConfigFileName)
 // StateDir returns the state directory in the instance directory home:
 // home/state.
 func StateDir(home string) string { return filepath.Join(home, StateDirName) }
+
+// RunDir returns the daemon's run directory in the instance directory
+// home: home/run (mode 0700).
+func RunDir(home string) string { return filepath.Join(home, RunDirName) }
+
+// SocketFile returns the daemon's Unix socket: home/run/scv.sock.
+func SocketFile(home string) string { return filepath.Join(RunDir(home), "scv.sock") }
+
+// DaemonLockFile returns the file the daemon holds an exclusive flock on,
+// so that one daemon runs per instance directory: home/run/daemon.lock.
+func DaemonLockFile(home string) string { return filepath.Join(RunDir(home), "daemon.lock") }
+
+// DaemonInfoFile returns the running daemon's description (pid, version,
+// start time, socket): home/run/daemon.json.
+func DaemonInfoFile(home string) string { return filepath.Join(RunDir(home), "daemon.json") }
+
+// RestartFile returns the list of sessions a planned restart saved for the
+// next daemon to resume: home/run/restart.json.
+func RestartFile(home string) string { return filepath.Join(RunDir(home), "restart.json") }
 
 // AgentsDir returns the directory of the delegated agents' private homes in
 // the instance directory home: home/agents.

@@ -200,6 +200,9 @@ var clientMessages = map[string]struct {
 	TypeSessionCompact:  {Version3, func() ClientMessage { return new(SessionCompact) }},
 	TypeSessionList:     {Version3, func() ClientMessage { return new(SessionList) }},
 	TypeSessionRules:    {Version3, func() ClientMessage { return new(SessionRules) }},
+	TypeSessionAttach:   {Version4, func() ClientMessage { return new(SessionAttach) }},
+	TypeSessionDetach:   {Version4, func() ClientMessage { return new(SessionDetach) }},
+	TypeDaemonStatus:    {Version4, func() ClientMessage { return new(DaemonStatus) }},
 }
 
 // ClientMessageSince reports the first protocol version that has the client

@@ -200,6 +200,23 @@ func withEmptyLists(e Event) Event {
 			c.Rules = []Rule{}
 			return &c
 		}
+	case *SessionAttached:
+		if v != nil && (v.Queue == nil || v.PendingApprovals == nil) {
+			c := *v
+			if c.Queue == nil {
+				c.Queue = []QueueEntry{}
+			}
+			if c.PendingApprovals == nil {
+				c.PendingApprovals = []ApprovalRequested{}
+			}
+			return &c
+		}
+	case *DaemonStatusReported:
+		if v != nil && v.Sessions == nil {
+			c := *v
+			c.Sessions = []LiveSession{}
+			return &c
+		}
 	}
 	return e
 }

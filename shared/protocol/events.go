@@ -283,6 +283,9 @@ type SessionSummary struct {
 type SessionListed struct {
 	RequestID string           `json:"request_id"`
 	Sessions  []SessionSummary `json:"sessions"`
+	// Live are the sessions the server holds open in the workspace (all
+	// of them when session.list has no cwd), with their clients (v4).
+	Live []LiveSession `json:"live,omitempty"`
 }
 
 // RulesListed answers session.rules.
@@ -440,6 +443,10 @@ var events = map[string]func() Event{
 	TypeSessionReplay:      func() Event { return new(SessionReplay) },
 	TypeSessionListed:      func() Event { return new(SessionListed) },
 	TypeRulesListed:        func() Event { return new(RulesListed) },
+	TypeSessionAttached:    func() Event { return new(SessionAttached) },
+	TypeSessionDetached:    func() Event { return new(SessionDetached) },
+	TypeApprovalResolved:   func() Event { return new(ApprovalResolved) },
+	TypeDaemonStatusIs:     func() Event { return new(DaemonStatusReported) },
 }
 
 // NewEvent returns a zero value of the event type t, or nil.

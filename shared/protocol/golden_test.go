@@ -330,7 +330,8 @@ func TestRegistries(t *testing.T) {
 		// Everything but the connection-level events is sequenced.
 		_, seq := e.(Sequenced)
 		conn := typ == TypeInitialized || typ == TypeSessionStarted || typ == TypeError ||
-			typ == TypeSessionReplay || typ == TypeSessionListed || typ == TypeRulesListed
+			typ == TypeSessionReplay || typ == TypeSessionListed || typ == TypeRulesListed ||
+			typ == TypeSessionAttached || typ == TypeSessionDetached || typ == TypeDaemonStatusIs
 		if seq == conn {
 			t.Errorf("%s: Sequenced = %v", typ, seq)
 		}
@@ -349,7 +350,7 @@ func TestRegistries(t *testing.T) {
 		typ   string
 		since int
 	}{
-		{TypeTurnStart, Version1}, {TypeQueueUpdate, Version2}, {TypeSessionPause, Version2}, {TypeSessionCompact, Version3},
+		{TypeTurnStart, Version1}, {TypeQueueUpdate, Version2}, {TypeSessionPause, Version2}, {TypeSessionCompact, Version3}, {TypeSessionAttach, Version4},
 	} {
 		if got, _ := ClientMessageSince(v.typ); got != v.since {
 			t.Errorf("ClientMessageSince(%q) = %d, want %d", v.typ, got, v.since)

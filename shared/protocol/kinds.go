@@ -56,7 +56,7 @@ const (
 	Version2 = 2
 	Version3 = 3
 	Oldest   = Version1
-	Latest   = Version3
+	Latest   = Version4
 )
 
 // Limits of the protocol. Frame limits count encoded JSON bytes without the

@@ -19,11 +19,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scv-cli/scv/scv-server/internal/daemon"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
 	"github.com/scv-cli/scv/scv-server/internal/logwriter"
 	"github.com/scv-cli/scv/scv-server/internal/server"
 	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/protocol/schema"
 	"github.com/scv-cli/scv/shared/version"
 )
@@ -86,6 +88,10 @@ func classify(err error) error {
 		return err
 	case errors.Is(err, ndjson.ErrVersionMismatch):
 		return cli.WithCode(cli.VersionMismatch, err)
+	case errors.As(err, new(*daemon.AlreadyRunningError)):
+		return cli.WithCode(cli.Daemon, err)
+	case errors.Is(err, errDelegated):
+		return cli.WithCode(cli.Usage, err)
 	case errors.Is(err, server.ErrConfig):
 		return cli.WithCode(cli.Config, err)
 	case errors.Is(err, context.Canceled):
@@ -137,7 +143,7 @@ func NewCmdRoot(stdio IO) *cobra.Command {
 	root.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	_ = root.Flags().MarkHidden("cpuprofile")
 	root.SetFlagErrorFunc(cli.FlagErrorFunc)
-	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdACP(stdio))
+	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdACP(stdio), newCmdDaemon(stdio), newCmdConnect(stdio))
 	return root
 }
 
@@ -192,7 +198,7 @@ func newCmdVersion(stdio IO) *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintf(stdio.Out, "scv-server %s (protocol versions %d-%d)\n", version.Version, 1, 3)
+			fmt.Fprintf(stdio.Out, "scv-server %s (protocol versions %d-%d)\n", version.Version, protocol.Oldest, protocol.Latest)
 			return nil
 		},
 	}

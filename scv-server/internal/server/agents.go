@@ -116,6 +116,9 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 		if body := set.SystemSection(); body != "" {
 			system = instructions.ExtraSection(instructions.Section{Title: agenttool.SectionTitle, Body: body})
 		}
-		return session.Extension{Tools: set.Tools(), System: system, Close: set.Close}, nil
+		return session.Extension{Tools: set.Tools(), System: system, Close: set.Close,
+			// Jobs running or not yet reported keep the session open
+			// without clients and hold a planned restart.
+			Busy: func() bool { return set.Outstanding() > 0 }}, nil
 	}
 }

@@ -50,6 +50,10 @@ type Options struct {
 	// limit (ndjson.DefaultStallLimit); tests only.
 	Grace      time.Duration
 	StallLimit time.Duration
+	// DetachWait overrides how long a daemon's connection waits for room
+	// in its queue before its client is detached (ndjson.DefaultDetachWait);
+	// tests only.
+	DetachWait time.Duration
 
 	// WebPolicy replaces web_fetch's address policy (tests: a policy that
 	// treats the test's loopback servers as public).
@@ -252,15 +256,69 @@ func NewProvider(cfg *config.Config, env paths.Env, log *slog.Logger) (provider.
 // runtime's turns: this is the stdio model, where the client's EOF ends the
 // server.
 func (r *Runtime) Serve(ctx context.Context, t ndjson.Transport) error {
-	return ndjson.Serve(ctx, r.Manager, t, ndjson.Options{
+	return ndjson.Serve(ctx, r.Manager, t, r.connOptions(true))
+}
+
+// ServeShared runs one connection of a daemon over t: the sessions it
+// starts or attaches to outlive it, and a client too slow for its queue is
+// detached from them instead of ending them (docs/daemon.md).
+// status, when not nil, answers daemon.status.
+func (r *Runtime) ServeShared(ctx context.Context, t ndjson.Transport, status func() protocol.DaemonStatusReported) error {
+	o := r.connOptions(false)
+	o.Status = status
+	return ndjson.Serve(ctx, r.Manager, t, o)
+}
+
+func (r *Runtime) connOptions(closeManager bool) ndjson.Options {
+	return ndjson.Options{
 		MaxClientFrameBytes: protocol.MaxClientFrameBytes,
 		MaxServerFrameBytes: protocol.MaxServerFrameBytes,
 		StallLimit:          r.opts.StallLimit,
 		Grace:               r.opts.Grace,
 		ServerName:          "scv-server",
 		Logger:              r.log,
-		CloseManager:        true,
-	})
+		CloseManager:        closeManager,
+		DetachWait:          r.opts.DetachWait,
+	}
+}
+
+// Home returns the instance directory.
+func (r *Runtime) Home() string { return r.home }
+
+// Logger returns the runtime's logger.
+func (r *Runtime) Logger() *slog.Logger { return r.log }
+
+// Grace returns the grace period turns get to wind down at shutdown.
+func (r *Runtime) Grace() time.Duration {
+	if r.opts.Grace > 0 {
+		return r.opts.Grace
+	}
+	return 3 * time.Second
+}
+
+// Housekeep reconciles the instance's delegation records once, so that the
+// orphans of a server that was killed are stopped, and sweeps temporary
+// files that interrupted writes left in the state directory. It returns how
+// many orphaned runs it stopped.
+func (r *Runtime) Housekeep(ctx context.Context) int {
+	stopped := reconcile.Run(ctx, r.home, r.log)
+	// Temporary files of writes a crash interrupted; an hour old, so a
+	// write of another live process is never touched.
+	if n, err := atomicfile.SweepTemps(paths.StateDir(r.home), time.Hour); err != nil {
+		r.log.Warn("Could not sweep every leftover temporary file", "removed", n, "err", err)
+	} else if n > 0 {
+		r.log.Info("Removed leftover temporary files", "removed", n)
+	}
+	return stopped
+}
+
+// EnableSubreaper makes the process a child subreaper where the system
+// has them: descendants that delegated agents leave behind reparent here
+// and are reaped.
+func (r *Runtime) EnableSubreaper() {
+	if err := procgroup.EnableSubreaper(); err != nil && !errors.Is(err, procgroup.ErrUnsupported) {
+		r.log.Warn("Cannot become a child subreaper; orphans of delegated agents reparent to init", "err", err)
+	}
 }
 
 // ServeACP runs one ACP connection over rw (docs/acp.md); like Serve, the
@@ -281,11 +339,9 @@ func RunACP(ctx context.Context, opts Options, in io.Reader, out io.Writer) erro
 }
 
 // RunStdio serves the protocol on in and out until the client's input ends.
-// It first makes the process a child subreaper (descendants that delegated
-// agents leave behind reparent here and are reaped), and alongside the
-// connection it reconciles the instance's delegation records once, so that
-// the orphans of a server that was killed are stopped without delaying this
-// one's start, and sweeps temporary files left in the state directory.
+// It first makes the process a child subreaper, and alongside the
+// connection it housekeeps once (Housekeep), so that the orphans of a
+// server that was killed are stopped without delaying this one's start.
 func RunStdio(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
 	return run(ctx, opts, func(rt *Runtime, t *stdio.Transport) error { return rt.Serve(ctx, t) }, in, out)
 }
@@ -296,20 +352,11 @@ func run(ctx context.Context, opts Options, serve func(*Runtime, *stdio.Transpor
 	if err != nil {
 		return err
 	}
-	if err := procgroup.EnableSubreaper(); err != nil && !errors.Is(err, procgroup.ErrUnsupported) {
-		rt.log.Warn("Cannot become a child subreaper; orphans of delegated agents reparent to init", "err", err)
-	}
+	rt.EnableSubreaper()
 	reconciled := make(chan struct{})
 	go func() {
 		defer close(reconciled)
-		reconcile.Run(ctx, rt.home, rt.log)
-		// Temporary files of writes a crash interrupted; an hour old, so
-		// a write of another live process is never touched.
-		if n, err := atomicfile.SweepTemps(paths.StateDir(rt.home), time.Hour); err != nil {
-			rt.log.Warn("Could not sweep every leftover temporary file", "removed", n, "err", err)
-		} else if n > 0 {
-			rt.log.Info("Removed leftover temporary files", "removed", n)
-		}
+		rt.Housekeep(ctx)
 	}()
 	t := stdio.New(in, out)
 	defer t.Close()

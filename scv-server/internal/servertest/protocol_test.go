@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 
 func TestInitializeVersions(t *testing.T) {
 	t.Parallel()
-	for _, v := range []int{1, 2, 3} {
+	for _, v := range []int{1, 2, 3, 4} {
 		t.Run("v"+string(rune('0'+v)), func(t *testing.T) {
 			s := st.Start(t, st.Options{})
 			s.Client.Init(v)
@@ -32,11 +32,11 @@ func TestInitializeVersions(t *testing.T) {
 
 func TestVersionMismatchIsFatal(t *testing.T) {
 	t.Parallel()
-	for _, v := range []int{0, 4, 99} {
+	for _, v := range []int{0, 5, 99} {
 		s := st.Start(t, st.Options{})
 		s.Client.Send(&protocol.Initialize{RequestID: "1", ProtocolVersion: v})
 		e := s.Client.ExpectError(protocol.ErrVersionMismatch)
-		if !e.Fatal || e.RequestID != "1" || !strings.Contains(e.Message, "versions 1 to 3") {
+		if !e.Fatal || e.RequestID != "1" || !strings.Contains(e.Message, "versions 1 to 4") {
 			t.Fatalf("error = %+v", e)
 		}
 		if err := s.Done(); !errors.Is(err, ndjson.ErrVersionMismatch) {

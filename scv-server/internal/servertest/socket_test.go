@@ -73,7 +73,7 @@ func TestClientConnOverAUnixSocket(t *testing.T) {
 		}
 		switch ev := f.Event.(type) {
 		case *protocol.Initialized:
-			if v, err := client.Negotiated(hello, ev); err != nil || v != protocol.Latest {
+			if v, err := client.Negotiated(hello, ev); err != nil || v != client.HelloVersion {
 				t.Fatalf("Negotiated = %d, %v", v, err)
 			}
 		case *protocol.SessionStarted:

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,6 +82,9 @@ type Extension struct {
 	// Close runs when the session ends (the server shuts down): it stops
 	// whatever the tools still run, such as background jobs.
 	Close func(ctx context.Context)
+	// Busy, when not nil, reports work that keeps the session alive with
+	// no client attached (background jobs that still count).
+	Busy func() bool
 }
 
 // ExtendFunc builds the extension of a new session. An error refuses
@@ -135,6 +139,9 @@ type Manager struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	turns  sync.WaitGroup
+
+	// draining is set by Drain (a planned restart): no turn starts.
+	draining atomic.Bool
 
 	mu       sync.Mutex
 	sessions map[string]*Session // guarded by mu
@@ -227,6 +234,10 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 		approvals:    approval.NewPending(),
 		emitLock:     make(chan struct{}, 1),
 	}
+	if opts.ProtocolVersion >= protocol.Version4 {
+		s.ring = &ring{}
+	}
+	s.touch()
 	if err := m.persist(s, opts.Resume); err != nil {
 		_ = root.Close()
 		return nil, err
@@ -248,7 +259,12 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 			m.abandon(s)
 			return nil, fmt.Errorf("setting up the session's delegated agents: %w", err)
 		}
-		s.closeExt = ext.Close
+		if closeExt := ext.Close; closeExt != nil {
+			var once sync.Once
+			// Once: an idle end (EndIdle) may race the manager's Close.
+			s.closeExt = func(ctx context.Context) { once.Do(func() { closeExt(ctx) }) }
+		}
+		s.busy = ext.Busy
 	}
 	if m.opts.System != nil {
 		s.system = m.opts.System(cwd, reg)
@@ -388,6 +404,64 @@ func (m *Manager) closing() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.closed
+}
+
+// Drain stops turns from starting, for a planned restart: a new prompt is
+// queued (v2 and later; refused before) and queued prompts stay queued,
+// while running turns go on. The queues are in the sessions' logs.
+func (m *Manager) Drain() { m.draining.Store(true) }
+
+// Draining reports whether Drain was called.
+func (m *Manager) Draining() bool { return m.draining.Load() }
+
+// WaitTurns waits until no turn runs and no background job counts (see
+// Extension.Busy), or ctx ends; it reports whether they ended.
+func (m *Manager) WaitTurns(ctx context.Context) bool {
+	for {
+		busy := false
+		m.mu.Lock()
+		for _, s := range m.sessions {
+			if s.Active() || (s.busy != nil && s.busy()) {
+				busy = true
+				break
+			}
+		}
+		m.mu.Unlock()
+		if !busy {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Open describes an open session for a planned restart.
+type Open struct {
+	SessionID string `json:"session_id"`
+	Cwd       string `json:"cwd"`
+	Paused    bool   `json:"paused"`
+	// Version is the protocol version the session was started with.
+	Version int `json:"version"`
+}
+
+// OpenSessions lists the open sessions that are stored (those a new
+// process can resume).
+func (m *Manager) OpenSessions() []Open {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Open
+	for _, s := range m.sessions {
+		if s.rec == nil {
+			continue
+		}
+		s.mu.Lock()
+		out = append(out, Open{SessionID: s.id, Cwd: s.cwd, Paused: s.paused, Version: s.version})
+		s.mu.Unlock()
+	}
+	return out
 }
 
 // Abort ends every turn's emission at once. Close must still be called.

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -76,6 +77,19 @@ type Session struct {
 	emitLock chan struct{}
 	seq      uint64       // guarded by emitLock
 	subs     []Subscriber // guarded by emitLock
+	// ring keeps recent events for clients that attach (v4 sessions;
+	// nil otherwise), and pendingApprovals the approval requests not yet
+	// answered (attach.go). Guarded by emitLock.
+	ring             *ring
+	pendingApprovals []*protocol.ApprovalRequested
+	// ended is set when the session ended for idleness (guarded by
+	// emitLock); nsubs counts subs, lastUsed is when a subscriber or a
+	// turn last came or went (unix nanoseconds), busy reports background
+	// work that keeps the session alive (nil: none).
+	ended    bool
+	nsubs    atomic.Int32
+	lastUsed atomic.Int64
+	busy     func() bool
 
 	mu      sync.Mutex
 	active  *turn              // guarded by mu
@@ -167,17 +181,10 @@ func (s *Session) Subscribe(ctx context.Context, sub Subscriber) (unsubscribe fu
 		return nil, err
 	}
 	s.subs = append(s.subs, sub)
+	s.nsubs.Add(1)
+	s.touch()
 	s.unlock()
-	return func() {
-		s.emitLock <- struct{}{}
-		for i, x := range s.subs {
-			if x == sub {
-				s.subs = append(s.subs[:i:i], s.subs[i+1:]...)
-				break
-			}
-		}
-		s.unlock()
-	}, nil
+	return s.unsubscriber(sub), nil
 }
 
 func (s *Session) lock(ctx context.Context) error {
@@ -201,10 +208,13 @@ func (s *Session) emitLocked(ctx context.Context, ev protocol.Sequenced) error {
 		if err := sub.Deliver(ctx, ev); err != nil {
 			if i == 0 {
 				s.seq--
+			} else {
+				s.rememberLocked(ev)
 			}
 			return err
 		}
 	}
+	s.rememberLocked(ev)
 	return nil
 }
 
@@ -260,8 +270,12 @@ func (s *Session) StartTurn(ctx context.Context, requestID, prompt, submitter st
 	s.mu.Lock()
 	// A paused session with queued prompts keeps their order: a new prompt
 	// joins the end of the queue rather than running ahead of them.
-	queueIt := s.active != nil || (s.paused && len(s.queue) > 0 && !s.holdRestored)
+	queueIt := s.active != nil || (s.paused && len(s.queue) > 0 && !s.holdRestored) || s.mgr.Draining()
 	if queueIt {
+		if s.version < protocol.Version2 && s.mgr.Draining() {
+			s.mu.Unlock()
+			return errorf(protocol.ErrTurnActive, "the daemon is restarting and starts no turn now; send the prompt again in a moment")
+		}
 		if s.version < protocol.Version2 {
 			s.mu.Unlock()
 			return errorf(protocol.ErrTurnActive, "a turn is already running in this session; wait for it to end or cancel it with turn.cancel")
@@ -478,6 +492,7 @@ func (s *Session) finish(t *turn, out loop.Outcome) {
 // clearActive ends t and commits history, the session's new history with
 // the turn's messages.
 func (s *Session) clearActive(t *turn, out loop.Outcome, history []provider.Message) {
+	s.touch()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.active == t {
@@ -494,16 +509,22 @@ func (s *Session) clearActive(t *turn, out loop.Outcome, history []provider.Mess
 // dequeueLocked starts the next queued prompt when the session is idle and
 // not paused; with the user's queue empty, the next server-started turn.
 // The emit lock must be held.
+//
+// While the manager drains for a planned restart, the user's prompts stay
+// queued but server-started turns (reports of background jobs) still run:
+// the restart waits for the jobs that count, and a finished job counts
+// until it is reported.
 func (s *Session) dequeueLocked(ctx context.Context) {
 	if s.mgr.closing() {
 		return // queued prompts stay queued through shutdown
 	}
+	draining := s.mgr.Draining()
 	s.mu.Lock()
-	if s.active != nil || s.paused {
+	if s.active != nil || (s.paused && !draining) {
 		s.mu.Unlock()
 		return
 	}
-	if len(s.queue) == 0 {
+	if len(s.queue) == 0 || draining {
 		for {
 			if len(s.serverTurns) == 0 {
 				s.mu.Unlock()

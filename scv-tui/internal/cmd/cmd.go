@@ -24,6 +24,9 @@ type Flags struct {
 	Resume  string // --resume: a stored session to continue
 	Model   string // --model: a model override
 	LogFile string // --log-file: where the server's stderr goes
+	// Daemon (--daemon) talks to the running daemon through `scv-server
+	// connect` instead of starting a server of its own, when one runs.
+	Daemon bool
 }
 
 // Main runs scv-tui with the process's arguments and returns its exit
@@ -93,6 +96,7 @@ Exit codes: 0 ok, 1 error, 2 usage error, 130 interrupted.`,
 	fl.StringVar(&f.Resume, "resume", "", "continue the stored session `ID` of this workspace")
 	fl.StringVar(&f.Model, "model", "", "use model `M` instead of the configured one")
 	fl.StringVar(&f.LogFile, "log-file", "", "append the server's stderr to `PATH` (default $SCV_HOME/logs/tui-server.log)")
+	fl.BoolVar(&f.Daemon, "daemon", false, "use the running daemon (scv daemon start), whose sessions outlive the UI; without one, start a server as usual")
 	return c
 }
 

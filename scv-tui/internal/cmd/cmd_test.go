@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,6 +17,7 @@ import (
 	"github.com/scv-cli/scv/scv-tui/internal/client"
 	"github.com/scv-cli/scv/shared/cli"
 	sclient "github.com/scv-cli/scv/shared/client"
+	"github.com/scv-cli/scv/shared/daemonfile"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 	"go.uber.org/goleak"
@@ -191,4 +193,28 @@ exit 78`
 		t.Errorf("Close = %v", err)
 	}
 	pu.wait()
+}
+
+// TestServerArgsDaemon: --daemon relays to the daemon (scv-server connect)
+// only when one runs.
+func TestServerArgsDaemon(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	env := paths.MapEnv(map[string]string{"SCV_HOME": home})
+	log := slog.New(slog.DiscardHandler)
+	if a := serverArgs(Flags{}, env, log); a != nil {
+		t.Fatalf("without --daemon: %q", a)
+	}
+	if a := serverArgs(Flags{Daemon: true}, env, log); a != nil {
+		t.Fatalf("--daemon without a daemon: %q", a)
+	}
+	if err := paths.EnsureDir(paths.RunDir(home)); err != nil {
+		t.Fatal(err)
+	}
+	if err := daemonfile.Write(home, daemonfile.Info{Pid: os.Getpid()}); err != nil {
+		t.Fatal(err)
+	}
+	if a := serverArgs(Flags{Daemon: true}, env, log); len(a) != 1 || a[0] != "connect" {
+		t.Fatalf("--daemon with a daemon: %q", a)
+	}
 }

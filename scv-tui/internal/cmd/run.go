@@ -22,6 +22,7 @@ import (
 	"github.com/scv-cli/scv/scv-tui/internal/history"
 	"github.com/scv-cli/scv/shared/cli"
 	sclient "github.com/scv-cli/scv/shared/client"
+	"github.com/scv-cli/scv/shared/daemonfile"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/statefile"
 )
@@ -92,10 +93,30 @@ func setup(f Flags, env paths.Env) (*session, error) {
 	}
 	s.client = client.New(client.Config{
 		Path:    serverPath,
+		Args:    serverArgs(f, env, s.log),
 		Dir:     f.Dir,
 		LogPath: s.logPath,
 	})
 	return s, nil
+}
+
+// serverArgs are the server's arguments: `connect`, a relay to the daemon's
+// socket, with --daemon when a daemon runs (the session then lives in the
+// daemon and outlives the UI); otherwise nil, a server of its own.
+func serverArgs(f Flags, env paths.Env, log *slog.Logger) []string {
+	if !f.Daemon {
+		return nil
+	}
+	home, err := paths.Home(env)
+	if err == nil {
+		var info daemonfile.Info
+		if info, err = daemonfile.Running(home); err == nil {
+			log.Info("using the daemon", "pid", info.Pid, "socket", info.Socket)
+			return []string{"connect"}
+		}
+	}
+	log.Info("no daemon runs; starting a server of its own", "err", err)
+	return nil
 }
 
 func (s *session) closeLog() {

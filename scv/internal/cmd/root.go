@@ -8,6 +8,7 @@ import (
 
 	"github.com/scv-cli/scv/scv/internal/cmd/acp"
 	"github.com/scv-cli/scv/scv/internal/cmd/config"
+	"github.com/scv-cli/scv/scv/internal/cmd/daemon"
 	"github.com/scv-cli/scv/scv/internal/cmd/exec"
 	"github.com/scv-cli/scv/scv/internal/cmd/server"
 	"github.com/scv-cli/scv/scv/internal/cmd/version"
@@ -40,6 +41,7 @@ var Program = cli.Program{Name: "scv"}
 // NewCmdRoot returns the root command with every subcommand. runTUI
 // replaces the no-argument behaviour in tests.
 func NewCmdRoot(f *cmdutil.Factory, runTUI func() error) *cobra.Command {
+	var useDaemon bool
 	root := &cobra.Command{
 		Use:   "scv",
 		Short: "SCV, a terminal agent runtime",
@@ -55,9 +57,10 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 			if runTUI != nil {
 				return runTUI()
 			}
-			return tuiRun(f)
+			return tuiRun(f, useDaemon)
 		},
 	}
+	root.Flags().BoolVar(&useDaemon, "daemon", false, "run the terminal UI on the running daemon (scv daemon start), whose sessions outlive it")
 	root.SetVersionTemplate(version.Line() + "\n")
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
@@ -74,16 +77,22 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 		exec.NewCmdExec(f, nil),
 		server.NewCmdServer(f, nil),
 		acp.NewCmdACP(f, nil),
+		daemon.NewCmdDaemon(f),
+		daemon.NewCmdUpdate(f),
 		version.NewCmdVersion(f),
 	)
 	return root
 }
 
 // tuiRun becomes scv-tui, which inherits the terminal.
-func tuiRun(f *cmdutil.Factory) error {
+func tuiRun(f *cmdutil.Factory, useDaemon bool) error {
 	path, err := f.FindBinary(client.TUI)
 	if err != nil {
 		return err
 	}
-	return f.Exec(path, []string{client.TUI})
+	argv := []string{client.TUI}
+	if useDaemon {
+		argv = append(argv, "--daemon")
+	}
+	return f.Exec(path, argv)
 }

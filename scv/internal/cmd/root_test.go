@@ -38,7 +38,7 @@ func fakeFactory(missing ...string) (*cmdutil.Factory, *bytes.Buffer, *bytes.Buf
 
 func TestRun(t *testing.T) {
 	t.Parallel()
-	versionLine := "scv " + version.Version + " (protocol 3)\n"
+	versionLine := "scv " + version.Version + " (protocol 4)\n"
 	tests := []struct {
 		name      string
 		args      []string
@@ -54,6 +54,14 @@ func TestRun(t *testing.T) {
 		{
 			name: "no args runs the TUI", args: nil,
 			wantExecd: []string{"/bin/scv-tui", "scv-tui"},
+		},
+		{
+			name: "--daemon runs the TUI on the daemon", args: []string{"--daemon"},
+			wantExecd: []string{"/bin/scv-tui", "scv-tui", "--daemon"},
+		},
+		{
+			name: "daemon run execs scv-server daemon", args: []string{"daemon", "run", "--log-level", "info"},
+			wantExecd: []string{"/bin/scv-server", "scv-server", "daemon", "--log-level", "info"},
 		},
 		{
 			name: "no TUI", args: nil, missing: []string{client.TUI}, wantCode: cli.Failure,

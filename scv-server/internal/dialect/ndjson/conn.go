@@ -1,4 +1,4 @@
-// Package ndjson is the NDJSON protocol dialect (versions 1 to 3): it reads
+// Package ndjson is the NDJSON protocol dialect (versions 1 to 4): it reads
 // client frames from a transport, dispatches them to the session runtime,
 // and writes events back through a bounded frame queue.
 //
@@ -36,6 +36,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/framequeue"
@@ -72,8 +73,22 @@ type Options struct {
 	// manager's turns, as for stdio, where the client's EOF ends the
 	// server. Otherwise sessions outlive the connection.
 	CloseManager bool
-	Logger       *slog.Logger
+	// DetachWait is how long, without CloseManager, a session event waits
+	// for room in the connection's queue before the client counts as too
+	// slow for its sessions and is detached (DefaultDetachWait when 0).
+	DetachWait time.Duration
+	// Status, when not nil, answers daemon.status (a daemon's
+	// connections); the connection fills in its sessions.
+	Status func() protocol.DaemonStatusReported
+	Logger *slog.Logger
 }
+
+// DefaultDetachWait is how long a daemon's session event waits for room in
+// a client's full queue before the client is detached. The wait holds the
+// session's emission (every client of the session waits with it), so it is
+// short; the detached client re-attaches with after_seq and catches up
+// from the session's ring.
+const DefaultDetachWait = 2 * time.Second
 
 func (o Options) withDefaults() Options {
 	if o.MaxClientFrameBytes <= 0 {
@@ -87,6 +102,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Grace <= 0 {
 		o.Grace = 3 * time.Second
+	}
+	if o.DetachWait <= 0 {
+		o.DetachWait = DefaultDetachWait
 	}
 	if o.ServerName == "" {
 		o.ServerName = "scv-server"
@@ -131,6 +149,9 @@ type conn struct {
 	tooSlow  func()        // the slow-client rule fired: ends waitCtx, wakes Serve
 	slow     chan struct{} // closed by tooSlow
 	slowOnce sync.Once
+	// queueFull is set before tooSlow when a session event found the
+	// queue full for DetachWait (a daemon's connection).
+	queueFull atomic.Bool
 
 	version int
 	client  protocol.ClientInfo
@@ -223,7 +244,11 @@ func (c *conn) dispatchLoop(ctx context.Context, frames <-chan inbound, writerDo
 			return c.endTooSlow()
 		case in, ok := <-frames:
 			if !ok {
-				c.log.Info("Client input ended; shutting down")
+				if c.opts.CloseManager {
+					c.log.Info("Client input ended; shutting down")
+				} else {
+					c.log.Info("Client input ended; closing its connection")
+				}
 				c.finishTurns()
 				return nil
 			}
@@ -264,6 +289,11 @@ func (c *conn) dispatchLoop(ctx context.Context, frames <-chan inbound, writerDo
 // cancelled and the server ends; otherwise its sessions keep running,
 // detached from it.
 func (c *conn) endTooSlow() error {
+	if c.queueFull.Load() {
+		c.log.Warn("The client's queue stayed full; detaching it from its sessions, which go on", "wait", c.opts.DetachWait)
+		c.cleanupTurns()
+		return fmt.Errorf("%w: its queue stayed full for %v; it was detached from its sessions", ErrBackpressure, c.opts.DetachWait)
+	}
 	c.log.Error("The client has left the server's output unread for the stall limit; ending the connection", "limit", c.opts.StallLimit)
 	c.cleanupTurns()
 	return fmt.Errorf("%w: no output could be written to it for %v", ErrBackpressure, c.opts.StallLimit)
@@ -372,14 +402,35 @@ func (c *conn) encode(ev protocol.Event) ([]byte, error) {
 // until ctx (the turn's or the request's) ends. A connection that is
 // closing has been detached from its sessions: what is delivered to it
 // then is dropped, and the session goes on.
+//
+// Without CloseManager (a daemon) a client must not hold a session that
+// others share: an event that finds no room within DetachWait is dropped
+// and the connection ends as too slow, detaching it from its sessions.
 func (c *conn) Deliver(ctx context.Context, ev protocol.Sequenced) error {
 	frame, err := c.encode(ev)
 	if err != nil {
 		return err
 	}
-	if err := c.q.Push(ctx, frame); err != nil && !errors.Is(err, framequeue.ErrClosed) {
+	if !c.opts.CloseManager && c.queueFull.Load() {
+		return nil // being detached: drop, never wait again
+	}
+	if c.opts.CloseManager || c.q.Room(len(frame)) {
+		if err := c.q.Push(ctx, frame); err != nil && !errors.Is(err, framequeue.ErrClosed) {
+			return err
+		}
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.opts.DetachWait)
+	defer cancel()
+	err = c.q.Push(wctx, frame)
+	switch {
+	case err == nil, errors.Is(err, framequeue.ErrClosed):
+		return nil
+	case ctx.Err() != nil:
 		return err
 	}
+	c.queueFull.Store(true)
+	c.tooSlow()
 	return nil
 }
 

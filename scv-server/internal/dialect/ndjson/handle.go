@@ -110,9 +110,15 @@ func (c *conn) dispatch(msg protocol.ClientMessage) error {
 			return s.CancelTurn(m.TurnID)
 		})
 	case *protocol.ApprovalResolve:
-		return c.withSession(m.SessionID, func(_ context.Context, s *session.Session) error {
-			return s.ResolveApproval(m.ApprovalID, m.Approved, m.Scope)
+		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
+			return s.ResolveApprovalBy(ctx, m.ApprovalID, m.Approved, m.Scope, c.client.Name)
 		})
+	case *protocol.SessionAttach:
+		return c.attachSession(m)
+	case *protocol.SessionDetach:
+		return c.detachSession(m)
+	case *protocol.DaemonStatus:
+		return c.daemonStatus(m)
 	case *protocol.SessionClear:
 		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
 			return s.Clear(ctx, m.RequestID)
@@ -168,8 +174,11 @@ func (c *conn) session(id string) (*session.Session, error) {
 	_, ok := c.attached[id]
 	c.mu.Unlock()
 	if !ok {
-		return nil, &session.Error{Code: protocol.ErrSessionNotFound,
-			Message: fmt.Sprintf("no session %q on this connection; start one with session.start", id)}
+		msg := fmt.Sprintf("no session %q on this connection; start one with session.start", id)
+		if c.version >= protocol.Version4 {
+			msg = fmt.Sprintf("no session %q is attached on this connection; start one with session.start, or attach to a live one with session.attach", id)
+		}
+		return nil, &session.Error{Code: protocol.ErrSessionNotFound, Message: msg}
 	}
 	return c.mgr.Get(id)
 }

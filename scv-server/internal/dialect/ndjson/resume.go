@@ -78,9 +78,25 @@ func chunkReplay(items []protocol.ReplayItem, limit int) [][]protocol.ReplayItem
 
 // listSessions answers session.list.
 func (c *conn) listSessions(m *protocol.SessionList) error {
+	if c.version >= protocol.Version4 && m.Cwd == "" {
+		live, err := c.mgr.Live("")
+		if err != nil {
+			return err
+		}
+		return c.send(&protocol.SessionListed{RequestID: m.RequestID, Sessions: []protocol.SessionSummary{}, Live: live})
+	}
 	sessions, err := c.mgr.List(m.Cwd, m.Limit)
 	if err != nil {
 		return err
 	}
-	return c.send(&protocol.SessionListed{RequestID: m.RequestID, Sessions: sessions})
+	ev := &protocol.SessionListed{RequestID: m.RequestID, Sessions: sessions}
+	if c.version >= protocol.Version4 {
+		if ev.Live, err = c.mgr.Live(m.Cwd); err != nil {
+			return err
+		}
+		if ev.Live == nil {
+			ev.Live = []protocol.LiveSession{}
+		}
+	}
+	return c.send(ev)
 }

@@ -61,6 +61,9 @@ type Options struct {
 	// Continue resumes the workspace's most recently updated session
 	// instead of starting a new one.
 	Continue bool
+	// Daemon runs the turn in the daemon when one runs (its session then
+	// stays open there), else in a server of its own.
+	Daemon bool
 }
 
 // NewCmdExec returns the exec command. runF replaces the behaviour in tests.
@@ -99,6 +102,9 @@ Exit codes: 0 the turn completed, 1 it failed or an error occurred,
 			if cmd.Flags().Changed("approval-policy") && !validPolicy(opts.ApprovalPolicy) {
 				return cli.UsageErrorf("invalid --approval-policy %q: want one of %s", opts.ApprovalPolicy, strings.Join(ApprovalPolicies, ", "))
 			}
+			if opts.Daemon && (opts.Continue || opts.ApprovalPolicy != "") {
+				return cli.UsageErrorf("--daemon cannot be combined with --continue or --approval-policy yet: the daemon's sessions and policy are its own (see docs/daemon.md)")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -110,6 +116,7 @@ Exit codes: 0 the turn completed, 1 it failed or an error occurred,
 	fl.StringVar(&opts.ApprovalPolicy, "approval-policy", "", "approval policy for this run, overriding tools.approval_policy: on-risk, never or auto")
 	fl.StringVarP(&opts.Dir, "cd", "C", "", "workspace directory (default: the current directory)")
 	fl.BoolVar(&opts.Continue, "continue", false, "continue the workspace's most recent session instead of starting a new one")
+	fl.BoolVar(&opts.Daemon, "daemon", false, "run the turn in the daemon when one runs (scv daemon start); otherwise in a server of its own")
 	return cmd
 }
 

@@ -43,24 +43,15 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	path, err := opts.ServerPath()
-	if err != nil {
-		return err
-	}
-	args := []string{"--stdio"}
-	if opts.ApprovalPolicy != "" {
-		args = append(args, "--approval-policy", opts.ApprovalPolicy)
-	}
-
 	// Subscribe before the server starts so an early Ctrl-C is ours too.
 	sigs, stopSignals := opts.Signals()
 	defer stopSignals()
 
-	server, err := client.Start(client.Command{Path: path, Args: args, Stderr: opts.IO.ErrOut})
+	child, err := connect(opts)
 	if err != nil {
 		return err
 	}
-	conn := client.NewConn(server.Stream(), 0)
+	conn := client.NewConn(child.stream, 0)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -86,11 +77,12 @@ func Run(ctx context.Context, opts *Options) error {
 	r.view.endLine()
 	r.closePrompt()
 	if r.killNow {
-		server.KillGroup()
+		child.kill()
 	}
 	cancel()
-	stopErr := server.Stop(context.Background(), durationOr(opts.ShutdownTimeout, DefaultShutdownTimeout))
+	stopErr := child.stop(durationOr(opts.ShutdownTimeout, DefaultShutdownTimeout))
 	_ = g.Wait() // the reader and asker report through the loop, never here
+	child.release()
 	return r.finish(loopErr, stopErr)
 }
 

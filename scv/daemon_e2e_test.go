@@ -1,0 +1,245 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/scv-cli/scv/scv/internal/daemonclient"
+	"github.com/scv-cli/scv/shared/daemonfile"
+)
+
+// TestDaemonCommands drives scv daemon start, status, restart, stop and
+// install against the real scv-server daemon on a temporary SCV_HOME.
+func TestDaemonCommands(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	t.Cleanup(func() {
+		if info, err := daemonfile.Read(home); err == nil {
+			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
+		}
+	})
+	r := runSCV(t, home, "daemon", "status")
+	if r.code != 4 || !strings.Contains(r.stdout, "No daemon is running") {
+		t.Fatalf("status without a daemon: %+v", r)
+	}
+	r = runSCV(t, home, "daemon", "start")
+	if r.code != 0 || !strings.Contains(r.stdout, "Started the daemon (pid ") {
+		t.Fatalf("start: %+v", r)
+	}
+	info, err := daemonfile.Read(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.stdout, fmt.Sprintf("pid %d", info.Pid)) {
+		t.Fatalf("start named another pid than daemon.json's %d: %s", info.Pid, r.stdout)
+	}
+	r = runSCV(t, home, "daemon", "start")
+	if r.code != 0 || !strings.Contains(r.stdout, "already runs") {
+		t.Fatalf("second start: %+v", r)
+	}
+	r = runSCV(t, home, "daemon", "status")
+	for _, want := range []string{fmt.Sprintf("pid %d", info.Pid), "socket    " + info.Socket, "clients   0", "sessions  0"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("status lacks %q: %+v", want, r)
+		}
+	}
+	r = runSCV(t, home, "daemon", "status", "--json")
+	var st struct {
+		Running bool `json:"running"`
+		Pid     int  `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || !st.Running || st.Pid != info.Pid {
+		t.Fatalf("status --json: %v %+v", err, r)
+	}
+	r = runSCV(t, home, "daemon", "restart", "--force")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("Restarted the daemon (pid %d", info.Pid)) {
+		t.Fatalf("restart: %+v", r)
+	}
+	next, err := daemonfile.Read(home)
+	if err != nil || next.Instance == info.Instance {
+		t.Fatalf("daemon.json after the restart: %+v, %v", next, err)
+	}
+	r = runSCV(t, home, "daemon", "stop")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("Stopped the daemon (pid %d)", info.Pid)) {
+		t.Fatalf("stop: %+v", r)
+	}
+	if daemonclient.Alive(info.Pid) {
+		t.Fatalf("pid %d still runs after stop", info.Pid)
+	}
+	r = runSCV(t, home, "daemon", "status")
+	if r.code != 4 {
+		t.Fatalf("status after stop: %+v", r)
+	}
+	r = runSCV(t, home, "daemon", "stop")
+	if r.code != 0 || !strings.Contains(r.stdout, "No daemon is running") {
+		t.Fatalf("stop without a daemon: %+v", r)
+	}
+}
+
+// TestDaemonRefusedToDelegatedRuns: a delegated run may not manage the
+// daemon.
+func TestDaemonRefusedToDelegatedRuns(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	for _, args := range [][]string{{"daemon", "start"}, {"daemon", "stop"}, {"daemon", "restart"}, {"daemon", "run"}, {"daemon", "install"}, {"update"}} {
+		sub := strings.Join(args, " ")
+		cmd := scvCmd(t.Context(), home, args...)
+		cmd.Env = append(cmd.Env, "SCV_DELEGATION_DEPTH=1")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "a delegated run may not") {
+			t.Errorf("scv %s in a delegated run: %v\n%s", sub, err, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(home, "run", "daemon.json")); err == nil {
+		t.Fatal("a daemon started anyway")
+	}
+}
+
+// TestDaemonInstallWritesUnit: install --no-enable writes a unit with
+// absolute paths and SCV_HOME, since a service manager loads no profile.
+func TestDaemonInstallWritesUnit(t *testing.T) {
+	t.Parallel()
+	home, xdg := t.TempDir(), t.TempDir()
+	cmd := scvCmd(t.Context(), home, "daemon", "install", "--no-enable")
+	cmd.Env = append(cmd.Env, "XDG_CONFIG_HOME="+xdg)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	unit, err := os.ReadFile(filepath.Join(xdg, "systemd", "user", "scv.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := filepath.Join(filepath.Dir(scvBin), "scv-server")
+	for _, want := range []string{"ExecStart=" + server + " daemon\n", "Environment=SCV_HOME=" + home + "\n", "EnvironmentFile=-" + filepath.Join(home, "daemon.env")} {
+		if !strings.Contains(string(unit), want) {
+			t.Errorf("the unit lacks %q:\n%s", want, unit)
+		}
+	}
+	cmd = scvCmd(t.Context(), home, "daemon", "uninstall")
+	cmd.Env = append(cmd.Env, "XDG_CONFIG_HOME="+xdg)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Removed") {
+		t.Fatalf("uninstall: %v\n%s", err, out)
+	}
+}
+
+// TestExecInDaemon: scv exec --daemon runs its turn in the running daemon,
+// whose session stays open after the run; without a daemon it runs in a
+// server of its own.
+func TestExecInDaemon(t *testing.T) {
+	t.Parallel()
+	home, ws := t.TempDir(), t.TempDir()
+	t.Cleanup(func() {
+		if info, err := daemonfile.Read(home); err == nil {
+			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
+		}
+	})
+	r := runSCV(t, home, "exec", "--daemon", "--cd", ws, "hello")
+	if r.code != 0 || r.stdout == "" {
+		t.Fatalf("exec --daemon without a daemon: %+v", r)
+	}
+	if r := runSCV(t, home, "daemon", "start"); r.code != 0 {
+		t.Fatalf("start: %+v", r)
+	}
+	r = runSCV(t, home, "exec", "--daemon", "--cd", ws, "hello")
+	if r.code != 0 || r.stdout == "" {
+		t.Fatalf("exec --daemon: %+v", r)
+	}
+	r = runSCV(t, home, "daemon", "status", "--json")
+	var st struct {
+		Sessions []struct {
+			Cwd     string `json:"cwd"`
+			Clients int    `json:"clients"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	real, _ := filepath.EvalSymlinks(ws)
+	if len(st.Sessions) != 1 || st.Sessions[0].Cwd != real || st.Sessions[0].Clients != 0 {
+		t.Fatalf("the exec's session is not live in the daemon: %+v", st)
+	}
+	r = runSCV(t, home, "exec", "--daemon", "--continue", "--cd", ws, "again")
+	if r.code != 2 {
+		t.Fatalf("--daemon --continue: %+v", r)
+	}
+	if r := runSCV(t, home, "daemon", "stop"); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
+}
+
+// TestUpdateRestartsOntoInstalledServer: a daemon runs scv-server at a
+// path; a build of another version replaces the file there; scv update
+// restarts the daemon (same pid) onto it, and says so. With the versions
+// equal it does nothing.
+func TestUpdateRestartsOntoInstalledServer(t *testing.T) {
+	t.Parallel()
+	home, dir := t.TempDir(), t.TempDir()
+	t.Cleanup(func() {
+		if info, err := daemonfile.Read(home); err == nil {
+			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
+		}
+	})
+	server := filepath.Join(dir, "scv-server")
+	copyFile(t, filepath.Join(filepath.Dir(scvBin), "scv-server"), server)
+	withServer := func(args ...string) result {
+		t.Helper()
+		cmd := scvCmd(t.Context(), home, args...)
+		cmd.Env = append(cmd.Env, "SCV_SERVER_BIN="+server)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	}
+	if r := withServer("daemon", "start"); r.code != 0 {
+		t.Fatalf("start: %+v", r)
+	}
+	before, err := daemonfile.Read(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := withServer("update"); r.code != 0 || !strings.Contains(r.stdout, "already runs version "+before.Version) {
+		t.Fatalf("update with the same version: %+v", r)
+	}
+	// Install another version over the running one's file, as a package
+	// manager does (a new file renamed into place).
+	next := filepath.Join(dir, "scv-server.new")
+	build := exec.Command("go", "build", "-buildvcs=false", "-ldflags", "-X github.com/scv-cli/scv/shared/version.Version=9.9.9-test", "-o", next, ".")
+	build.Dir = "../scv-server"
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the new version: %v\n%s", err, out)
+	}
+	if err := os.Rename(next, server); err != nil {
+		t.Fatal(err)
+	}
+	r := withServer("update", "--force")
+	if r.code != 0 || !strings.Contains(r.stdout, "Updated the daemon from version "+before.Version+" to 9.9.9-test (pid "+fmt.Sprint(before.Pid)+")") {
+		t.Fatalf("update: %+v", r)
+	}
+	if r := withServer("daemon", "stop"); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,252 @@
+// Package daemon is `scv daemon`: run, start, stop, status, restart,
+// install and uninstall the daemon (docs/daemon.md). The daemon itself is
+// `scv-server daemon`; these commands exec it, start it detached, or talk
+// to it through its socket, its daemon.json and signals.
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scv-cli/scv/scv/internal/cmdutil"
+	"github.com/scv-cli/scv/scv/internal/daemonclient"
+	"github.com/scv-cli/scv/shared/cli"
+	"github.com/scv-cli/scv/shared/client"
+	"github.com/scv-cli/scv/shared/daemonfile"
+	"github.com/scv-cli/scv/shared/paths"
+)
+
+// Signals of a planned restart (docs/daemon.md): SIGUSR2 waits for running
+// turns (up to daemon.restart_timeout_seconds), SIGUSR1 does not.
+const (
+	SignalRestart      = syscall.SIGUSR2
+	SignalRestartForce = syscall.SIGUSR1
+)
+
+// depthVar is the delegation depth a delegated run inherits.
+const depthVar = "SCV_DELEGATION_DEPTH"
+
+// errDelegated refuses daemon management to a delegated run.
+var errDelegated = errors.New("a delegated run may not start, stop, restart, install or run the daemon: do it from your own shell")
+
+// NewCmdDaemon returns `scv daemon`.
+func NewCmdDaemon(f *cmdutil.Factory) *cobra.Command {
+	env := paths.OSEnv()
+	cmd := &cobra.Command{
+		Use:   "daemon COMMAND",
+		Short: "Run and manage the daemon: one runtime per user that sessions outlive clients in",
+		Long: `The daemon is one SCV runtime per user and SCV_HOME, serving the protocol on
+$SCV_HOME/run/scv.sock. Sessions live in it, not in the client that started them.
+	scv daemon run                 the daemon in the foreground (what a service manager runs)
+	scv daemon start               start it in the background (log: $SCV_HOME/logs/daemon.log)
+	scv daemon stop                stop it (running turns are cancelled after a grace period)
+	scv daemon restart [--force]   planned restart: wait for running turns, then re-exec
+	scv daemon status [--json]     pid, version, uptime, clients, sessions (exit 4: not running)
+	scv daemon install|uninstall   a systemd user unit (scv.service)
+See docs/daemon.md.`,
+	}
+	cmd.AddCommand(newCmdRun(f, env), newCmdStart(f, env), newCmdStop(f, env), newCmdStatus(f, env),
+		newCmdRestart(f, env), newCmdInstall(f, env), newCmdUninstall(f, env))
+	return cmd
+}
+
+// home returns SCV_HOME, refusing a delegated run when manage is set.
+func home(env paths.Env, manage bool) (string, error) {
+	if manage {
+		if v := env.Getenv(depthVar); v != "" {
+			if n, err := strconv.Atoi(v); err != nil || n > 0 {
+				return "", fmt.Errorf("%w (%s=%s)", errDelegated, depthVar, v)
+			}
+		}
+	}
+	return paths.Home(env)
+}
+
+func newCmdRun(f *cmdutil.Factory, env paths.Env) *cobra.Command {
+	return &cobra.Command{
+		Use:                "run [flags]",
+		Short:              "Run the daemon in the foreground (scv-server daemon)",
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if _, err := home(env, true); err != nil {
+				return err
+			}
+			path, err := f.FindBinary(client.Server)
+			if err != nil {
+				return err
+			}
+			// Exec: the service manager's signals reach the daemon itself.
+			return f.Exec(path, append([]string{client.Server, "daemon"}, args...))
+		},
+	}
+}
+
+// startTimeout bounds the wait for a started daemon to listen.
+const startTimeout = 15 * time.Second
+
+func newCmdStart(f *cmdutil.Factory, env paths.Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "start",
+		Short: "Start the daemon in the background",
+		Args:  cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			h, err := home(env, true)
+			if err != nil {
+				return err
+			}
+			if info, err := daemonclient.Running(h); err == nil {
+				fmt.Fprintf(f.IO.Out, "The daemon already runs (pid %d, socket %s).\n", info.Pid, info.Socket)
+				return nil
+			}
+			info, err := Start(f, h)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.Out, "Started the daemon (pid %d, socket %s, log %s).\n", info.Pid, info.Socket, LogFile(h))
+			return nil
+		},
+	}
+}
+
+// LogFile is the started daemon's stderr: $SCV_HOME/logs/daemon.log.
+func LogFile(home string) string { return filepath.Join(home, "logs", "daemon.log") }
+
+// Start starts `scv-server daemon` detached from the terminal (its own
+// session, stdin /dev/null, output appended to LogFile) and waits until it
+// listens.
+func Start(f *cmdutil.Factory, home string) (daemonfile.Info, error) {
+	path, err := f.FindBinary(client.Server)
+	if err != nil {
+		return daemonfile.Info{}, err
+	}
+	if err := paths.EnsureDir(filepath.Dir(LogFile(home))); err != nil {
+		return daemonfile.Info{}, err
+	}
+	logf, err := os.OpenFile(LogFile(home), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return daemonfile.Info{}, fmt.Errorf("opening the daemon's log: %w", err)
+	}
+	defer logf.Close()
+	offset, _ := logf.Seek(0, io.SeekEnd)
+	c := exec.Command(path, "daemon")
+	c.Stdout, c.Stderr = logf, logf
+	c.Dir = "/"
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		return daemonfile.Info{}, fmt.Errorf("starting %s daemon: %w", path, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+	deadline := time.After(startTimeout)
+	for {
+		if info, err := daemonfile.Read(home); err == nil && info.Pid == c.Process.Pid {
+			return info, nil
+		}
+		select {
+		case err := <-exited:
+			return daemonfile.Info{}, fmt.Errorf("the daemon exited at start (%v): %s", err, logTail(LogFile(home), offset))
+		case <-deadline:
+			return daemonfile.Info{}, fmt.Errorf("the daemon (pid %d) did not listen within %v; see %s", c.Process.Pid, startTimeout, LogFile(home))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// logTail returns what the log gained after offset, trimmed.
+func logTail(file string, offset int64) string {
+	data, err := os.ReadFile(file)
+	if err != nil || int64(len(data)) < offset {
+		return "see " + file
+	}
+	s := strings.TrimSpace(string(data[offset:]))
+	if len(s) > 2000 {
+		s = "…" + s[len(s)-2000:]
+	}
+	return s
+}
+
+// stopTimeout bounds the wait for a stopped daemon to exit.
+const stopTimeout = 30 * time.Second
+
+func newCmdStop(f *cmdutil.Factory, env paths.Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the daemon (running turns are cancelled)",
+		Args:  cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			h, err := home(env, true)
+			if err != nil {
+				return err
+			}
+			info, err := daemonclient.Running(h)
+			if err != nil {
+				fmt.Fprintln(f.IO.Out, "No daemon is running.")
+				return nil
+			}
+			if err := syscall.Kill(info.Pid, syscall.SIGTERM); err != nil {
+				return fmt.Errorf("stopping the daemon (pid %d): %w", info.Pid, err)
+			}
+			for deadline := time.Now().Add(stopTimeout); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := daemonclient.Running(h); err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("the daemon (pid %d) is still running %v after SIGTERM; kill it with `kill -9 %d` if it is stuck", info.Pid, stopTimeout, info.Pid)
+				}
+			}
+			fmt.Fprintf(f.IO.Out, "Stopped the daemon (pid %d).\n", info.Pid)
+			return nil
+		},
+	}
+}
+
+func newCmdStatus(f *cmdutil.Factory, env paths.Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [--json]",
+		Short: "Show the daemon's pid, version, uptime, clients and sessions",
+		Args:  cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			h, err := home(env, false)
+			if err != nil {
+				return err
+			}
+			if _, err := daemonclient.Running(h); err != nil {
+				if asJSON {
+					fmt.Fprintln(f.IO.Out, `{"running":false}`)
+				} else {
+					fmt.Fprintln(f.IO.Out, "No daemon is running (start one with `scv daemon start`).")
+				}
+				return cli.Reported(cli.WithCode(cli.Daemon, err))
+			}
+			st, err := daemonclient.Status(h, 5*time.Second)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				b, err := json.MarshalIndent(statusJSON{Running: true, Pid: st.Pid, Version: st.Version, StartedAt: st.StartedAt,
+					Socket: st.Socket, Clients: st.Clients, Sessions: st.Sessions, OrphansStopped: st.OrphansStopped, Draining: st.Draining}, "", "  ")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(f.IO.Out, string(b))
+				return nil
+			}
+			printStatus(f.IO.Out, st, time.Now())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
+}

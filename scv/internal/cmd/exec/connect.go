@@ -1,0 +1,99 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/scv-cli/scv/scv/internal/daemonclient"
+	"github.com/scv-cli/scv/shared/client"
+	"github.com/scv-cli/scv/shared/paths"
+)
+
+// server is what a run speaks the protocol over: the stdio of its own
+// scv-server child, or the daemon's socket (--daemon).
+type server struct {
+	stream interface {
+		Read([]byte) (int, error)
+		Write([]byte) (int, error)
+		Close() error
+	}
+	// stop ends the connection (and the child), waiting at most grace.
+	stop func(grace time.Duration) error
+	kill func()
+	// release frees what stop left for the reader to finish with; it
+	// runs once the reader has ended.
+	release func()
+}
+
+// connect returns the run's server: the daemon's socket with --daemon
+// when a daemon runs, else a new `scv-server --stdio` child.
+func connect(opts *Options) (*server, error) {
+	if opts.Daemon {
+		home, err := paths.Home(paths.OSEnv())
+		if err != nil {
+			return nil, err
+		}
+		if _, err := daemonclient.Running(home); err == nil {
+			return dialDaemon(home)
+		}
+		// No daemon: the run goes on with its own server, as without
+		// --daemon.
+	}
+	path, err := opts.ServerPath()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--stdio"}
+	if opts.ApprovalPolicy != "" {
+		args = append(args, "--approval-policy", opts.ApprovalPolicy)
+	}
+	p, err := client.Start(client.Command{Path: path, Args: args, Stderr: opts.IO.ErrOut})
+	if err != nil {
+		return nil, err
+	}
+	return &server{
+		stream:  p.Stream(),
+		stop:    func(grace time.Duration) error { return p.Stop(context.Background(), grace) },
+		kill:    p.KillGroup,
+		release: func() {},
+	}, nil
+}
+
+// dialDaemon connects to the daemon's socket. Closing the stream
+// half-closes the connection: the daemon reads the end of input and closes
+// its side, detaching the run from its session, which the daemon keeps
+// (its turn, if one still runs after turn.cancel, goes on).
+func dialDaemon(home string) (*server, error) {
+	c, err := net.DialTimeout("unix", paths.SocketFile(home), 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the daemon: %w", err)
+	}
+	uc := c.(*net.UnixConn)
+	return &server{
+		stream: halfCloser{uc},
+		stop: func(grace time.Duration) error {
+			_ = uc.CloseWrite()
+			// The reader ends when the daemon closes its side; the
+			// deadline bounds the wait for that.
+			_ = uc.SetReadDeadline(time.Now().Add(grace))
+			return nil
+		},
+		kill:    func() { _ = uc.Close() },
+		release: func() { _ = uc.Close() },
+	}, nil
+}
+
+// halfCloser closes only the write side of the connection.
+type halfCloser struct{ c *net.UnixConn }
+
+func (h halfCloser) Read(p []byte) (int, error)  { return h.c.Read(p) }
+func (h halfCloser) Write(p []byte) (int, error) { return h.c.Write(p) }
+func (h halfCloser) Close() error {
+	if err := h.c.CloseWrite(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package protocol
+
+// Protocol version 4: several clients on one session, for the daemon
+// (docs/daemon.md). Only connections that declare version 4 may send these
+// messages; only sessions started by a version-4 client emit
+// approval.resolved, so a session of an older client sends exactly the
+// events it always did.
+
+// Client message types of version 4.
+const (
+	TypeSessionAttach = "session.attach"
+	TypeSessionDetach = "session.detach"
+	TypeDaemonStatus  = "daemon.status"
+)
+
+// Server event types of version 4.
+const (
+	TypeSessionAttached  = "session.attached"
+	TypeSessionDetached  = "session.detached"
+	TypeApprovalResolved = "approval.resolved"
+	TypeDaemonStatusIs   = "daemon.status_reported"
+)
+
+// Version4 adds session.attach, session.detach, daemon.status and
+// approval.resolved.
+const Version4 = 4
+
+// SessionAttach subscribes the connection to a live session (v4). With
+// AfterSeq the events after that seq are replayed from the session's ring
+// of recent events before the live ones; without it nothing is replayed.
+type SessionAttach struct {
+	RequestID string  `json:"request_id"`
+	SessionID string  `json:"session_id"`
+	AfterSeq  *uint64 `json:"after_seq,omitempty"`
+}
+
+// SessionDetach unsubscribes the connection from a session (v4); the
+// session and its turns go on.
+type SessionDetach struct {
+	RequestID string `json:"request_id"`
+	SessionID string `json:"session_id"`
+}
+
+// DaemonStatus asks a daemon for its state (v4).
+type DaemonStatus struct {
+	RequestID string `json:"request_id"`
+}
+
+// SessionAttached answers session.attach with the session's state as of
+// LastSeq. The replayed events (seq after AfterSeq up to LastSeq) follow
+// it, then the live events from LastSeq+1.
+type SessionAttached struct {
+	RequestID           string `json:"request_id"`
+	SessionID           string `json:"session_id"`
+	Cwd                 string `json:"cwd"`
+	Model               string `json:"model"`
+	ContextMaxTokens    int64  `json:"context_max_tokens"`
+	MaxServerFrameBytes int64  `json:"max_server_frame_bytes"`
+	// LastSeq is the seq of the session's last event before this attach.
+	LastSeq uint64 `json:"last_seq"`
+	// TurnID is the running turn's id; empty when the session is idle.
+	TurnID string `json:"turn_id,omitempty"`
+	// Queue is the prompt queue in order, and Paused whether it waits.
+	Queue  []QueueEntry `json:"queue"`
+	Paused bool         `json:"paused"`
+	// PendingApprovals are the approval requests nobody has answered yet.
+	PendingApprovals []ApprovalRequested `json:"pending_approvals"`
+	// Replayed is how many events follow from the ring; ReplayTruncated is
+	// true when events after after_seq are gone from the ring (the client
+	// missed some and should rebuild its view from this state).
+	Replayed        int  `json:"replayed"`
+	ReplayTruncated bool `json:"replay_truncated,omitempty"`
+	// Clients is how many connections are attached, this one included.
+	Clients int `json:"clients"`
+}
+
+// SessionDetached answers session.detach.
+type SessionDetached struct {
+	RequestID string `json:"request_id"`
+	SessionID string `json:"session_id"`
+}
+
+// ApprovalResolved tells every client of a session that an approval was
+// answered (v4 sessions), by any of them.
+type ApprovalResolved struct {
+	TurnHeader
+	ApprovalID string `json:"approval_id"`
+	Approved   bool   `json:"approved"`
+	// Scope is "once" or "session".
+	Scope string `json:"scope"`
+	// By names the client that answered (its initialize client name).
+	By string `json:"by,omitempty"`
+}
+
+// LiveSession describes a session a daemon holds open.
+type LiveSession struct {
+	SessionID string `json:"session_id"`
+	Cwd       string `json:"cwd"`
+	Model     string `json:"model"`
+	// Clients is how many connections are attached.
+	Clients int `json:"clients"`
+	// TurnID is the running turn's id, empty when idle.
+	TurnID string `json:"turn_id,omitempty"`
+	Queued int    `json:"queued"`
+	Paused bool   `json:"paused"`
+	// PendingApprovals counts the unanswered approval requests.
+	PendingApprovals int `json:"pending_approvals"`
+}
+
+// DaemonStatusReported answers daemon.status.
+type DaemonStatusReported struct {
+	RequestID string `json:"request_id"`
+	Pid       int    `json:"pid"`
+	Version   string `json:"version"`
+	StartedAt string `json:"started_at"` // RFC 3339
+	Socket    string `json:"socket"`
+	// Clients is how many connections the daemon serves, the asking one
+	// included.
+	Clients  int           `json:"clients"`
+	Sessions []LiveSession `json:"sessions"`
+	// OrphansStopped counts the orphaned runs reconcile stopped since the
+	// daemon started.
+	OrphansStopped int64 `json:"orphans_stopped"`
+	// Draining is true while a planned restart waits for turns to end.
+	Draining bool `json:"draining,omitempty"`
+}
+
+func (*SessionAttach) Kind() string { return TypeSessionAttach }
+func (*SessionDetach) Kind() string { return TypeSessionDetach }
+func (*DaemonStatus) Kind() string  { return TypeDaemonStatus }
+
+func (m *SessionAttach) Request() string { return m.RequestID }
+func (m *SessionDetach) Request() string { return m.RequestID }
+func (m *DaemonStatus) Request() string  { return m.RequestID }
+
+func (*SessionAttach) isClientMessage() {}
+func (*SessionDetach) isClientMessage() {}
+func (*DaemonStatus) isClientMessage()  {}
+
+func (*SessionAttached) Kind() string      { return TypeSessionAttached }
+func (*SessionDetached) Kind() string      { return TypeSessionDetached }
+func (*ApprovalResolved) Kind() string     { return TypeApprovalResolved }
+func (*DaemonStatusReported) Kind() string { return TypeDaemonStatusIs }
+
+func (*SessionAttached) isEvent()      {}
+func (*SessionDetached) isEvent()      {}
+func (*ApprovalResolved) isEvent()     {}
+func (*DaemonStatusReported) isEvent() {}
