@@ -31,7 +31,8 @@ func startBench(b *testing.B, home string) *benchServer {
 		args = append(args, "--cpuprofile", p)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"SCV_HOME=" + home}
+	// An empty HOME: bash -lc reads no user profile.
+	cmd.Env = []string{"SCV_HOME=" + home, "HOME=" + b.TempDir(), "PATH=" + os.Getenv("PATH")}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -177,4 +178,58 @@ func vmRSS(b *testing.B, pid int) float64 {
 	}
 	b.Fatal("no VmRSS")
 	return 0
+}
+
+// BenchmarkSoakToolCalls runs 500 bash tool calls (one per turn) through a
+// real server and reports its resident memory after the first 50 calls
+// and its growth over the next 450: with the history cleared every 10
+// turns (what the server itself holds per call: a leak shows here), and in
+// one growing history (that history's own cost). The figures are in
+// docs/performance.md.
+func BenchmarkSoakToolCalls(b *testing.B) {
+	for _, clear := range []bool{true, false} {
+		name := map[bool]string{true: "cleared-every-10", false: "one-history"}[clear]
+		b.Run(name, func(b *testing.B) {
+			var at50, growth float64
+			for range b.N {
+				a, g := soak(b, 500, clear)
+				at50 += a
+				growth += g
+			}
+			b.ReportMetric(at50/1024/float64(b.N), "MiB-RSS-at-50")
+			b.ReportMetric(growth/1024/float64(b.N), "MiB-growth-50-to-500")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// soak runs calls bash calls in one session and returns VmRSS (KiB) after
+// 50 calls and its growth from there to the end.
+func soak(b *testing.B, calls int, clear bool) (at50, growth float64) {
+	f := fo.NewServer()
+	defer f.Close()
+	home := b.TempDir()
+	cfg := fmt.Sprintf("[provider]\nactive = \"fake\"\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"k\"\nmodel = \"m\"\ncontext_max_tokens = 1000000\n", f.URL())
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	s := startBench(b, home)
+	defer s.stop()
+	s.send(b, &protocol.Initialize{RequestID: "1", ProtocolVersion: 3, Client: protocol.ClientInfo{Name: "bench"}})
+	s.until(b, protocol.TypeInitialized)
+	s.send(b, &protocol.SessionStart{RequestID: "2", Cwd: b.TempDir(), AutoApprove: true})
+	sid := sessionID(s.until(b, protocol.TypeSessionStarted))
+	for i := range calls {
+		if i == 50 {
+			at50 = vmRSS(b, s.cmd.Process.Pid)
+		}
+		f.Enqueue(fo.Script(fo.ToolCall("b1", "bash", `{"command":"echo hi"}`)), fo.Script(fo.Text("ok")))
+		s.send(b, &protocol.TurnStart{RequestID: "t" + strconv.Itoa(i), SessionID: sid, Prompt: "go"})
+		s.until(b, protocol.TypeTurnCompleted)
+		if clear && i%10 == 9 {
+			s.send(b, &protocol.SessionClear{RequestID: "c" + strconv.Itoa(i), SessionID: sid})
+			s.until(b, protocol.TypeSessionCleared)
+		}
+	}
+	return at50, vmRSS(b, s.cmd.Process.Pid) - at50
 }

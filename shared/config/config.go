@@ -141,6 +141,13 @@ type ToolsConfig struct {
 	// AgentTimeoutSeconds is the default timeout of a delegated agent
 	// call; a call may raise it up to MaxTimeoutSeconds.
 	AgentTimeoutSeconds int `toml:"agent_timeout_seconds"`
+	// MaxProcesses bounds the processes a session's bash calls may have
+	// alive at once, all calls together; a call whose processes go past
+	// it is killed, so a fork loop is stopped.
+	MaxProcesses int `toml:"max_processes"`
+	// MemoryLimitMB is the address-space limit (RLIMIT_AS) of every
+	// process of a bash call, in MiB; 0 sets none.
+	MemoryLimitMB int64 `toml:"memory_limit_mb"`
 }
 
 // AgentConfig is the [agent] table.
@@ -256,6 +263,8 @@ func Defaults() *Config {
 			CommandTimeoutSeconds: 600,
 			MaxTimeoutSeconds:     14400,
 			SpillMaxBytes:         64 << 20,
+			MaxProcesses:          512,
+			MemoryLimitMB:         4096,
 			AgentTimeoutSeconds:   3600,
 		},
 		Agent: AgentConfig{
@@ -332,6 +341,28 @@ func (c *Config) ActiveProvider() (name string, p ProviderConfig, isDemo bool) {
 		return DemoProvider, demoProviderConfig(), true
 	}
 	return name, c.Providers[name], false
+}
+
+// SecretEnvNames returns the names of the environment variables that hold
+// SCV's own secrets: the active provider's api_key_env first, then every
+// other provider's, then web.brave_api_key_env; each once, empty names
+// left out. The server removes them from the environment of the bash
+// tool's commands.
+func (c *Config) SecretEnvNames() []string {
+	var out []string
+	add := func(name string) {
+		if name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	if _, p, demo := c.ActiveProvider(); !demo {
+		add(p.APIKeyEnv)
+	}
+	for _, n := range c.ProviderNames() {
+		add(c.Providers[n].APIKeyEnv)
+	}
+	add(c.Web.BraveAPIKeyEnv)
+	return out
 }
 
 // ProviderNames returns the names of the configured providers, sorted.

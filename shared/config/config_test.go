@@ -187,6 +187,18 @@ func TestLoadErrors(t *testing.T) {
 			line: 2, key: "tools.spill_max_bytes",
 		},
 		{
+			name: "process limit too small",
+			user: "[tools]\nmax_processes = 2\n",
+			want: `$USER:2: key "tools.max_processes" is 2, out of range: it must be a number of processes from 8 to 65536`,
+			line: 2, key: "tools.max_processes",
+		},
+		{
+			name: "negative memory limit",
+			user: "[tools]\nmemory_limit_mb = -1\n",
+			want: `$USER:2: key "tools.memory_limit_mb" is -1, out of range: it must be a number of MiB (0 for no limit) from 0 to 16777216`,
+			line: 2, key: "tools.memory_limit_mb",
+		},
+		{
 			name: "negative spill bound",
 			user: "[tools]\nspill_max_bytes = -1\n",
 			want: `$USER:2: key "tools.spill_max_bytes" is -1, out of range: it must be a number of bytes from 0 to 4294967296`,
@@ -547,6 +559,8 @@ output_limit_bytes = 1024
 command_timeout_seconds = 30
 max_timeout_seconds = 60
 spill_max_bytes = 1048576
+max_processes = 64
+memory_limit_mb = 1024
 
 [agent]
 max_steps = 8
@@ -574,7 +588,8 @@ compact_keep_turns = 3
 	if l := c.Providers["local"]; l.APIKey != "local-key" || l.Model != DefaultOpenAIModel {
 		t.Errorf("local = %v", l)
 	}
-	wantTools := ToolsConfig{ApprovalPolicy: ApprovalNever, OutputLimitBytes: 1024, CommandTimeoutSeconds: 30, MaxTimeoutSeconds: 60, SpillMaxBytes: 1 << 20, AgentTimeoutSeconds: 3600}
+	wantTools := ToolsConfig{ApprovalPolicy: ApprovalNever, OutputLimitBytes: 1024, CommandTimeoutSeconds: 30, MaxTimeoutSeconds: 60, SpillMaxBytes: 1 << 20, AgentTimeoutSeconds: 3600,
+		MaxProcesses: 64, MemoryLimitMB: 1024}
 	wantAgent := Defaults().Agent
 	wantAgent.MaxSteps, wantAgent.SystemPrompt, wantAgent.CompactThresholdPercent, wantAgent.CompactKeepTurns = 8, "Be brief.", 70, 3
 	if c.Tools != wantTools || !reflect.DeepEqual(c.Agent, wantAgent) {
@@ -589,7 +604,8 @@ compact_keep_turns = 3
 		"tools.approval_policy":            "$USER:21",
 		"tools.max_timeout_seconds":        "$USER:24",
 		"tools.spill_max_bytes":            "$USER:25",
-		"agent.system_prompt":              "$USER:29",
+		"agent.system_prompt":              "$USER:31",
+		"tools.memory_limit_mb":            "$USER:27",
 		"providers.openai.max_retries":     "$USER:13",
 		"providers.local.timeout_seconds":  "default",
 		"providers.openai.timeout_seconds": "$USER:11",

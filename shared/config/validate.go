@@ -172,6 +172,8 @@ func (l *loader) validate() []error {
 	v.intRange("tools.command_timeout_seconds", int64(t.CommandTimeoutSeconds), 1, maxSeconds, "a number of seconds")
 	v.intRange("tools.max_timeout_seconds", int64(t.MaxTimeoutSeconds), 1, maxSeconds, "a number of seconds")
 	v.intRange("tools.spill_max_bytes", t.SpillMaxBytes, 0, maxSpill, "a number of bytes")
+	v.intRange("tools.max_processes", int64(t.MaxProcesses), 8, 65536, "a number of processes")
+	v.intRange("tools.memory_limit_mb", t.MemoryLimitMB, 0, 1<<24, "a number of MiB (0 for no limit)")
 	if t.CommandTimeoutSeconds > 0 && t.MaxTimeoutSeconds > 0 && t.MaxTimeoutSeconds < t.CommandTimeoutSeconds {
 		// Blame the value set last.
 		if rank(c.Sources["tools.command_timeout_seconds"]) > rank(c.Sources["tools.max_timeout_seconds"]) {

@@ -32,8 +32,9 @@ var Table = []Layer{
 	// Where SCV keeps its files and how it writes and opens them: SCV_HOME
 	// paths, atomic state files, state files opened without trusting
 	// them, tagged processes (the bash tool's process groups and
-	// delegated runs both use them).
-	{Name: "local state", Packages: []string{"paths", "atomicfile", "statefile", "proctag"}},
+	// delegated runs both use them), and the allow-listed environment of
+	// the programs SCV starts for the user (childenv).
+	{Name: "local state", Packages: []string{"paths", "atomicfile", "statefile", "proctag", "childenv"}},
 	// The table of delegated agent CLIs: data and pure functions over
 	// paths (command lines, private environments, the model and effort
 	// checks). The configuration validates [agents.<name>] against it,

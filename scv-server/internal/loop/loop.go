@@ -186,6 +186,12 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 				return l.classify(ctx, err)
 			}
 			l.add(provider.Message{Role: provider.RoleTool, ToolCallID: call.ID, Content: modelText(res)})
+			if err := ctx.Err(); err != nil {
+				// The call finished as the turn was cancelled: its result
+				// stands, the calls after it do not run.
+				l.answerRest(resp.ToolCalls[i+1:], "not run: the turn was stopped before this call started")
+				return l.classify(ctx, err)
+			}
 		}
 	}
 	return &Failure{Code: protocol.FailStepLimit, Message: fmt.Sprintf("agent reached %d steps", l.cfg.MaxSteps)}
@@ -274,7 +280,9 @@ func (l *loop) runCall(ctx context.Context, call provider.ToolCall) (tools.Resul
 	res = l.bound(res)
 	ev := &protocol.ToolCompleted{CallID: call.ID, Name: call.Name, Success: res.Success,
 		Output: res.Output, Truncated: res.Truncated, Jobs: res.Jobs, SettledJobs: res.Settled}
-	if err := l.sink.Emit(ctx, ev); err != nil {
+	// A call that returned a result reports it even when the turn is being
+	// cancelled: what the client is told must be what happened.
+	if err := l.sink.Emit(context.WithoutCancel(ctx), ev); err != nil {
 		return tools.Result{}, err
 	}
 	return res, nil
@@ -349,9 +357,9 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 		// goes on.
 		return tools.Failed("the tool failed: " + err.Error()), true, nil
 	}
-	if ctx.Err() != nil {
-		return tools.Result{}, true, ctx.Err()
-	}
+	// A result, even one that comes back after the turn was cancelled, is
+	// what the call did (a write that renamed its file is done): it is
+	// reported as it is, and the turn stops after it.
 	return res, true, nil
 }
 

@@ -20,6 +20,13 @@
 // with os/exec elsewhere in the same process could have its exit status
 // reaped here.
 //
+// The marker is an environment variable, which env -i drops; so each run
+// is also followed by ancestry while it runs (every 50 ms: children of its
+// processes, and orphans adopted by the server), and what survives the
+// marker sweep is killed by that view too. The same scans count the run's
+// processes against a ProcessLimit shared by a session's runs, which stops
+// a fork loop. Command.MemoryLimit sets RLIMIT_AS on the leader.
+//
 // Linux only: other systems get ErrUnsupported from Run.
 package procgroup
 
@@ -80,6 +87,14 @@ type Command struct {
 	// TermGrace is how long cancellation waits after TERM before KILL
 	// (default DefaultTermGrace).
 	TermGrace time.Duration
+	// Limit, when set, bounds the processes alive at once of every run
+	// sharing it (a session's calls); a run that goes past it is killed
+	// whole and its Status says ProcessLimited.
+	Limit *ProcessLimit
+	// MemoryLimit, when above zero, is the address-space limit
+	// (RLIMIT_AS, soft and hard) of the leader, set with prlimit right
+	// after it starts, and so of every process it starts later.
+	MemoryLimit int64
 	// PipeGrace is how long Run waits for the output pipe to reach EOF once
 	// the leader has exited and the tree has been killed (default
 	// DefaultPipeGrace). A process out of reach that still holds the pipe
@@ -102,9 +117,15 @@ type Status struct {
 	// context did.
 	TimedOut  bool
 	Cancelled bool
-	// Swept counts processes still carrying the marker after the leader
-	// exited, which were killed; Survivors counts those that were still
-	// alive after the last sweep (unkillable, or out of reach).
+	// ProcessLimited is set when the run was killed because the runs
+	// sharing its Command.Limit had more processes alive than it allows.
+	ProcessLimited bool
+	// Swept counts processes of the run still alive after the leader
+	// exited, which were killed: those carrying the marker, and those
+	// found by ancestry (a descendant, or an orphan adopted by the server
+	// as a subreaper) that dropped it (env -i). Survivors counts those
+	// that were still alive after the last sweep (unkillable, or out of
+	// reach).
 	Swept     int
 	Survivors int
 	// PipeHeld is set when something still held the output pipe after the

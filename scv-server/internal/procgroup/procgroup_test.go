@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -305,25 +306,58 @@ func TestPipeHolders(t *testing.T) {
 		t.Fatalf("status = %+v", st)
 	}
 
-	// A process out of reach (its own session, no marker) holding the
-	// pipe is abandoned after the pipe grace.
-	ch, out := start(context.Background(), t, Command{PipeGrace: 100 * time.Millisecond},
-		`setsid env -i /bin/sleep 300 & p=$!
-until [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ]; do sleep 0.01; done
-echo "pid $p"`)
-	st = await(t, ch)
-	pid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(out.String(), "pid ")))
+	// A process out of reach (not of the tree: started before the run,
+	// by someone else) that opens the pipe is abandoned after the pipe
+	// grace.
+	flag := filepath.Join(t.TempDir(), "holding")
+	holder := exec.Command("/bin/bash", "-c", `read p; exec 3>"$p"; touch "$1"; exec sleep 300`, "holder", flag)
+	in, err := holder.StdinPipe()
 	if err != nil {
-		t.Fatalf("output %q", out.String())
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
 	}
 	defer func() {
-		// It is the test's (adopted) child: kill and reap it.
-		_ = unix.Kill(pid, unix.SIGKILL)
-		var ws unix.WaitStatus
-		_, _ = unix.Wait4(pid, &ws, 0, nil)
+		_ = holder.Process.Kill()
+		_ = holder.Wait()
 	}()
-	if !st.PipeHeld || !st.Exited || st.Code != 0 {
-		t.Fatalf("status = %+v, want the pipe held", st)
+	ch, out := start(context.Background(), t, Command{PipeGrace: 100 * time.Millisecond},
+		`echo "pid $$"; until [ -e `+flag+` ]; do sleep 0.01; done`)
+	out.waitFor(t, "pid ")
+	pid := strings.TrimSpace(strings.TrimPrefix(out.String(), "pid "))
+	if _, err := fmt.Fprintf(in, "/proc/%s/fd/1\n", pid); err != nil {
+		t.Fatal(err)
+	}
+	st = await(t, ch)
+	if !st.PipeHeld || !st.Exited || st.Code != 0 || st.Swept != 0 {
+		t.Fatalf("status = %+v, want the pipe held and nothing swept", st)
+	}
+}
+
+// TestEscapeWithEnvIAndSetsid: a process that drops the marker (env -i)
+// and leaves the session and group (setsid), holding the pipe or not, is
+// found by ancestry and killed when the command ends (issue 14, item 2).
+func TestEscapeWithEnvIAndSetsid(t *testing.T) {
+	for _, tc := range []struct{ name, script string }{
+		{"child", `setsid env -i /bin/sleep 300 & p=$!`},
+		// The intermediate exits at once: the sleep is an orphan, adopted
+		// by the server as a subreaper.
+		{"double fork", `p=$(setsid env -i /bin/bash -c '/bin/sleep 300 >/dev/null 2>&1 & echo $!')`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, out := run(t, Command{PipeGrace: 100 * time.Millisecond}, tc.script+`
+until [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ]; do sleep 0.01; done
+echo "pid $p"`)
+			pid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(out, "pid ")))
+			if err != nil {
+				t.Fatalf("output %q", out)
+			}
+			if st.Swept != 1 || st.Survivors != 0 || st.PipeHeld || !gone(pid) {
+				_ = unix.Kill(pid, unix.SIGKILL)
+				t.Fatalf("status = %+v; pid %d gone: %v", st, pid, gone(pid))
+			}
+		})
 	}
 }
 
@@ -451,27 +485,95 @@ func TestOnStartSeesRunningLeader(t *testing.T) {
 func TestStderrPipeHolder(t *testing.T) {
 	// A process out of reach holding only the stderr pipe is abandoned
 	// after the pipe grace, as for the output pipe.
-	var stdout, stderr bytes.Buffer
-	st, err := Run(context.Background(), Command{
-		Path: "/bin/bash",
-		Args: []string{"-c", `setsid env -i /bin/sleep 300 >/dev/null & p=$!
-until [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ]; do sleep 0.01; done
-echo "pid $p"`},
-		Env: os.Environ(), Output: &stdout, Stderr: &stderr, PipeGrace: 100 * time.Millisecond,
-	})
+	flag := filepath.Join(t.TempDir(), "holding")
+	holder := exec.Command("/bin/bash", "-c", `read p; exec 3>"$p"; touch "$1"; exec sleep 300`, "holder", flag)
+	in, err := holder.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, perr := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(stdout.String(), "pid ")))
-	if perr != nil {
-		t.Fatalf("output %q", stdout.String())
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
 	}
 	defer func() {
-		_ = unix.Kill(pid, unix.SIGKILL)
-		var ws unix.WaitStatus
-		_, _ = unix.Wait4(pid, &ws, 0, nil)
+		_ = holder.Process.Kill()
+		_ = holder.Wait()
 	}()
+	var stderr bytes.Buffer
+	stdout := newOutput()
+	done := make(chan runResult, 1)
+	go func() {
+		st, err := Run(context.Background(), Command{
+			Path: "/bin/bash",
+			Args: []string{"-c", `echo "pid $$"; until [ -e ` + flag + ` ]; do sleep 0.01; done`},
+			Env:  os.Environ(), Output: stdout, Stderr: &stderr, PipeGrace: 100 * time.Millisecond,
+		})
+		done <- runResult{st, err}
+	}()
+	stdout.waitFor(t, "pid ")
+	pid := strings.TrimSpace(strings.TrimPrefix(stdout.String(), "pid "))
+	if _, err := fmt.Fprintf(in, "/proc/%s/fd/2\n", pid); err != nil {
+		t.Fatal(err)
+	}
+	st := await(t, done)
 	if !st.PipeHeld || !st.Exited {
 		t.Fatalf("status %+v, want the stderr pipe held", st)
+	}
+}
+
+// TestProcessLimitStopsAForkLoop: a loop that keeps starting processes,
+// even ones that leave with env -i and setsid, is killed whole once the
+// run has more processes alive than its limit allows (issue 14, item 2).
+func TestProcessLimitStopsAForkLoop(t *testing.T) {
+	limit := NewProcessLimit(40)
+	pids := filepath.Join(t.TempDir(), "pids")
+	st, _ := run(t, Command{Limit: limit, Timeout: hang},
+		`while true; do setsid env -i /bin/sleep 300 & echo $! >> `+pids+`; done`)
+	if !st.ProcessLimited || st.TimedOut || st.Survivors != 0 {
+		t.Fatalf("status = %+v, want the run stopped by its process limit", st)
+	}
+	data, err := os.ReadFile(pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := strings.Fields(string(data))
+	if len(started) < 40 {
+		t.Fatalf("only %d processes started before the run was stopped", len(started))
+	}
+	for _, p := range started {
+		if pid, _ := strconv.Atoi(p); !gone(pid) {
+			t.Errorf("process %d of the loop is still alive", pid)
+		}
+	}
+	if n := len(limit.counts); n != 0 {
+		t.Fatalf("the limit still counts %d runs", n)
+	}
+}
+
+// TestProcessLimitIsShared: runs sharing a limit (a session's calls) are
+// counted together; one that stays under the limit alone is stopped when
+// another holds the rest.
+func TestProcessLimitIsShared(t *testing.T) {
+	limit := NewProcessLimit(30)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, out := start(ctx, t, Command{Limit: limit}, `for i in $(seq 20); do sleep 300 & done; echo started; wait`)
+	out.waitFor(t, "started")
+	second, _ := start(context.Background(), t, Command{Limit: limit, Timeout: hang}, `for i in $(seq 20); do sleep 300 & done; wait`)
+	st := await(t, second)
+	cancel()
+	other := await(t, first)
+	checkClean(t, st.Tag)
+	checkClean(t, other.Tag)
+	if !st.ProcessLimited && !other.ProcessLimited {
+		t.Fatalf("neither run was stopped: %+v, %+v", st, other)
+	}
+}
+
+// TestMemoryLimit: the leader, and so every process it starts, has the
+// address-space limit.
+func TestMemoryLimit(t *testing.T) {
+	st, out := run(t, Command{MemoryLimit: 300 << 20}, `cat /proc/self/limits | grep 'Max address space'`)
+	if !st.Exited || st.Code != 0 || !strings.Contains(out, strconv.Itoa(300<<20)) {
+		t.Fatalf("status %+v, output %q", st, out)
 	}
 }

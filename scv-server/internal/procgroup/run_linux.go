@@ -79,7 +79,32 @@ func Run(ctx context.Context, c Command) (Status, error) {
 		return st, err
 	}
 	st.Pid = p.pid
+	if c.MemoryLimit > 0 {
+		lim := unix.Rlimit{Cur: uint64(c.MemoryLimit), Max: uint64(c.MemoryLimit)}
+		if err := unix.Prlimit(p.pid, unix.RLIMIT_AS, &lim, nil); err != nil {
+			p.abort()
+			return st, fmt.Errorf("procgroup: setting the memory limit (RLIMIT_AS) of pid %d: %w", p.pid, err)
+		}
+	}
 	p.watch(c)
+	// The tree is followed by ancestry from the start, so a process that
+	// drops the marker and leaves the group (env -i, setsid) is still
+	// known, by its parent or as an orphan the server adopts.
+	tr := newTree(p.pid)
+	defer tr.close()
+	stopScan, scanDone, over := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(scanDone)
+		tr.monitor(c.Limit, stopScan, over)
+	}()
+	endScan := sync.OnceFunc(func() {
+		close(stopScan)
+		<-scanDone
+		if c.Limit != nil {
+			c.Limit.forget(tr)
+		}
+	})
+	defer endScan()
 
 	var deadline <-chan time.Time
 	if c.Timeout > 0 {
@@ -98,9 +123,16 @@ func Run(ctx context.Context, c Command) (Status, error) {
 	case <-ctx.Done():
 		st.Cancelled = true
 		p.terminate(tag, termGrace, deadline)
+	case <-over:
+		// Too many processes: a fork loop is stopped, not asked.
+		st.ProcessLimited = true
+		signalGroup(p.pid, unix.SIGKILL)
+		tr.killTree()
+		signalGroup(p.pid, unix.SIGKILL)
 	}
 	reaped := awaitOrTimeout(p.exited, reapWait)
 	st.Elapsed = time.Since(p.started)
+	endScan()
 
 	// Everything that still carries the marker, in the group or not. The
 	// sweep repeats until a scan finds none, so nothing tagged is left to
@@ -108,6 +140,10 @@ func Run(ctx context.Context, c Command) (Status, error) {
 	st.Swept, st.Survivors = sweep(tag)
 	// Whatever dropped the marker but stayed in the group.
 	signalGroup(p.pid, unix.SIGKILL)
+	// Whatever dropped the marker and left the group: found by ancestry.
+	k, s := tr.killTree()
+	st.Swept += k
+	st.Survivors += s
 
 	waitErr := p.reap(&st, reaped)
 	collectZombies()
@@ -186,6 +222,19 @@ func spawn(c Command, tag string) (*process, error) {
 		return nil, err
 	}
 	return &process{cmd: cmd, pid: cmd.Process.Pid, started: started, out: r, errOut: re}, nil
+}
+
+// abort kills and reaps a leader that must not run (its setup failed
+// after it started) and closes its pipes.
+func (p *process) abort() {
+	signalGroup(p.pid, unix.SIGKILL)
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	unregister(p.pid)
+	_ = p.out.Close()
+	if p.errOut != nil {
+		_ = p.errOut.Close()
+	}
 }
 
 // watch starts the pipe readers and the leader's exit watcher, which

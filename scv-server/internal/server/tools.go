@@ -43,7 +43,8 @@ func builtinTools(cfg *config.Config, opts Options) (*tools.Registry, error) {
 		read.New(),
 		write.New(),
 		edit.New(),
-		bash.New(bash.Options{DefaultTimeout: tc.CommandTimeout(), MaxTimeout: tc.MaxTimeout(), SpillMaxBytes: tc.SpillMaxBytes}),
+		bash.New(bash.Options{DefaultTimeout: tc.CommandTimeout(), MaxTimeout: tc.MaxTimeout(), SpillMaxBytes: tc.SpillMaxBytes,
+			MaxProcesses: tc.MaxProcesses, MemoryLimitMB: tc.MemoryLimitMB, HideEnv: cfg.SecretEnvNames()}),
 		webfetch.New(webfetch.Options{
 			MaxBytes:           wc.FetchMaxBytes,
 			MaxRedirects:       redirects,

@@ -36,7 +36,7 @@ func fakeClaude(t *testing.T) []adapters.Adapter {
 	if err := os.WriteFile(script, []byte(fakeClaudeScript), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a.Path, a.PreArgs = "/bin/bash", []string{script}
+	a.Path, a.PreArgs, a.Env = "/bin/bash", []string{script}, []string{"FAKE_*"}
 	return []adapters.Adapter{a}
 }
 
@@ -123,7 +123,7 @@ func TestSessionEndCancelsBackgroundJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := adapters.Get("claude")
-	a.Path, a.PreArgs = "/bin/bash", []string{script}
+	a.Path, a.PreArgs, a.Env = "/bin/bash", []string{script}, []string{"FAKE_*"}
 	f, s := fake(t, "", st.Options{Adapters: []adapters.Adapter{a}, AgentEnv: []string{"PATH=/usr/bin:/bin"}, ApprovalPolicy: "auto"})
 	sid, _ := session(t, s, 3)
 	c := s.Client
@@ -169,7 +169,7 @@ func TestDelegationDepthFromTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := adapters.Get("claude")
-	a.Path, a.PreArgs = "/bin/bash", []string{script}
+	a.Path, a.PreArgs, a.Env = "/bin/bash", []string{script}, []string{"FAKE_*"}
 	opts := func(depth string) st.Options {
 		return st.Options{Adapters: []adapters.Adapter{a}, AgentEnv: []string{"PATH=/usr/bin:/bin"}, ApprovalPolicy: "auto",
 			Env: map[string]string{"SCV_DELEGATION_DEPTH": depth}}

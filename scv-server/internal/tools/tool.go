@@ -47,6 +47,12 @@ type Env struct {
 	StateDir string
 }
 
+// SpillDir is the directory, inside a session's StateDir, where tools keep
+// what did not fit their result (the bash tool's truncated outputs, in
+// full). The read tool opens the files directly in it by their absolute
+// path: the one place outside the workspace it reads.
+const SpillDir = "spill"
+
 // Result is the outcome of a call, read by the model.
 type Result struct {
 	Success   bool

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/scv-cli/scv/shared/childenv"
 	"github.com/scv-cli/scv/shared/paths"
 )
 
@@ -135,6 +136,10 @@ type Adapter struct {
 	StateDir string
 	// ExtraEnv are set in every run (Grok's GROK_DISABLE_AUTOUPDATER=1).
 	ExtraEnv []string
+	// Env are the variables the agent needs from the server's environment
+	// beyond childenv.Base (names, or prefixes ending in "*"); nothing else
+	// is inherited. A name that Scrubbed removes stays removed.
+	Env []string
 	// Scrub are the agent's own credential, endpoint and state variables:
 	// exact names, or prefixes ending in "*". Every adapter's run removes
 	// the union of all adapters' lists and the common ones (see
@@ -304,7 +309,7 @@ func (a Adapter) clone() Adapter {
 	c := a
 	for _, s := range []*[]string{&c.InstallDirs, &c.PreArgs, &c.FixedArgs, &c.ResumeFixedArgs,
 		&c.FullPermissionsArgs, &c.FullPermissionsEnv, &c.OutputArgs, &c.NewSessionArgs,
-		&c.ResumeArgs, &c.ModelArgs, &c.EffortArgs, &c.PromptArgs, &c.ExtraEnv, &c.Scrub} {
+		&c.ResumeArgs, &c.ModelArgs, &c.EffortArgs, &c.PromptArgs, &c.ExtraEnv, &c.Env, &c.Scrub} {
 		*s = slices.Clone(*s)
 	}
 	for _, p := range []**Command{&c.Login, &c.Logout, &c.Status} {
@@ -658,8 +663,9 @@ func (a Adapter) EnsureDirs(scvHome string) error {
 	return nil
 }
 
-// PrivateEnv returns base (KEY=value entries) without the scrubbed
-// variables (see Scrubbed), plus the private HOME=$SCV_HOME/agents/<name>,
+// PrivateEnv returns the entries (KEY=value) of base that the allow-list
+// keeps (childenv.Base and the adapter's Env) and Scrubbed does not
+// remove, plus the private HOME=$SCV_HOME/agents/<name>,
 // SCV_HOME=<home>/.scv, XDG_CONFIG_HOME, XDG_DATA_HOME, XDG_STATE_HOME and
 // XDG_CACHE_HOME inside it, the agent's state variable, and ExtraEnv.
 // scvHome must be absolute. The directories are not created (see
@@ -675,7 +681,7 @@ func (a Adapter) PrivateEnv(base []string, scvHome string) ([]string, error) {
 	env := make([]string, 0, len(base)+10)
 	for _, kv := range base {
 		name, _, ok := strings.Cut(kv, "=")
-		if !ok || name == "" || Scrubbed(name) {
+		if !ok || name == "" || !childenv.Allowed(name, a.Env...) || Scrubbed(name) {
 			continue
 		}
 		env = append(env, kv)

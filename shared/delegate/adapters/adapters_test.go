@@ -272,7 +272,11 @@ func TestPrivateEnv(t *testing.T) {
 		"PI_CODING_AGENT_DIR=/p", "PI_X=1",
 		"NOEQUALS", "=novalue",
 	}
-	kept := []string{"PATH", "LANG", "TERM", "GH_TOKEN", "SCV_RUN_TAG", "SCV_PARENT", "SCV_DELEGATION_DEPTH"}
+	// GH_TOKEN, AWS_SECRET_ACCESS_KEY, LD_PRELOAD, BASH_ENV and a provider
+	// key whose name does not end in _API_KEY are not on the allow-list
+	// (issue 14, item 1): the loop below fails on any of them.
+	base = append(base, "AWS_SECRET_ACCESS_KEY=aws", "LD_PRELOAD=/evil.so", "BASH_ENV=/evil.sh", "MOONSHOT_TOKEN=sk-x")
+	kept := []string{"PATH", "LANG", "TERM", "SCV_RUN_TAG", "SCV_PARENT", "SCV_DELEGATION_DEPTH"}
 	home := "/srv/scv"
 	tests := []struct {
 		agent    string

@@ -46,7 +46,7 @@ func newRealSetOf(t *testing.T, names []string, stream string, extra ...string) 
 	script := abs(t, "../transport/oneshot/testdata/fake-agent.sh")
 	var fakes []adapters.Adapter
 	for _, a := range adapters.All() {
-		a.Path, a.PreArgs = "/bin/bash", []string{script}
+		a.Path, a.PreArgs, a.Env = "/bin/bash", []string{script}, []string{"FAKE_*"}
 		fakes = append(fakes, a)
 	}
 	home, out := t.TempDir(), t.TempDir()

@@ -30,6 +30,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/childenv"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -46,6 +47,8 @@ const (
 	DefaultCeiling = 14400 * time.Second
 	// defaultOutputLimit is the output limit when Env has none.
 	defaultOutputLimit = 64 << 10
+	// DefaultMaxProcesses is the process limit when Options sets none.
+	DefaultMaxProcesses = 512
 	// summaryMax bounds the command shown in the approval summary.
 	summaryMax = 200
 )
@@ -63,12 +66,28 @@ type Options struct {
 	// SpillMaxBytes bounds the file that keeps a truncated output in full
 	// (tools.spill_max_bytes); zero keeps no file.
 	SpillMaxBytes int64
+	// MaxProcesses bounds the processes the session's commands may have
+	// alive at once, all calls of this tool instance (one per session)
+	// together (tools.max_processes); a command whose processes go past it
+	// is killed whole. Zero means DefaultMaxProcesses.
+	MaxProcesses int
+	// MemoryLimitMB is the address-space limit (RLIMIT_AS) of every
+	// process of a command, in MiB (tools.memory_limit_mb); zero sets
+	// none.
+	MemoryLimitMB int64
+	// HideEnv are variables removed from the server's environment before
+	// a command gets it: the variables holding SCV's own secrets
+	// (config.SecretEnvNames: the providers' api_key_env, the active
+	// provider's whatever its name).
+	HideEnv []string
 }
 
 // Tool is the bash tool.
 type Tool struct {
 	opts Options
 	spec tools.Spec
+	// procs counts the processes of every call of this instance.
+	procs *procgroup.ProcessLimit
 }
 
 // New returns the bash tool.
@@ -78,6 +97,9 @@ func New(o Options) *Tool {
 	}
 	if o.MaxTimeout <= 0 {
 		o.MaxTimeout = DefaultCeiling
+	}
+	if o.MaxProcesses <= 0 {
+		o.MaxProcesses = DefaultMaxProcesses
 	}
 	o.MaxTimeout = max(o.MaxTimeout, time.Second)
 	o.DefaultTimeout = min(o.DefaultTimeout, o.MaxTimeout)
@@ -93,7 +115,8 @@ func New(o Options) *Tool {
   "required": ["command"],
   "additionalProperties": false
 }`, ceil, def)
-	return &Tool{opts: o, spec: tools.Spec{Name: "bash", Description: desc, Schema: json.RawMessage(schema)}}
+	return &Tool{opts: o, spec: tools.Spec{Name: "bash", Description: desc, Schema: json.RawMessage(schema)},
+		procs: procgroup.NewProcessLimit(o.MaxProcesses)}
 }
 
 // Spec describes the tool.
@@ -194,7 +217,7 @@ func (t *Tool) run(ctx context.Context, env tools.Env, command string, timeout t
 	tag := uuid.NewString()
 	var spillPath string
 	if env.StateDir != "" && t.opts.SpillMaxBytes > 0 {
-		spillPath = filepath.Join(env.StateDir, "spill", "bash-"+tag+".log")
+		spillPath = filepath.Join(env.StateDir, tools.SpillDir, "bash-"+tag+".log")
 	}
 	c := newCapture(limit, spillPath, t.opts.SpillMaxBytes)
 	var fw *forwarder
@@ -203,13 +226,15 @@ func (t *Tool) run(ctx context.Context, env tools.Env, command string, timeout t
 		c.onLine = fw.offer
 	}
 	st, err := procgroup.Run(ctx, procgroup.Command{
-		Path:    Shell,
-		Args:    []string{"-lc", command},
-		Dir:     env.Workspace,
-		Env:     os.Environ(),
-		Tag:     tag,
-		Output:  c,
-		Timeout: timeout,
+		Path:        Shell,
+		Args:        []string{"-lc", command},
+		Dir:         env.Workspace,
+		Env:         childenv.Without(os.Environ(), t.opts.HideEnv...),
+		Tag:         tag,
+		Output:      c,
+		Timeout:     timeout,
+		Limit:       t.procs,
+		MemoryLimit: t.opts.MemoryLimitMB << 20,
 	})
 	if fw != nil {
 		fw.stop()
@@ -225,14 +250,26 @@ func (t *Tool) run(ctx context.Context, env tools.Env, command string, timeout t
 		c.discard()
 		return tools.Failed(fmt.Sprintf("could not run %s in %s: %v", Shell, env.Workspace, err)), nil
 	}
-	res := render(st, c, timeout, limit)
+	res := render(st, c, timeout, limit, t.limits())
 	_ = c.close()
 	return res, nil
+}
+
+// limits are the process and memory limits a result may name.
+type limits struct {
+	maxProcesses  int
+	memoryLimitMB int64
+}
+
+func (t *Tool) limits() limits {
+	return limits{maxProcesses: t.procs.Max(), memoryLimitMB: t.opts.MemoryLimitMB}
 }
 
 // status is the first line of a result.
 func status(st procgroup.Status, timeout time.Duration) string {
 	switch {
+	case st.ProcessLimited:
+		return "killed: too many processes"
 	case st.TimedOut:
 		return fmt.Sprintf("timed out after %d s (killed)", seconds(timeout))
 	case st.Exited:
@@ -253,9 +290,17 @@ func signalName(sig syscall.Signal) string {
 // render is the result the model reads: the status line, the bounded
 // output, then notes (truncation, spill file, processes killed), the
 // whole within limit bytes.
-func render(st procgroup.Status, c *capture, timeout time.Duration, limit int) tools.Result {
+func render(st procgroup.Status, c *capture, timeout time.Duration, limit int, lim limits) tools.Result {
 	head := status(st, timeout) + "\n"
 	var notes []string
+	if st.ProcessLimited {
+		notes = append(notes, fmt.Sprintf("[the command was stopped: this session's commands had more than %d processes alive at once (tools.max_processes), as a fork loop would; every process of the command was killed. Start fewer processes at once, or ask the user to raise tools.max_processes]",
+			lim.maxProcesses))
+	}
+	if lim.memoryLimitMB > 0 && !(st.Exited && st.Code == 0) && outOfMemory(c) {
+		notes = append(notes, fmt.Sprintf("[the command ran out of memory: each of its processes may use at most %d MiB of address space (tools.memory_limit_mb); use less memory (smaller inputs, streaming), or ask the user to raise tools.memory_limit_mb]",
+			lim.memoryLimitMB))
+	}
 	if st.Swept > 0 {
 		notes = append(notes, fmt.Sprintf("[%d process%s the command left running %s killed when it ended; a command cannot leave processes behind]",
 			st.Swept, pluralES(st.Swept), wasWere(st.Swept)))
@@ -295,8 +340,8 @@ func render(st procgroup.Status, c *capture, timeout time.Duration, limit int) t
 	case s.err != nil:
 		spillNote = fmt.Sprintf("[the full output could not be kept in %s: %v]", s.path, s.err)
 	default:
-		spillNote = fmt.Sprintf("[the full output is in %s; that file is outside the workspace, so the read tool cannot open it: view parts of it with bash, for example sed -n '100,200p' %s or tail -c 20000 %s]",
-			s.path, s.path, s.path)
+		spillNote = fmt.Sprintf("[the full output is in %s; read it with the read tool (that path, with offset and limit), or search it with bash, for example grep -n PATTERN %s]",
+			s.path, s.path)
 		if s.cut {
 			spillNote += fmt.Sprintf("\n[the file holds only the first %d of the %d bytes (tools.spill_max_bytes)]", s.written, total)
 		}
@@ -327,6 +372,29 @@ func render(st procgroup.Status, c *capture, timeout time.Duration, limit int) t
 	body := hs + "\n" + omittedMarker(total-int64(hn+tn)) + "\n" + ts
 	res.Output = join(head, body, tailNotes)
 	return res
+}
+
+// oomPhrases are what programs print when an allocation fails, in lower
+// case: the C library's ENOMEM message, bash's xmalloc, Python's
+// MemoryError, C++'s bad_alloc, the Go runtime, V8 and the JVM.
+var oomPhrases = []string{
+	"cannot allocate", "memoryerror", "bad_alloc",
+	"runtime: out of memory", "fatal error: out of memory", "out of memory", "failed to reserve",
+	"outofmemoryerror", "allocation failed",
+}
+
+// outOfMemory reports whether the captured output (its head and tail)
+// says an allocation failed.
+func outOfMemory(c *capture) bool {
+	for _, b := range [][]byte{c.head, c.tail()} {
+		low := strings.ToLower(string(b))
+		for _, p := range oomPhrases {
+			if strings.Contains(low, p) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func join(head, body string, notes []string) string {

@@ -23,6 +23,8 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/scv-server/internal/tools/read"
+	"github.com/scv-cli/scv/scv-server/internal/tools/toolstest"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/testkit"
 )
@@ -486,8 +488,17 @@ func TestTruncatedOutputSpillsInFull(t *testing.T) {
 	if strings.Contains(res.Output, "holds only") {
 		t.Fatal("a complete spill file was called cut")
 	}
-	if !strings.Contains(res.Output, "outside the workspace, so the read tool cannot open it") {
+	if !strings.Contains(res.Output, "read it with the read tool") {
 		t.Fatal("the result does not say how to view the file")
+	}
+	// The read tool opens it, by the path the result gives (issue 14,
+	// item 5).
+	plan, err := read.New().Prepare(env, toolstest.Args(t, map[string]any{"path": spill[1], "offset": len("1\n2\n3\n"), "limit": 4}))
+	if err != nil {
+		t.Fatalf("read refused the spill file: %v", err)
+	}
+	if got, err := plan.Run(context.Background()); err != nil || !got.Success || !strings.HasSuffix(got.Output, "]\n4\n5\n") {
+		t.Fatalf("reading the spill file: %+v, %v", got, err)
 	}
 }
 
@@ -594,7 +605,7 @@ func checkRender(t *testing.T, in []byte, limit int, chunk int) {
 		_, _ = c.Write(rest[:n])
 		rest = rest[n:]
 	}
-	res := render(procgroup.Status{Exited: true}, c, time.Second, limit)
+	res := render(procgroup.Status{Exited: true}, c, time.Second, limit, limits{})
 	if len(res.Output) > limit || !utf8.ValidString(res.Output) {
 		t.Fatalf("limit %d, %d input bytes: %d output bytes, valid %v", limit, len(in), len(res.Output), utf8.ValidString(res.Output))
 	}
@@ -647,5 +658,42 @@ func TestWorkspaceGone(t *testing.T) {
 	o := runCmd(t, env, map[string]any{"command": "true"})
 	if o.res.Success || !strings.Contains(o.res.Output, "could not run /bin/bash") {
 		t.Fatalf("result = %+v", o.res)
+	}
+}
+
+// TestMemoryLimit: a command that allocates past tools.memory_limit_mb
+// fails, and the result says why; one within it runs (issue 14, item 21).
+func TestMemoryLimit(t *testing.T) {
+	// Not parallel: await checks the process has no children left.
+	env := newEnv(t, 4096)
+	tool := New(Options{MemoryLimitMB: 256})
+	o := await(t, call(context.Background(), t, tool, env, map[string]any{
+		"command": `x=$(head -c 400000000 /dev/zero | tr '\0' a); echo ${#x}`}))
+	if o.err != nil || o.res.Success || !strings.Contains(o.res.Output, "ran out of memory: each of its processes may use at most 256 MiB of address space (tools.memory_limit_mb)") {
+		t.Fatalf("result %+v, %v", o.res, o.err)
+	}
+	o = await(t, call(context.Background(), t, tool, env, map[string]any{
+		"command": `x=$(head -c 1000000 /dev/zero | tr '\0' a); echo ${#x}; grep 'Max address space' /proc/self/limits`}))
+	if o.err != nil || !o.res.Success || !strings.Contains(o.res.Output, "1000000\n") || !strings.Contains(o.res.Output, strconv.Itoa(256<<20)) {
+		t.Fatalf("result %+v, %v", o.res, o.err)
+	}
+}
+
+// TestProcessLimit: a fork loop is stopped at tools.max_processes, with a
+// clear result, and leaves nothing running (issue 14, item 2).
+func TestProcessLimit(t *testing.T) {
+	// Not parallel: await checks the process has no children left.
+	env := newEnv(t, 4096)
+	tool := New(Options{MaxProcesses: 30})
+	o := await(t, call(context.Background(), t, tool, env, map[string]any{
+		"command": `while true; do setsid env -i /bin/sleep 300 & done`, "timeout_seconds": 60}))
+	if o.err != nil || o.res.Success || !strings.HasPrefix(o.res.Output, "killed: too many processes\n") ||
+		!strings.Contains(o.res.Output, "more than 30 processes alive at once (tools.max_processes)") {
+		t.Fatalf("result %+v, %v", o.res, o.err)
+	}
+	// The session's limit is free again: a later command runs.
+	o = await(t, call(context.Background(), t, tool, env, map[string]any{"command": "echo fine"}))
+	if o.err != nil || !o.res.Success {
+		t.Fatalf("result %+v, %v", o.res, o.err)
 	}
 }

@@ -242,9 +242,12 @@ func (c *call) run(ctx context.Context, env tools.Env, prepared *edited) (tools.
 			return tools.Failed(err.Error()), nil
 		}
 	}
-	err = workspace.ReplaceFile(env.Root, t, e.content)
+	err = workspace.ReplaceFile(ctx, env.Root, t, e.content)
 	var changed *workspace.ChangedError
 	switch {
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		// Cancelled before the rename: the file is as it was.
+		return tools.Result{}, err
 	case errors.As(err, &changed) && c.expected != "":
 		return tools.Failed(workspace.StaleError(c.rel, c.expected, changed.Current).Error()), nil
 	case errors.As(err, &changed):

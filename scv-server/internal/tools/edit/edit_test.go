@@ -510,3 +510,21 @@ func BenchmarkEdit1MiB(b *testing.B) {
 		}
 	}
 }
+
+// TestLargeFileRefusedBySize: a 10 GiB (sparse) file is refused by its
+// size before anything reads or hashes it (issue 14, item 4).
+func TestLargeFileRefusedBySize(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, nil)
+	p := filepath.Join(env.Workspace, "huge.txt")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 10<<30); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, env, map[string]any{"path": "huge.txt", "old_string": "a", "new_string": "b"})
+	if res.Success || !strings.Contains(res.Output, "10737418240 bytes, more than edit handles") {
+		t.Fatalf("edit of a huge file: %+v", res)
+	}
+}

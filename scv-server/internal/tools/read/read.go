@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -64,6 +65,17 @@ func (*Tool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) {
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, fmt.Errorf("read arguments: %w", err)
 	}
+	if dir, name, ok := spillFile(env, a.Path); ok {
+		// A spill file of this session's bash calls: readable like a
+		// workspace file, through a root on the spill directory.
+		return &tools.Plan{
+			Risk:    protocol.RiskReadOnly,
+			Summary: "Read " + a.Path,
+			Run: func(ctx context.Context) (tools.Result, error) {
+				return runSpill(ctx, env, dir, name, a)
+			},
+		}, nil
+	}
 	rel, err := workspace.Rel(env.Workspace, a.Path)
 	if err != nil {
 		return nil, err
@@ -85,6 +97,40 @@ func (*Tool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) {
 	}, nil
 }
 
+// spillFile reports whether p is the absolute path of a file directly in
+// the session's spill directory, and returns that directory and the
+// file's name.
+func spillFile(env tools.Env, p string) (dir, name string, ok bool) {
+	if env.StateDir == "" || !filepath.IsAbs(p) {
+		return "", "", false
+	}
+	dir = filepath.Join(env.StateDir, tools.SpillDir)
+	if filepath.Dir(filepath.Clean(p)) != dir {
+		return "", "", false
+	}
+	name = filepath.Base(p)
+	return dir, name, name != "." && name != ".."
+}
+
+// runSpill reads a spill file through a root opened on the spill
+// directory, so a link there cannot lead anywhere else.
+func runSpill(ctx context.Context, env tools.Env, dir, name string, a args) (tools.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return tools.Result{}, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return tools.Failed(fmt.Sprintf("%s does not exist or cannot be opened: %v", filepath.Join(dir, name), errors.Unwrap(err))), nil
+	}
+	defer root.Close()
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return tools.Failed(describeOpenError(filepath.Join(dir, name), err)), nil
+	}
+	defer f.Close()
+	return readOpen(env, f, filepath.Join(dir, name), a)
+}
+
 func run(ctx context.Context, env tools.Env, rel string, a args) (tools.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return tools.Result{}, err
@@ -95,6 +141,12 @@ func run(ctx context.Context, env tools.Env, rel string, a args) (tools.Result, 
 		return tools.Failed(describeOpenError(rel, err)), nil
 	}
 	defer f.Close()
+	return readOpen(env, f, rel, a)
+}
+
+// readOpen reads the range a asks for of the open file f, named rel in
+// the result.
+func readOpen(env tools.Env, f *os.File, rel string, a args) (tools.Result, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return tools.Failed(fmt.Sprintf("cannot stat %s: %v", rel, err)), nil
@@ -123,6 +175,11 @@ func run(ctx context.Context, env tools.Env, rel string, a args) (tools.Result, 
 	if explicit {
 		limit = *a.Limit
 	}
+	// capped says so when the caller asked for more than one call returns.
+	var capped string
+	if a.Limit != nil && !explicit {
+		capped = fmt.Sprintf("; limit %d is above the output limit of %d bytes (tools.output_limit_bytes), so at most %d were read", *a.Limit, limit, limit)
+	}
 	want := min(limit, total-offset)
 	buf := make([]byte, want)
 	n, err := f.ReadAt(buf, offset)
@@ -143,9 +200,9 @@ func run(ctx context.Context, env tools.Env, rel string, a args) (tools.Result, 
 			offset, end, rel, offset+int64(pos))), nil
 	}
 	truncated := end < total
-	header := fmt.Sprintf("[%s: %d bytes%s; bytes %d-%d]", rel, total, digest(f, total), offset, end)
+	header := fmt.Sprintf("[%s: %d bytes%s; bytes %d-%d%s]", rel, total, digest(f, total), offset, end, capped)
 	if truncated {
-		header = fmt.Sprintf("[%s: %d bytes%s; bytes %d-%d shown, truncated; read with offset %d for the rest]", rel, total, digest(f, total), offset, end, end)
+		header = fmt.Sprintf("[%s: %d bytes%s; bytes %d-%d shown, truncated%s; read with offset %d for the rest]", rel, total, digest(f, total), offset, end, capped, end)
 	}
 	return tools.Result{Success: true, Output: header + "\n" + string(buf), Truncated: truncated}, nil
 }

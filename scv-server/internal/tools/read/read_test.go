@@ -122,7 +122,7 @@ func TestReadFile(t *testing.T) {
 		{
 			name: "limit larger than the output limit is capped", outputLimit: 4, content: digits,
 			args:      map[string]any{"path": "f.txt", "limit": 1000},
-			want:      "[f.txt: 10 bytes; bytes 0-4 shown, truncated; read with offset 4 for the rest]\n0123",
+			want:      "[f.txt: 10 bytes; bytes 0-4 shown, truncated; limit 1000 is above the output limit of 4 bytes (tools.output_limit_bytes), so at most 4 were read; read with offset 4 for the rest]\n0123",
 			truncated: true,
 		},
 		{
@@ -171,7 +171,7 @@ func TestReadFile(t *testing.T) {
 			// A capped limit is the output limit's cut, not the caller's.
 			name: "capped limit backs off like the default", outputLimit: 9, content: "abcdefghé!",
 			args:      map[string]any{"path": "f.txt", "limit": 1 << 20},
-			want:      "[f.txt: 11 bytes; bytes 0-8 shown, truncated; read with offset 8 for the rest]\nabcdefgh",
+			want:      "[f.txt: 11 bytes; bytes 0-8 shown, truncated; limit 1048576 is above the output limit of 9 bytes (tools.output_limit_bytes), so at most 9 were read; read with offset 8 for the rest]\nabcdefgh",
 			truncated: true,
 		},
 		{
@@ -736,5 +736,61 @@ func TestReadReportsSHA256(t *testing.T) {
 	sum := sha256.Sum256([]byte(content))
 	if want := ", sha256 " + hex.EncodeToString(sum[:]) + ";"; !strings.Contains(firstLine(res.Output), want) {
 		t.Fatalf("header %q does not carry the whole file's sha256", firstLine(res.Output))
+	}
+}
+
+// TestLimitAboveOutputLimitIsSaid: a limit above the output limit is
+// capped, and the header says so (issue 14, item 5).
+func TestLimitAboveOutputLimitIsSaid(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, 100, map[string]string{"f.txt": strings.Repeat("a", 500)})
+	res := runRead(t, env, map[string]any{"path": "f.txt", "limit": 400})
+	if !res.Success || !strings.Contains(res.Output, "limit 400 is above the output limit of 100 bytes (tools.output_limit_bytes), so at most 100 were read") {
+		t.Fatalf("capped read: %+v", res)
+	}
+	res = runRead(t, env, map[string]any{"path": "f.txt", "limit": 50})
+	if !res.Success || strings.Contains(res.Output, "above the output limit") {
+		t.Fatalf("read within the limit: %+v", res)
+	}
+}
+
+// TestSpillFileIsReadable: the spill file a truncated bash output names
+// can be read with read, by its absolute path; nothing else of the
+// session's state directory can, and a link in the spill directory leads
+// nowhere (issue 14, item 5).
+func TestSpillFileIsReadable(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, 4096, nil)
+	env.StateDir = t.TempDir()
+	spill := filepath.Join(env.StateDir, tools.SpillDir)
+	if err := os.MkdirAll(spill, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	full := strings.Repeat("0123456789\n", 1000)
+	if err := os.WriteFile(filepath.Join(spill, "bash-x.log"), []byte(full), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := runRead(t, env, map[string]any{"path": filepath.Join(spill, "bash-x.log"), "offset": 11 * 500, "limit": 22})
+	if !res.Success || !strings.HasSuffix(res.Output, "]\n0123456789\n0123456789\n") {
+		t.Fatalf("reading the spill file: %+v", res)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(spill, "bash-link.log")); err != nil {
+		t.Fatal(err)
+	}
+	res = runRead(t, env, map[string]any{"path": filepath.Join(spill, "bash-link.log")})
+	if res.Success || strings.Contains(res.Output, "secret\n") {
+		t.Fatalf("a link in the spill directory was followed: %+v", res)
+	}
+	if err := os.WriteFile(filepath.Join(env.StateDir, "log.jsonl"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(env.StateDir, "log.jsonl"), filepath.Join(spill, "..", "log.jsonl")} {
+		if _, err := New().Prepare(env, argsJSON(t, map[string]any{"path": p})); err == nil || !strings.Contains(err.Error(), "outside the workspace") {
+			t.Fatalf("Prepare(%s) = %v; want it refused as outside the workspace", p, err)
+		}
 	}
 }

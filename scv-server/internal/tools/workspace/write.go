@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,14 +15,19 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-// TempPrefix starts the name of every temporary file a write makes in the
-// destination directory. A write that is killed can leave one behind; it
-// never replaces the target.
+// TempPrefix starts the name a write's new content has for the moment
+// between being linked into the destination directory and being renamed
+// over the target (see WriteAtomic). Where the filesystem has no unnamed
+// temporary files (O_TMPFILE) it is the name of the temporary file for the
+// whole write.
 const TempPrefix = ".scv-tmp-"
 
 // MaxTextBytes bounds the file a write or edit reads whole: the content an
@@ -112,7 +118,8 @@ type Target struct {
 	// MaxTextBytes (Large).
 	Content []byte
 	Large   bool
-	// SHA256 is the existing file's sha256.
+	// SHA256 is the existing file's sha256; empty when Large: a file over
+	// MaxTextBytes is never read or hashed.
 	SHA256 string
 }
 
@@ -156,11 +163,15 @@ func Observe(root *os.Root, ws, rel string) (*Target, error) {
 	return t, nil
 }
 
-// readTarget reads a regular file whole, or only hashes it when it is
-// larger than MaxTextBytes. O_NONBLOCK keeps a FIFO swapped in from
-// blocking the open; it is refused after.
+// readTarget reads a regular file whole, or, when it is larger than
+// MaxTextBytes, reads nothing: size is checked before any byte is read or
+// hashed, so a huge file costs one stat (issue 14, item 4). O_NONBLOCK
+// keeps a FIFO swapped in from blocking the open; it is refused after.
 func readTarget(root *os.Root, name string, size int64) (content []byte, sum string, large bool, err error) {
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if size > MaxTextBytes {
+		return nil, "", true, nil
+	}
+	f, err := openTarget(root, name)
 	if err != nil {
 		return nil, "", false, err
 	}
@@ -169,13 +180,8 @@ func readTarget(root *os.Root, name string, size int64) (content []byte, sum str
 		return nil, "", false, err
 	} else if !fi.Mode().IsRegular() {
 		return nil, "", false, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	if size > MaxTextBytes {
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			return nil, "", false, err
-		}
-		return nil, hex.EncodeToString(h.Sum(nil)), true, nil
+	} else if fi.Size() > MaxTextBytes {
+		return nil, "", true, nil
 	}
 	var b bytes.Buffer
 	b.Grow(int(size) + bytes.MinRead)
@@ -189,18 +195,50 @@ func readTarget(root *os.Root, name string, size int64) (content []byte, sum str
 	return content, SHA256(content), false, nil
 }
 
-// CurrentSHA256 hashes the file name through root.
-func CurrentSHA256(root *os.Root, name string) (string, error) {
+// openTarget opens a file whose content readTarget reads; a variable so a
+// test can see that a large file is never opened.
+var openTarget = func(root *os.Root, name string) (*os.File, error) {
+	return root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+// hashChunk is how much HashFile reads between two looks at its context.
+const hashChunk = 1 << 20
+
+// HashFile returns the sha256 of r's first limit bytes, checking ctx
+// before every chunk, so a cancelled call stops within one chunk. More
+// than limit bytes is an error: nothing unbounded is hashed.
+func HashFile(ctx context.Context, r io.Reader, limit int64) (string, error) {
+	h := sha256.New()
+	buf := make([]byte, hashChunk)
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		k, err := io.ReadFull(r, buf)
+		n += int64(k)
+		if n > limit {
+			return "", fmt.Errorf("it has more than %d bytes, too many to hash", limit)
+		}
+		h.Write(buf[:k])
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return hex.EncodeToString(h.Sum(nil)), nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+// CurrentSHA256 hashes the file name through root (at most MaxTextBytes;
+// a larger file is an error), stopping when ctx ends.
+func CurrentSHA256(ctx context.Context, root *os.Root, name string) (string, error) {
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return HashFile(ctx, f, MaxTextBytes)
 }
 
 // StaleError is the refusal of a write whose expected_sha256 no longer
@@ -227,27 +265,39 @@ type WriteOptions struct {
 }
 
 // WriteAtomic writes data to name through root so that name holds either
-// its old content or all of data, whatever happens: data goes to a new
-// temporary file in name's directory, which is flushed (fsync), closed and
-// renamed over name (or hard-linked to it, for NoReplace); then the
-// directory is flushed. On any error the temporary file is removed; a
-// process killed midway leaves it behind, never at name.
-func WriteAtomic(root *os.Root, name string, data []byte, o WriteOptions) error {
+// its old content or all of data, whatever happens. data goes to an
+// unnamed temporary file (O_TMPFILE) in name's directory, which is flushed
+// (fsync); then ctx is checked a last time and the file is given its name:
+// linked at name (NoReplace: fails with fs.ErrExist if something is
+// there), or linked under a TempPrefix name and renamed over name. Then
+// the directory is flushed. A process killed midway leaves nothing a user
+// sees, except when killed between that link and the rename, two system
+// calls apart. On a filesystem without O_TMPFILE the temporary file has a
+// TempPrefix name from the start, and a killed write can leave it behind
+// (never at name).
+//
+// A write whose ctx ends before the file is installed returns ctx's error
+// and leaves name as it was; once installed, the write is done and ctx is
+// no longer looked at: the caller reports what is on disk.
+func WriteAtomic(ctx context.Context, root *os.Root, name string, data []byte, o WriteOptions) error {
 	dir := path.Dir(name)
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := path.Join(dir, TempPrefix+hex.EncodeToString(rnd[:]))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, o.Perm.Perm())
+	d, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	f, named, err := createTemp(root, d, dir, o.Perm)
 	if err != nil {
 		return err
 	}
 	installed := false
+	tmp := named
 	defer func() {
 		if f != nil {
 			f.Close()
 		}
-		if !installed {
-			_ = root.Remove(tmp)
+		if !installed && tmp != "" {
+			_ = root.Remove(path.Join(dir, tmp))
 		}
 	}()
 	if o.Exact {
@@ -265,49 +315,106 @@ func WriteAtomic(root *os.Root, name string, data []byte, o WriteOptions) error 
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	err = f.Close()
-	f = nil
-	if err != nil {
-		return err
-	}
 	if o.BeforeInstall != nil {
 		if err := o.BeforeInstall(); err != nil {
 			return err
 		}
 	}
-	if o.NoReplace {
-		err = root.Link(tmp, name)
-		switch {
-		case err == nil:
-			installed = true
-			_ = root.Remove(tmp)
-		case errors.Is(err, fs.ErrExist):
-			return err
-		default:
-			// No hard links here (some filesystems): check, then rename.
-			if _, lerr := root.Lstat(name); lerr == nil {
+	// The last moment a cancellation can still leave the target alone.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	base := path.Base(name)
+	dfd := int(d.Fd())
+	if named == "" {
+		// Give the unnamed file a name: at the target itself when nothing
+		// may be replaced (linkat never replaces), else a temporary one.
+		link := base
+		if !o.NoReplace {
+			link = tempName()
+		}
+		if err := linkTemp(f, dfd, link); err != nil {
+			if o.NoReplace && errors.Is(err, unix.EEXIST) {
 				return &fs.PathError{Op: "create", Path: name, Err: fs.ErrExist}
 			}
-			if err := root.Rename(tmp, name); err != nil {
-				return err
-			}
-			installed = true
+			return &fs.PathError{Op: "link", Path: name, Err: err}
 		}
-	} else {
-		if err := root.Rename(tmp, name); err != nil {
+		if o.NoReplace {
+			installed = true
+		} else {
+			tmp = link
+		}
+	}
+	err = f.Close()
+	f = nil
+	if err != nil && !installed {
+		return err
+	}
+	if !installed {
+		if err := install(root, dir, tmp, name, o.NoReplace); err != nil {
 			return err
 		}
 		installed = true
 	}
-	d, err := root.Open(dir)
-	if err != nil {
-		return &InstalledError{err}
-	}
-	defer d.Close()
 	if err := d.Sync(); err != nil {
 		return &InstalledError{err}
 	}
 	return nil
+}
+
+// createTemp opens the temporary file of a write in directory d (dir
+// through root): an unnamed O_TMPFILE file when the filesystem has them
+// (named ""), else a new file with a TempPrefix name.
+func createTemp(root *os.Root, d *os.File, dir string, perm fs.FileMode) (f *os.File, named string, err error) {
+	fd, err := unix.Openat(int(d.Fd()), ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(perm.Perm()))
+	if err == nil {
+		return os.NewFile(uintptr(fd), path.Join(dir, "(unnamed)")), "", nil
+	}
+	// EOPNOTSUPP: the filesystem has none; EISDIR or EINVAL: the kernel
+	// predates O_TMPFILE. Anything else (permission, space) is the error.
+	if !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EINVAL) {
+		return nil, "", &fs.PathError{Op: "create", Path: path.Join(dir, "(temporary file)"), Err: err}
+	}
+	named = tempName()
+	f, err = root.OpenFile(path.Join(dir, named), os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm.Perm())
+	if err != nil {
+		return nil, "", err
+	}
+	return f, named, nil
+}
+
+func tempName() string {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	return TempPrefix + hex.EncodeToString(rnd[:])
+}
+
+// linkTemp gives the unnamed file f the name link in the directory dfd.
+// linkat through /proc/self/fd needs no privilege, unlike AT_EMPTY_PATH.
+func linkTemp(f *os.File, dfd int, link string) error {
+	return unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), dfd, link, unix.AT_SYMLINK_FOLLOW)
+}
+
+// install puts the temporary file tmp (in dir) at name: a rename, or for
+// noReplace a hard link that fails if name exists.
+func install(root *os.Root, dir, tmp, name string, noReplace bool) error {
+	from := path.Join(dir, tmp)
+	if !noReplace {
+		return root.Rename(from, name)
+	}
+	err := root.Link(from, name)
+	switch {
+	case err == nil:
+		_ = root.Remove(from)
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return err
+	}
+	// No hard links here (some filesystems): check, then rename.
+	if _, lerr := root.Lstat(name); lerr == nil {
+		return &fs.PathError{Op: "create", Path: name, Err: fs.ErrExist}
+	}
+	return root.Rename(from, name)
 }
 
 // InstalledError reports a write whose file is in place but whose
@@ -376,23 +483,42 @@ func describe(rel, verb string, err error) error {
 
 // ChangedError is the refusal of a replace whose target no longer has the
 // content it was read with.
-type ChangedError struct{ Current string }
+type ChangedError struct {
+	// Current is the file's sha256 now, or "" for a file too large to
+	// hash, whose change was seen in its size, times or inode.
+	Current string
+}
 
 func (e *ChangedError) Error() string {
+	if e.Current == "" {
+		return "the file changed while it was being written (its size, modification time or inode is not what it was)"
+	}
 	return "the file changed while it was being written (its sha256 is now " + e.Current + ")"
 }
 
 // ReplaceFile atomically replaces the existing file t (from Observe) with
 // data. The new file keeps t's permission bits and, when the server may
 // set it, its owner; a hard link to the old file keeps the old content.
-// Right before the replace it hashes the file again and fails with a
-// *ChangedError if the content is no longer what t was read with.
-func ReplaceFile(root *os.Root, t *Target, data []byte) error {
+// Right before the replace it checks that the file is still what t saw and
+// fails with a *ChangedError if not: by its sha256, or, for a file over
+// MaxTextBytes that was never hashed, by its size, modification and
+// change times and inode. ctx ending stops the write before the replace.
+func ReplaceFile(ctx context.Context, root *os.Root, t *Target, data []byte) error {
 	uid, gid := Owner(t.Info)
-	return WriteAtomic(root, t.Real, data, WriteOptions{
+	return WriteAtomic(ctx, root, t.Real, data, WriteOptions{
 		Perm: t.Info.Mode(), Exact: true, UID: uid, GID: gid,
 		BeforeInstall: func() error {
-			cur, err := CurrentSHA256(root, t.Real)
+			if t.Large {
+				fi, err := root.Lstat(t.Real)
+				if err != nil {
+					return err
+				}
+				if !SameFile(fi, t.Info) {
+					return &ChangedError{}
+				}
+				return nil
+			}
+			cur, err := CurrentSHA256(ctx, root, t.Real)
 			if err != nil {
 				return err
 			}
@@ -404,14 +530,26 @@ func ReplaceFile(root *os.Root, t *Target, data []byte) error {
 	})
 }
 
+// SameFile reports whether a and b describe the same file with the same
+// size, modification and change times: what stands for "unchanged" for a
+// file too large to hash.
+func SameFile(a, b fs.FileInfo) bool {
+	if a.Size() != b.Size() || !a.ModTime().Equal(b.ModTime()) || !os.SameFile(a, b) {
+		return false
+	}
+	sa, ok1 := a.Sys().(*syscall.Stat_t)
+	sb, ok2 := b.Sys().(*syscall.Stat_t)
+	return !ok1 || !ok2 || sa.Ctim == sb.Ctim
+}
+
 // CreateFile atomically creates the file t.Real (t from Observe, not
 // existing) with data, making its parent directories inside root first.
 // It fails with fs.ErrExist if something appeared at the path meanwhile.
-func CreateFile(root *os.Root, t *Target, data []byte) error {
+func CreateFile(ctx context.Context, root *os.Root, t *Target, data []byte) error {
 	if dir := path.Dir(t.Real); dir != "." {
 		if err := root.MkdirAll(dir, 0o777); err != nil {
 			return err
 		}
 	}
-	return WriteAtomic(root, t.Real, data, WriteOptions{Perm: 0o666, UID: -1, GID: -1, NoReplace: true})
+	return WriteAtomic(ctx, root, t.Real, data, WriteOptions{Perm: 0o666, UID: -1, GID: -1, NoReplace: true})
 }

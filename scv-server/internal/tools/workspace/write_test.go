@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -143,7 +144,7 @@ func TestWriteAtomic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ReplaceFile(root, tg, []byte("new")); err != nil {
+		if err := ReplaceFile(context.Background(), root, tg, []byte("new")); err != nil {
 			t.Fatal(err)
 		}
 		fi, _ := os.Stat(filepath.Join(ws, "a"))
@@ -154,7 +155,7 @@ func TestWriteAtomic(t *testing.T) {
 	t.Run("a failing check leaves the target and no temp file", func(t *testing.T) {
 		ws, root := tree(t, map[string]string{"d/a": "old"}, nil)
 		boom := errors.New("boom")
-		err := WriteAtomic(root, "d/a", []byte("new"), WriteOptions{Perm: 0o644, UID: -1, GID: -1, BeforeInstall: func() error { return boom }})
+		err := WriteAtomic(context.Background(), root, "d/a", []byte("new"), WriteOptions{Perm: 0o644, UID: -1, GID: -1, BeforeInstall: func() error { return boom }})
 		if !errors.Is(err, boom) {
 			t.Fatalf("err = %v", err)
 		}
@@ -175,7 +176,7 @@ func TestWriteAtomic(t *testing.T) {
 			t.Fatal(err)
 		}
 		var ch *ChangedError
-		if err := ReplaceFile(root, tg, []byte("mine")); !errors.As(err, &ch) || ch.Current != SHA256([]byte("theirs")) {
+		if err := ReplaceFile(context.Background(), root, tg, []byte("mine")); !errors.As(err, &ch) || ch.Current != SHA256([]byte("theirs")) {
 			t.Fatalf("err = %v", err)
 		}
 		if b, _ := os.ReadFile(filepath.Join(ws, "a")); string(b) != "theirs" {
@@ -197,7 +198,7 @@ func TestWriteAtomic(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(ws, "x/y/new"), []byte("theirs"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := CreateFile(root, tg, []byte("mine")); !errors.Is(err, fs.ErrExist) {
+		if err := CreateFile(context.Background(), root, tg, []byte("mine")); !errors.Is(err, fs.ErrExist) {
 			t.Fatalf("err = %v", err)
 		}
 		if b, _ := os.ReadFile(filepath.Join(ws, "x/y/new")); string(b) != "theirs" {
@@ -213,7 +214,7 @@ func TestWriteAtomic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := CreateFile(root, tg, []byte("x")); err != nil {
+		if err := CreateFile(context.Background(), root, tg, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
 		umask := syscall.Umask(0)
@@ -232,7 +233,7 @@ func TestWriteAtomic(t *testing.T) {
 			t.Skip(err)
 		}
 		tg, _ := Observe(root, ws, "a")
-		if err := ReplaceFile(root, tg, []byte("new")); err != nil {
+		if err := ReplaceFile(context.Background(), root, tg, []byte("new")); err != nil {
 			t.Fatal(err)
 		}
 		if b, _ := os.ReadFile(filepath.Join(ws, "b")); string(b) != "old" {

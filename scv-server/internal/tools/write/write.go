@@ -131,8 +131,13 @@ func (c *call) observe(env tools.Env) (*workspace.Target, error) {
 		return nil, err
 	}
 	switch {
+	case c.mode == modeCreate && t.Exists && t.Large:
+		return nil, fmt.Errorf("%s already exists (%s): use mode replace to overwrite it", c.rel, byteCount(t.Info.Size()))
 	case c.mode == modeCreate && t.Exists:
 		return nil, fmt.Errorf("%s already exists (%s, sha256 %s): use mode replace to overwrite it, or edit to change part of it", c.rel, byteCount(t.Info.Size()), t.SHA256)
+	case c.expected != "" && t.Large:
+		return nil, fmt.Errorf("%s has %s, more than the %d MiB whose sha256 is checked, so expected_sha256 cannot be: leave it out to replace the file whole (a change made to it meanwhile is still detected by its size and times)",
+			c.rel, byteCount(t.Info.Size()), workspace.MaxTextBytes>>20)
 	case c.mode == modeReplace && !t.Exists:
 		return nil, fmt.Errorf("%s does not exist: use mode create to make it", c.rel)
 	case c.expected != "" && t.SHA256 != c.expected:
@@ -184,16 +189,19 @@ func (c *call) run(ctx context.Context, env tools.Env, preparedSHA, preparedStat
 		stat = diffStat(t, c.content)
 	}
 	if c.mode == modeCreate {
-		err = workspace.CreateFile(env.Root, t, c.content)
+		err = workspace.CreateFile(ctx, env.Root, t, c.content)
 	} else {
-		err = workspace.ReplaceFile(env.Root, t, c.content)
+		err = workspace.ReplaceFile(ctx, env.Root, t, c.content)
 	}
 	var changed *workspace.ChangedError
 	switch {
 	case errors.As(err, &changed) && c.expected != "":
 		return tools.Failed(workspace.StaleError(c.rel, c.expected, changed.Current).Error()), nil
 	case errors.As(err, &changed):
-		return tools.Failed(fmt.Sprintf("%s changed while it was being written (its sha256 is now %s), so it was left as it is; read it again and retry", c.rel, changed.Current)), nil
+		return tools.Failed(fmt.Sprintf("%s: %v, so it was left as it is; read it again and retry", c.rel, changed)), nil
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		// Cancelled before the rename: the file is as it was.
+		return tools.Result{}, err
 	case c.mode == modeCreate && errors.Is(err, fs.ErrExist):
 		return tools.Failed(fmt.Sprintf("%s appeared while it was being created, so it was left as it is: read it, then use mode replace", c.rel)), nil
 	case err != nil:

@@ -639,10 +639,10 @@ func crashHelper() {
 }
 
 // TestCrashMidWrite kills a process writing a large file through the tool
-// (SIGKILL, twelve times: half at a random moment of a write, half just
-// after its temporary file appears): the file always holds one complete
-// content, never a mix or a prefix, and a temporary file left by a killed
-// write never takes its place.
+// (SIGKILL, twelve times: half at a random moment of a write, half while
+// it holds the write's unnamed temporary file): the file always holds one
+// complete content, never a mix or a prefix, and no temporary file is
+// ever left in the workspace (issue 14, item 17).
 func TestCrashMidWrite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills subprocesses")
@@ -676,12 +676,14 @@ func TestCrashMidWrite(t *testing.T) {
 		if i%2 == 0 {
 			time.Sleep(time.Duration(r.Int64N(int64(cycle) + 1)))
 		} else {
-			// Aim at the window: a new temporary file has appeared.
-			before := len(tempFiles(t, env.Workspace))
-			for deadline := time.Now().Add(10 * cycle); len(tempFiles(t, env.Workspace)) == before && time.Now().Before(deadline); {
+			// Aim at the window: the helper holds a temporary file.
+			for deadline := time.Now().Add(10 * cycle); !holdsTemp(cmd.Process.Pid, env.Workspace) && time.Now().Before(deadline); {
 				time.Sleep(200 * time.Microsecond)
 			}
 			time.Sleep(time.Duration(r.IntN(2000)) * time.Microsecond)
+		}
+		if holdsTemp(cmd.Process.Pid, env.Workspace) {
+			midWrite++
 		}
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -696,17 +698,34 @@ func TestCrashMidWrite(t *testing.T) {
 		if strings.Count(got, got[:1]) != size {
 			t.Fatalf("after kill %d the file mixes contents (starts with %q, ends with %q)", i, got[:1], got[size-1:])
 		}
-		midWrite = len(tempFiles(t, env.Workspace)) // killed writes leave theirs
+		if left := tempFiles(t, env.Workspace); len(left) != 0 {
+			t.Fatalf("after kill %d temporary files are left in the workspace: %v", i, left)
+		}
 	}
 	if midWrite < 3 {
-		t.Fatalf("only %d kills landed in the middle of a write (left a temporary file): the test proved too little", midWrite)
+		t.Fatalf("only %d kills landed in the middle of a write (while a temporary file was open): the test proved too little", midWrite)
 	}
-	// A later write works, and the leftovers never took the file's place.
 	res := run(t, env, map[string]any{"path": "big.txt", "content": "final", "mode": "replace"})
 	if !res.Success || read(t, env, "big.txt") != "final" {
 		t.Fatalf("write after the crashes: %+v", res)
 	}
-	t.Logf("%d of the kills landed while a temporary file existed; their files are left (swept by a later issue)", midWrite)
+	t.Logf("%d of the kills landed while a temporary file was open", midWrite)
+}
+
+// holdsTemp reports whether process pid has an unnamed temporary file of
+// dir open (O_TMPFILE: /proc shows "dir/#inode (deleted)").
+func holdsTemp(pid int, dir string) bool {
+	fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		target, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + fd.Name())
+		if err == nil && strings.HasPrefix(target, dir+"/") && strings.HasSuffix(target, " (deleted)") {
+			return true
+		}
+	}
+	return false
 }
 
 func BenchmarkWrite1MiB(b *testing.B) {
@@ -734,5 +753,32 @@ func BenchmarkWrite1MiB(b *testing.B) {
 		if res, err := plan.Run(context.Background()); err != nil || !res.Success {
 			b.Fatal(res.Output, err)
 		}
+	}
+}
+
+// TestLargeFileIsNeverHashed: a 10 GiB (sparse) file is refused or
+// replaced by its size alone, at once: nothing hashes it, in Prepare or in
+// Run (issue 14, item 4).
+func TestLargeFileIsNeverHashed(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, nil)
+	p := filepath.Join(env.Workspace, "huge.bin")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 10<<30); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, env, map[string]any{"path": "huge.bin", "content": "x", "mode": "create"})
+	if res.Success || !strings.Contains(res.Output, "already exists (10737418240 bytes)") {
+		t.Fatalf("create over a huge file: %+v", res)
+	}
+	res = run(t, env, map[string]any{"path": "huge.bin", "content": "x", "mode": "replace", "expected_sha256": sha("x")})
+	if res.Success || !strings.Contains(res.Output, "expected_sha256 cannot be") {
+		t.Fatalf("replace with expected_sha256 of a huge file: %+v", res)
+	}
+	res = run(t, env, map[string]any{"path": "huge.bin", "content": "small now", "mode": "replace"})
+	if !res.Success || read(t, env, "huge.bin") != "small now" {
+		t.Fatalf("replace of a huge file: %+v", res)
 	}
 }

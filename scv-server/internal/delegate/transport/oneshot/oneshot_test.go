@@ -61,7 +61,7 @@ func newFake(t *testing.T, opts Options, env ...string) *fake {
 	f.work = work
 	var fakes []adapters.Adapter
 	for _, a := range adapters.All() {
-		a.Path, a.PreArgs = "/bin/bash", []string{script(t)}
+		a.Path, a.PreArgs, a.Env = "/bin/bash", []string{script(t)}, []string{"FAKE_*"}
 		fakes = append(fakes, a)
 	}
 	opts.Home = f.home
@@ -237,7 +237,11 @@ func TestMissingExecutable(t *testing.T) {
 
 func TestEnvironment(t *testing.T) {
 	inherited := []string{
-		"LANG=C.UTF-8", "GH_TOKEN=kept",
+		"LANG=C.UTF-8", "TMPDIR=/tmp/kept", "https_proxy=http://proxy:3128",
+		// Not on the allow-list: a secret SCV never heard of, a provider
+		// key whose name does not end in _API_KEY, loader variables
+		// (issue 14, item 1).
+		"GH_TOKEN=gh", "AWS_SECRET_ACCESS_KEY=aws", "MOONSHOT_TOKEN=sk-m", "LD_PRELOAD=/evil.so", "BASH_ENV=/evil.sh",
 		"HOME=/home/user", "XDG_CONFIG_HOME=/home/user/.config",
 		"OPENAI_API_KEY=sk-1", "ANTHROPIC_API_KEY=k", "MY_SERVICE_API_KEY=k",
 		"SCV_HOME=/home/user/.scv", "SCV_MODEL=m", "SCV_APPROVAL_POLICY=never", "SCV_SERVER_BIN=/b",
@@ -259,7 +263,7 @@ func TestEnvironment(t *testing.T) {
 			want := map[string]string{
 				"HOME": h, "SCV_HOME": h + "/.scv", "XDG_CONFIG_HOME": h + "/.config",
 				"XDG_DATA_HOME": h + "/.local/share", "XDG_STATE_HOME": h + "/.local/state",
-				"LANG": "C.UTF-8", "GH_TOKEN": "kept",
+				"LANG": "C.UTF-8", "TMPDIR": "/tmp/kept", "https_proxy": "http://proxy:3128",
 				"SCV_PARENT":           "/outer/home/s0/codex-0,/srv/scv/sess-1/" + call.Handle,
 				"SCV_DELEGATION_DEPTH": "2",
 			}
@@ -485,7 +489,7 @@ func TestRecords(t *testing.T) {
 	}
 	// pi reads --mode json: make the fake's Bash line a pi tool event.
 	a, _ := adapters.Get("pi")
-	a.Path, a.PreArgs, a.Format = "/bin/bash", []string{script(t)}, adapters.FormatStreamJSON
+	a.Path, a.PreArgs, a.Format, a.Env = "/bin/bash", []string{script(t)}, adapters.FormatStreamJSON, []string{"FAKE_*"}
 	f.r = New(Options{Home: f.home, BaseEnv: f.r.opts.BaseEnv, Adapters: []adapters.Adapter{a}})
 	res := f.run(t, ctx, call, progress)
 	if res.Status != delegate.StatusCancelled {
