@@ -166,6 +166,11 @@ type loop struct {
 }
 
 func (l *loop) run(ctx context.Context, history []provider.Message) error {
+	if l.cfg.Tools != nil {
+		// Tools still on their way (an MCP server starting) are waited
+		// for, each within its own startup bound, and then offered.
+		l.cfg.Tools.Settle(ctx)
+	}
 	for step := 1; step <= l.cfg.MaxSteps; step++ {
 		l.out.Steps = step
 		l.refreshSpecs()

@@ -17,6 +17,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/reconcile"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
+	"github.com/scv-cli/scv/scv-server/internal/mcp"
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
@@ -74,9 +75,11 @@ type Runtime struct {
 	Config   *config.Config
 	Provider provider.Provider
 	Manager  *session.Manager
-	log      *slog.Logger
-	opts     Options
-	home     string
+	// MCP runs the [mcp_servers] of the configuration; nil without any.
+	MCP  *mcp.Manager
+	log  *slog.Logger
+	opts Options
+	home string
 }
 
 // New loads the configuration and builds the runtime. Configuration
@@ -123,6 +126,15 @@ func New(opts Options) (*Runtime, error) {
 	}
 	sk := newSessionSkills(home, log)
 	ext := newExtensions(home, opts, log)
+	if len(cfg.MCPServers) > 0 {
+		// The servers start with the runtime, in parallel; sessions do
+		// not wait for them (a turn's first request waits at most each
+		// server's startup timeout for those still starting).
+		cwd, _ := os.Getwd()
+		ext.mcp = mcp.New(mcp.Options{Servers: cfg.MCPServers, Environ: opts.AgentEnv, Env: opts.Env, Dir: cwd,
+			Logger: log.With("component", "mcp")})
+		ext.mcp.Start(context.Background())
+	}
 	base := sk.withSkills(workspaceConfig(cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil)
 	mgr := session.NewManager(session.Options{
 		Provider: prov,
@@ -143,7 +155,7 @@ func New(opts Options) (*Runtime, error) {
 		ToolOutputLimit: base.ToolOutputLimit,
 		Logger:          log,
 	})
-	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, log: log, opts: opts, home: home}, nil
+	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, MCP: ext.mcp, log: log, opts: opts, home: home}, nil
 }
 
 // projectConfig returns the configuration of a session in workspace ws:
@@ -204,12 +216,12 @@ func workspaceConfig(cfg *config.Config, policy approval.Policy, opts Options, e
 		toolsFn = toolsFor(cfg, opts)
 	}
 	return session.WorkspaceConfig{
-		Tools:           toolsFn,
 		Policy:          policy,
 		ToolTimeout:     tc.CommandTimeout(),
 		MaxToolTimeout:  tc.MaxTimeout(),
 		ToolOutputLimit: int(tc.OutputLimitBytes),
 		Extend:          ext.extendFunc(cfg),
+		Tools:           ext.withMCP(toolsFn),
 		HostedWebSearch: cfg.Web.Search == config.SearchProvider,
 	}
 }
@@ -251,6 +263,7 @@ func NewProvider(cfg *config.Config, env paths.Env, log *slog.Logger) (provider.
 // runtime's turns: this is the stdio model, where the client's EOF ends the
 // server.
 func (r *Runtime) Serve(ctx context.Context, t ndjson.Transport) error {
+	defer r.Close()
 	return ndjson.Serve(ctx, r.Manager, t, ndjson.Options{
 		MaxClientFrameBytes: protocol.MaxClientFrameBytes,
 		MaxServerFrameBytes: protocol.MaxServerFrameBytes,
@@ -260,6 +273,14 @@ func (r *Runtime) Serve(ctx context.Context, t ndjson.Transport) error {
 		Logger:              r.log,
 		CloseManager:        true,
 	})
+}
+
+// Close stops what the runtime runs beside its sessions: the MCP servers.
+// Serve calls it when the connection (and so, with stdio, the server) ends.
+func (r *Runtime) Close() {
+	if r.MCP != nil {
+		r.MCP.Close()
+	}
 }
 
 // RunStdio serves the protocol on in and out until the client's input ends.

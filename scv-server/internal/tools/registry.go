@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -35,6 +36,18 @@ type SourceTool struct {
 	Tool   Tool
 	Spec   Spec
 	Schema *jsonschema.Resolved
+}
+
+// Settle waits, bounded by ctx, for sources whose tools are on their way
+// (MCP servers still starting): those that implement
+// interface{ Settle(context.Context) }. A turn calls it before its first
+// model request.
+func (r *Registry) Settle(ctx context.Context) {
+	for _, s := range r.sources {
+		if st, ok := s.(interface{ Settle(context.Context) }); ok {
+			st.Settle(ctx)
+		}
+	}
 }
 
 // AddSource adds a source of tools, after the registered ones.
