@@ -137,8 +137,28 @@ func NewCmdRoot(stdio IO) *cobra.Command {
 	root.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	_ = root.Flags().MarkHidden("cpuprofile")
 	root.SetFlagErrorFunc(cli.FlagErrorFunc)
-	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio))
+	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdMCP(stdio))
 	return root
+}
+
+func newCmdMCP(stdio IO) *cobra.Command {
+	mcpCmd := &cobra.Command{Use: "mcp", Short: "The configured MCP servers", Args: cobra.NoArgs}
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "Start the configured MCP servers, print their status and tools, stop them",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(stdio.ErrOut, "", stdio.Env)
+			if err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			return server.ListMCP(cmd.Context(), stdio.Env, stdio.Out, asJSON, log)
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "one JSON object a line: name, transport, state, error, tools, skipped")
+	mcpCmd.AddCommand(list)
+	return mcpCmd
 }
 
 func newCmdSchema(stdio IO) *cobra.Command {
