@@ -71,6 +71,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 		newCmdAgents(f, nil),
 		config.NewCmdConfig(f, nil, nil),
 		exec.NewCmdExec(f, nil),
+		newCmdMCP(f, nil),
 		server.NewCmdServer(f, nil),
 		version.NewCmdVersion(f),
 	)
