@@ -233,6 +233,9 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	s.sess = sess
 	s.mu.Unlock()
 	if err := s.list(sctx, sess); err != nil {
+		s.mu.Lock()
+		s.sess = nil
+		s.mu.Unlock()
 		c.close()
 		if sctx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("it did not list its tools within startup_timeout_seconds = %d", s.cfg.StartupTimeoutSeconds)
