@@ -77,6 +77,9 @@ type Config struct {
 	// Agents are the user's settings of delegated agents, by agent name
 	// ([agents.<name>]).
 	Agents map[string]AgentSettings `toml:"agents"`
+	// MCPServers are the Model Context Protocol servers whose tools
+	// sessions offer ([mcp_servers.<name>], user file only; docs/mcp.md).
+	MCPServers map[string]MCPServer `toml:"mcp_servers"`
 	// Web configures web_fetch and web_search.
 	Web WebConfig `toml:"web"`
 	// Daemon configures the daemon (docs/daemon.md).
@@ -301,7 +304,8 @@ func Defaults() *Config {
 			MaxBackground:           4,
 			MaxDelegationDepth:      2,
 		},
-		Agents: map[string]AgentSettings{},
+		Agents:     map[string]AgentSettings{},
+		MCPServers: map[string]MCPServer{},
 		Web: WebConfig{
 			FetchMaxBytes:       2 << 20,
 			MaxRedirects:        5,

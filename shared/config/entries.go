@@ -67,6 +67,15 @@ func (c *Config) Entries(env paths.Env) []Entry {
 				}
 			}
 		}
+		if len(path) == 3 && path[0] == "mcp_servers" && (path[2] == "env" || path[2] == "headers") {
+			// Values may be secrets or name them: only the names show.
+			e.Redacted = true
+			h := map[string]string{}
+			for _, name := range slices.Sorted(maps.Keys(v.Interface().(map[string]string))) {
+				h[name] = Set
+			}
+			e.Value = h
+		}
 		if key == "web.brave_api_key_env" {
 			if name := v.String(); name != "" {
 				val, _ := env.LookupEnv(name)

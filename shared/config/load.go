@@ -73,6 +73,7 @@ type projectFile struct {
 	Web         any `toml:"web"`
 	Daemon      any `toml:"daemon"`
 	Credentials any `toml:"credentials"`
+	MCPServers  any `toml:"mcp_servers"`
 }
 
 // projectForbiddenRoots are the forbidden tables of projectFile.
@@ -292,6 +293,12 @@ func (l *loader) applyProject(p *layer) []error {
 	if !ok {
 		return errs
 	}
+	if e, ok := p.ix.first("mcp_servers"); ok {
+		// Refused, not ignored: a repository that asks to start programs
+		// must not look like it works for whoever opens it.
+		errs = append(errs, &Error{File: p.file, Line: e.line, Key: "mcp_servers",
+			Message: fmt.Sprintf("[mcp_servers] is refused in a project config: a project cannot start programs or name servers for you; add the servers you trust to your user config ($SCV_HOME/%s) or with `scv mcp add`", paths.ConfigFileName)})
+	}
 	l.warnForbidden(p)
 	allow := func(path []string) bool { return l.allowProjectValue(p, path, &pf) }
 	pv := reflect.ValueOf(&pf).Elem()
@@ -375,7 +382,7 @@ func (l *loader) warnForbidden(p *layer) {
 	for _, e := range p.ix.entries {
 		// Report the innermost keys only: a table or inline table is
 		// reported through the keys it holds, unless it holds none.
-		if !isProjectForbidden(e.path) || p.ix.hasInner(e.path) {
+		if !isProjectForbidden(e.path) || p.ix.hasInner(e.path) || e.path[0] == "mcp_servers" {
 			continue
 		}
 		path := e.path
@@ -556,8 +563,9 @@ func quoteKey(key string) string {
 
 // mapDefaults gives the value a new entry of a named table starts from.
 var mapDefaults = map[string]func() any{
-	"providers": func() any { return DefaultProvider() },
-	"agents":    func() any { return AgentSettings{} },
+	"providers":   func() any { return DefaultProvider() },
+	"agents":      func() any { return AgentSettings{} },
+	"mcp_servers": func() any { return DefaultMCPServer() },
 }
 
 // merge copies into dst every value of src that the layer sets (and allow

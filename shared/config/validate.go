@@ -196,6 +196,7 @@ func (l *loader) validate() []error {
 	v.intRange("agent.max_delegation_depth", int64(c.Agent.MaxDelegationDepth), 0, 8, "a nesting depth")
 	v.intRange("tools.agent_timeout_seconds", int64(t.AgentTimeoutSeconds), 1, maxSeconds, "a number of seconds")
 	v.validateAgents()
+	v.validateMCP()
 
 	// [web]
 	v.validateWeb()

@@ -143,7 +143,7 @@ func NewCmdRoot(stdio IO) *cobra.Command {
 	root.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	_ = root.Flags().MarkHidden("cpuprofile")
 	root.SetFlagErrorFunc(cli.FlagErrorFunc)
-	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdACP(stdio), newCmdDaemon(stdio), newCmdConnect(stdio))
+	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdACP(stdio), newCmdDaemon(stdio), newCmdConnect(stdio), newCmdMCP(stdio))
 	return root
 }
 
@@ -169,6 +169,26 @@ Exit codes: 0 at the end of input, 1 on a runtime failure or a signal, 2 on a us
 	cmd.Flags().StringVar(&policy, "approval-policy", "", "override tools.approval_policy: on-risk, never or auto (the session's starting mode)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default warn, or $SCV_LOG_LEVEL)")
 	return cmd
+}
+
+func newCmdMCP(stdio IO) *cobra.Command {
+	mcpCmd := &cobra.Command{Use: "mcp", Short: "The configured MCP servers", Args: cobra.NoArgs}
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "Start the configured MCP servers, print their status and tools, stop them",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(stdio.ErrOut, "", stdio.Env)
+			if err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			return server.ListMCP(cmd.Context(), stdio.Env, stdio.Out, asJSON, log)
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "one JSON object a line: name, transport, state, error, tools, skipped")
+	mcpCmd.AddCommand(list)
+	return mcpCmd
 }
 
 func newCmdSchema(stdio IO) *cobra.Command {

@@ -185,6 +185,7 @@ func Run(ctx context.Context, opts Options) error {
 	grace, cancel := context.WithTimeout(context.Background(), rt.Grace())
 	defer cancel()
 	rt.Manager.Close(grace)
+	rt.Close() // the MCP servers, after the sessions that use them
 	stopHousekeeping()
 	wg.Wait()
 	if restart {

@@ -138,13 +138,28 @@ func newLoop(cfg Config, sink Sink) *loop {
 	if l.cfg.MaxSteps <= 0 {
 		l.cfg.MaxSteps = DefaultMaxSteps
 	}
+	l.refreshSpecs()
+	return l
+}
+
+// refreshSpecs rebuilds the tool specs sent to the model when the
+// registry's sources changed their tools (an MCP server's list_changed,
+// a server that came up), so the next model request offers the new list.
+func (l *loop) refreshSpecs() {
+	var gen uint64
+	if l.cfg.Tools != nil {
+		gen = l.cfg.Tools.Generation()
+	}
+	if l.specsBuilt && gen == l.specsGen {
+		return
+	}
+	l.specs, l.specsGen, l.specsBuilt = nil, gen, true
 	if l.cfg.Tools != nil {
 		for _, s := range l.cfg.Tools.Specs() {
 			l.specs = append(l.specs, provider.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.Schema})
 		}
 	}
-	l.fixedTokens = tokens.Request(provider.Request{System: cfg.System, Tools: l.specs})
-	return l
+	l.fixedTokens = tokens.Request(provider.Request{System: l.cfg.System, Tools: l.specs})
 }
 
 type loop struct {
@@ -152,6 +167,9 @@ type loop struct {
 	sink  Sink
 	out   Outcome
 	specs []provider.ToolSpec
+	// specsGen is the registry generation specs were built at.
+	specsGen   uint64
+	specsBuilt bool
 
 	// Token accounting for compaction (see compact.go).
 	fixedTokens   int64 // system prompt and tool schemas
@@ -162,8 +180,14 @@ type loop struct {
 }
 
 func (l *loop) run(ctx context.Context, history []provider.Message) error {
+	if l.cfg.Tools != nil {
+		// Tools still on their way (an MCP server starting) are waited
+		// for, each within its own startup bound, and then offered.
+		l.cfg.Tools.Settle(ctx)
+	}
 	for step := 1; step <= l.cfg.MaxSteps; step++ {
 		l.out.Steps = step
+		l.refreshSpecs()
 		var err error
 		if history, err = l.fit(ctx, history); err != nil {
 			return l.classify(ctx, err)

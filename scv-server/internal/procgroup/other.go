@@ -4,6 +4,7 @@ package procgroup
 
 import (
 	"context"
+	"os/exec"
 
 	"github.com/scv-cli/scv/shared/proctag"
 )
@@ -21,3 +22,13 @@ func FindTagged(tag string) []int { return proctag.Find(tag) }
 func WithTag(env []string, tag string) []string {
 	return append(append([]string(nil), env...), TagVar+"="+tag)
 }
+
+// StartService starts cmd with tag in its environment; off Linux there is
+// no collector to register with.
+func StartService(cmd *exec.Cmd, tag string) error {
+	cmd.Env = WithTag(cmd.Env, tag)
+	return cmd.Start()
+}
+
+// Release does nothing off Linux.
+func Release(pid int) {}

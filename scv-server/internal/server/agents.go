@@ -11,7 +11,9 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/delegate/agenttool"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/transport/oneshot"
 	"github.com/scv-cli/scv/scv-server/internal/instructions"
+	"github.com/scv-cli/scv/scv-server/internal/mcp"
 	"github.com/scv-cli/scv/scv-server/internal/session"
+	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/paths"
@@ -27,6 +29,23 @@ type extensions struct {
 	// depth is the server's own delegation depth (SCV_DELEGATION_DEPTH,
 	// set when a delegated agent runs scv), a floor for every session's.
 	depth int
+	// mcp runs the MCP servers whose tools every tool-enabled session
+	// offers; nil without [mcp_servers].
+	mcp *mcp.Manager
+}
+
+// withMCP adds the MCP servers' tools to the registries fn builds.
+func (e *extensions) withMCP(fn session.ToolsFunc) session.ToolsFunc {
+	if e.mcp == nil || fn == nil {
+		return fn
+	}
+	return func(ws string) (*tools.Registry, error) {
+		reg, err := fn(ws)
+		if reg != nil {
+			reg.AddSource(e.mcp)
+		}
+		return reg, err
+	}
 }
 
 func newExtensions(home string, opts Options, log *slog.Logger) *extensions {

@@ -18,6 +18,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/delegate/reconcile"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/acp"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
+	"github.com/scv-cli/scv/scv-server/internal/mcp"
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/scv-server/internal/provider"
@@ -79,9 +80,11 @@ type Runtime struct {
 	Config   *config.Config
 	Provider provider.Provider
 	Manager  *session.Manager
-	log      *slog.Logger
-	opts     Options
-	home     string
+	// MCP runs the [mcp_servers] of the configuration; nil without any.
+	MCP  *mcp.Manager
+	log  *slog.Logger
+	opts Options
+	home string
 }
 
 // New loads the configuration and builds the runtime. Configuration
@@ -128,6 +131,15 @@ func New(opts Options) (*Runtime, error) {
 	}
 	sk := newSessionSkills(home, log)
 	ext := newExtensions(home, opts, log)
+	if len(cfg.MCPServers) > 0 {
+		// The servers start with the runtime, in parallel; sessions do
+		// not wait for them (a turn's first request waits at most each
+		// server's startup timeout for those still starting).
+		cwd, _ := os.Getwd()
+		ext.mcp = mcp.New(mcp.Options{Servers: cfg.MCPServers, Environ: opts.AgentEnv, Env: opts.Env, Dir: cwd,
+			Logger: log.With("component", "mcp")})
+		ext.mcp.Start(context.Background())
+	}
 	base := sk.withSkills(workspaceConfig(cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil)
 	mgr := session.NewManager(session.Options{
 		Provider: prov,
@@ -148,7 +160,7 @@ func New(opts Options) (*Runtime, error) {
 		ToolOutputLimit: base.ToolOutputLimit,
 		Logger:          log,
 	})
-	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, log: log, opts: opts, home: home}, nil
+	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, MCP: ext.mcp, log: log, opts: opts, home: home}, nil
 }
 
 // projectConfig returns the configuration of a session in workspace ws:
@@ -209,12 +221,12 @@ func workspaceConfig(cfg *config.Config, policy approval.Policy, opts Options, e
 		toolsFn = toolsFor(cfg, opts)
 	}
 	return session.WorkspaceConfig{
-		Tools:           toolsFn,
 		Policy:          policy,
 		ToolTimeout:     tc.CommandTimeout(),
 		MaxToolTimeout:  tc.MaxTimeout(),
 		ToolOutputLimit: int(tc.OutputLimitBytes),
 		Extend:          ext.extendFunc(cfg),
+		Tools:           ext.withMCP(toolsFn),
 		HostedWebSearch: cfg.Web.Search == config.SearchProvider,
 	}
 }
@@ -256,6 +268,7 @@ func NewProvider(cfg *config.Config, env paths.Env, log *slog.Logger) (provider.
 // runtime's turns: this is the stdio model, where the client's EOF ends the
 // server.
 func (r *Runtime) Serve(ctx context.Context, t ndjson.Transport) error {
+	defer r.Close()
 	return ndjson.Serve(ctx, r.Manager, t, r.connOptions(true))
 }
 
@@ -324,12 +337,22 @@ func (r *Runtime) EnableSubreaper() {
 // ServeACP runs one ACP connection over rw (docs/acp.md); like Serve, the
 // end of the connection ends the runtime's turns.
 func (r *Runtime) ServeACP(ctx context.Context, rw io.ReadWriter) error {
+	defer r.Close()
 	return acp.Serve(ctx, r.Manager, rw, acp.Options{
 		NoProvider:   r.Provider.Name() == demo.Name,
 		CloseManager: true,
 		Grace:        r.opts.Grace,
 		Logger:       r.log,
 	})
+}
+
+// Close stops what the runtime runs beside its sessions: the MCP servers.
+// Serve and ServeACP call it when their connection (and so the server)
+// ends; a daemon calls it once, after its sessions have closed.
+func (r *Runtime) Close() {
+	if r.MCP != nil {
+		r.MCP.Close()
+	}
 }
 
 // RunACP serves ACP on in and out until the client's input ends, with the

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -10,10 +11,70 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// Registry holds the tools of a session, each with its resolved schema.
+// Registry holds the tools of a session, each with its resolved schema:
+// the tools registered when the session starts, then the tools of its
+// sources, whose lists change while the session runs (MCP servers).
 type Registry struct {
-	tools map[string]*entry
-	order []string
+	tools   map[string]*entry
+	order   []string
+	sources []Source
+}
+
+// Source offers tools whose list changes while a session runs. Tools
+// returns the current list; its names must not collide with registered
+// tools (a source prefixes them), and each schema is already resolved.
+// Generation changes whenever the list does, so a turn rebuilds what it
+// sends the model only then. Both are called from the session's turns and
+// must be safe for concurrent use.
+type Source interface {
+	Tools() []SourceTool
+	Generation() uint64
+}
+
+// SourceTool is one tool of a Source with its resolved schema.
+type SourceTool struct {
+	Tool   Tool
+	Spec   Spec
+	Schema *jsonschema.Resolved
+}
+
+// Settle waits, bounded by ctx, for sources whose tools are on their way
+// (MCP servers still starting): those that implement
+// interface{ Settle(context.Context) }. A turn calls it before its first
+// model request.
+func (r *Registry) Settle(ctx context.Context) {
+	for _, s := range r.sources {
+		if st, ok := s.(interface{ Settle(context.Context) }); ok {
+			st.Settle(ctx)
+		}
+	}
+}
+
+// AddSource adds a source of tools, after the registered ones.
+func (r *Registry) AddSource(s Source) { r.sources = append(r.sources, s) }
+
+// Generation changes whenever the tools of a source change.
+func (r *Registry) Generation() uint64 {
+	var g uint64
+	for _, s := range r.sources {
+		g += s.Generation()
+	}
+	return g
+}
+
+// lookup finds name among the registered tools, then the sources' tools.
+func (r *Registry) lookup(name string) (*entry, bool) {
+	if e, ok := r.tools[name]; ok {
+		return e, true
+	}
+	for _, s := range r.sources {
+		for _, t := range s.Tools() {
+			if t.Spec.Name == name {
+				return &entry{tool: t.Tool, spec: t.Spec, schema: t.Schema}, true
+			}
+		}
+	}
+	return nil, false
 }
 
 type entry struct {
@@ -60,15 +121,22 @@ func (r *Registry) Specs() []Spec {
 	for _, n := range r.order {
 		out = append(out, r.tools[n].spec)
 	}
+	for _, s := range r.sources {
+		for _, t := range s.Tools() {
+			out = append(out, t.Spec)
+		}
+	}
 	return out
 }
 
-// Len returns the number of tools.
-func (r *Registry) Len() int { return len(r.order) }
+// Len returns the number of tools registered, and whether sources may
+// offer more: a session with a source counts as one with tools even while
+// its sources offer none yet.
+func (r *Registry) Len() int { return len(r.order) + len(r.sources) }
 
 // Lookup returns the tool named name.
 func (r *Registry) Lookup(name string) (Tool, bool) {
-	e, ok := r.tools[name]
+	e, ok := r.lookup(name)
 	if !ok {
 		return nil, false
 	}
@@ -78,6 +146,11 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 // Names returns the tool names, sorted.
 func (r *Registry) Names() []string {
 	out := append([]string(nil), r.order...)
+	for _, s := range r.sources {
+		for _, t := range s.Tools() {
+			out = append(out, t.Spec.Name)
+		}
+	}
 	sort.Strings(out)
 	return out
 }
@@ -86,7 +159,7 @@ func (r *Registry) Names() []string {
 // schema. The returned error is written for the model: it says what is
 // wrong and how to fix it.
 func (r *Registry) Validate(name string, raw string) (json.RawMessage, error) {
-	e, ok := r.tools[name]
+	e, ok := r.lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("there is no tool named %q; available tools: %s", name, strings.Join(r.Names(), ", "))
 	}
