@@ -126,3 +126,33 @@ func TestListModelsCallerCancelled(t *testing.T) {
 		t.Fatalf("ListModels(cancelled) = %q, %v", ids, err)
 	}
 }
+
+// FuzzParseModels: any body gives an error or a sorted list of distinct,
+// non-empty, bounded ids, never more than maxModels.
+func FuzzParseModels(f *testing.F) {
+	f.Add([]byte(`{"object":"list","data":[{"id":"b"},{"id":"a"},{"id":"a"}]}`))
+	f.Add([]byte(`{"data":[]}`))
+	f.Add([]byte(`{"data":[{"id":""},{"id":1}]}`))
+	f.Add([]byte(`<html>`))
+	p, err := New(Config{BaseURL: "http://127.0.0.1:1/v1"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ids, err := p.parseModels(body)
+		if err != nil {
+			if ids != nil {
+				t.Fatalf("ids %q with error %v", ids, err)
+			}
+			return
+		}
+		if len(ids) == 0 || len(ids) > maxModels || !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
+			t.Fatalf("ids %q", ids)
+		}
+		for _, id := range ids {
+			if id == "" || len(id) > maxModelID {
+				t.Fatalf("id %q", id)
+			}
+		}
+	})
+}
