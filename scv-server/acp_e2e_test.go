@@ -241,6 +241,7 @@ func TestACPTypeScriptClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, home, ws := acpSetup(t)
+	f.SetModels("gpt-e2e", "fake-model")
 	f.Enqueue(writeReply("c1", "hello.txt", "hello from ts\n"), fo.Script(fo.Text("written")), fo.Script(fo.Text("partial"), fo.Hang()))
 	transcript := filepath.Join(t.TempDir(), "agent.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -261,6 +262,8 @@ func TestACPTypeScriptClient(t *testing.T) {
 			LoadSession     bool   `json:"loadSession"`
 		} `json:"init"`
 		Modes           []string   `json:"modes"`
+		ConfigIDs       []string   `json:"configIds"`
+		Model           string     `json:"model"`
 		PromptStop      string     `json:"promptStop"`
 		PromptKinds     []string   `json:"promptKinds"`
 		PermissionKinds [][]string `json:"permissionKinds"`
@@ -284,6 +287,10 @@ func TestACPTypeScriptClient(t *testing.T) {
 		t.Errorf("initialize %+v", sum.Init)
 	case !slices.Equal(sum.Modes, []string{"on-risk", "never", "auto"}):
 		t.Errorf("modes %v", sum.Modes)
+	case !slices.Equal(sum.ConfigIDs, []string{"mode", "model"}) || sum.Model != "gpt-e2e":
+		t.Errorf("config options %v, model after the switch %q", sum.ConfigIDs, sum.Model)
+	case len(f.Requests()) == 0 || f.Requests()[0].Model != "gpt-e2e":
+		t.Errorf("the prompt after the model switch did not carry gpt-e2e")
 	case sum.PromptStop != "end_turn" || sum.File != "hello from ts\n":
 		t.Errorf("prompt: %s, file %q", sum.PromptStop, sum.File)
 	case strings.Join(sum.PromptKinds, " ") != "tool_call tool_call_update tool_call_update agent_message_chunk usage_update":

@@ -92,6 +92,10 @@ await app.connectWith(stream, async (ctx) => {
   const s = await ctx.request(methods.agent.session.new, { cwd, mcpServers: [] });
   const sid = s.sessionId;
   summary.modes = s.modes?.availableModes?.map((m) => m.id);
+  // The model option (the fake lists models): switch to another one.
+  summary.configIds = s.configOptions?.map((o) => o.id);
+  const set = await ctx.request("session/set_config_option", { sessionId: sid, configId: "model", value: "gpt-e2e" });
+  summary.model = set.configOptions?.find((o) => o.id === "model")?.currentValue;
 
   // A prompt with a tool call and a permission round trip.
   const r1 = await ctx.request(methods.agent.session.prompt, { sessionId: sid, prompt: [{ type: "text", text: "write hello.txt" }] });

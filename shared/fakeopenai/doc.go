@@ -22,6 +22,11 @@
 // recorded (see Request) before it is answered; WaitRequests blocks until a
 // number of them has arrived, so tests never need to sleep.
 //
+// GET <URL>/models answers 404 too, as on endpoints that list no models,
+// until SetModels gives it a list to serve as an OpenAI model list. Those
+// requests are recorded apart (ModelRequests), so that a client listing
+// models does not shift the count of Requests and WaitRequests.
+//
 // # Replies
 //
 // A Reply is a list of Steps run in order. For a streaming request

@@ -469,3 +469,35 @@ func TestNonStreaming(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 }
+
+func TestModelList(t *testing.T) {
+	t.Parallel()
+	srv := fakeopenai.NewServer()
+	defer srv.Close()
+	get := func() (int, string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL() + "/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get(); code != http.StatusNotFound {
+		t.Fatalf("before SetModels: HTTP %d, want 404", code)
+	}
+	srv.SetModels("m-1", "m-2")
+	code, body := get()
+	want := `{"object":"list","data":[{"id":"m-1","object":"model","owned_by":"fakeopenai"},{"id":"m-2","object":"model","owned_by":"fakeopenai"}]}` + "\n"
+	if code != http.StatusOK || body != want {
+		t.Fatalf("HTTP %d %s, want %s", code, body, want)
+	}
+	srv.SetModels()
+	if _, body := get(); !strings.Contains(body, `"data":[]`) {
+		t.Fatalf("empty list: %s", body)
+	}
+	if n, m := len(srv.Requests()), len(srv.ModelRequests()); n != 0 || m != 3 {
+		t.Fatalf("%d requests and %d listing requests, want 0 and 3", n, m)
+	}
+}

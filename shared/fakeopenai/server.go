@@ -18,6 +18,9 @@ const chatPath = "/v1/chat/completions"
 // responsesPath is where clients POST Responses requests.
 const responsesPath = "/v1/responses"
 
+// modelsPath is where clients GET the model list (SetModels).
+const modelsPath = "/v1/models"
+
 // maxRequestBody bounds what the fake reads of a request body; tests never
 // need more, and a runaway client must not exhaust memory.
 const maxRequestBody = 64 << 20
@@ -32,6 +35,10 @@ type Server struct {
 	chats   int
 	resps   int
 	changed chan struct{} // closed and replaced whenever reqs grows
+	// models is the list GET /v1/models serves; nil: the path is
+	// unknown (404), as on endpoints that list no models.
+	models     []string
+	modelsReqs []Request
 
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -66,7 +73,55 @@ func (s *Server) Enqueue(replies ...Reply) {
 	s.mu.Unlock()
 }
 
-// Requests returns every request received so far, in arrival order.
+// SetModels makes GET /v1/models answer an OpenAI model list of ids
+// (SetModels() an empty list); before any call the path answers 404, as on
+// endpoints that list no models. The listing's
+// requests are kept apart (ModelRequests), so that Requests and
+// WaitRequests count the model requests only.
+func (s *Server) SetModels(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = append([]string{}, ids...)
+}
+
+// ModelRequests returns the requests of GET /v1/models received so far.
+func (s *Server) ModelRequests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return cloneRequests(s.modelsReqs)
+}
+
+// serveModels answers GET /v1/models.
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.modelsReqs = append(s.modelsReqs, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone()})
+	models := s.models
+	s.mu.Unlock()
+	switch {
+	case models == nil:
+		writeError(w, http.StatusNotFound, "fakeopenai: unknown path "+r.URL.Path)
+	case r.Method != http.MethodGet:
+		writeError(w, http.StatusMethodNotAllowed, "fakeopenai: method "+r.Method+" not allowed")
+	default:
+		type model struct {
+			ID      string `json:"id"`
+			Object  string `json:"object"`
+			OwnedBy string `json:"owned_by"`
+		}
+		list := struct {
+			Object string  `json:"object"`
+			Data   []model `json:"data"`
+		}{Object: "list", Data: []model{}}
+		for _, id := range models {
+			list.Data = append(list.Data, model{ID: id, Object: "model", OwnedBy: "fakeopenai"})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(list)
+	}
+}
+
+// Requests returns every request received so far, in arrival order, but
+// those of the model listing (ModelRequests).
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -250,6 +305,10 @@ func contentText(raw json.RawMessage) string {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == modelsPath {
+		s.serveModels(w, r)
+		return
+	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	isChat := r.URL.Path == chatPath

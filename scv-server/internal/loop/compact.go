@@ -88,7 +88,7 @@ func (l *loop) compact(ctx context.Context, history []provider.Message, keep int
 	}
 	budget := l.cfg.ContextMaxTokens / 2
 	req := provider.Request{
-		Model:    l.cfg.Model,
+		Model:    l.model(),
 		System:   summarizerInstructions,
 		Messages: []provider.Message{{Role: provider.RoleUser, Content: renderForSummary(old, budget)}},
 	}

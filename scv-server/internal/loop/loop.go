@@ -38,6 +38,10 @@ type Sink interface {
 type Config struct {
 	Provider provider.Provider
 	Model    string
+	// ModelNow, when set, gives the model at each request instead of
+	// Model, so a client's model switch applies from the next request on,
+	// within the running turn too (session.Session.SetModel).
+	ModelNow func() string
 	System   string
 	Tools    *tools.Registry // nil for a tool-free turn
 	// HostedWebSearch offers the endpoint's hosted web search with every
@@ -179,6 +183,14 @@ type loop struct {
 	calibMsgs     int   // how many of the turn's messages it held
 }
 
+// model is the model of the next request.
+func (l *loop) model() string {
+	if l.cfg.ModelNow != nil {
+		return l.cfg.ModelNow()
+	}
+	return l.cfg.Model
+}
+
 func (l *loop) run(ctx context.Context, history []provider.Message) error {
 	if l.cfg.Tools != nil {
 		// Tools still on their way (an MCP server starting) are waited
@@ -194,7 +206,7 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 		}
 		msgs := make([]provider.Message, 0, len(history)+len(l.out.Messages))
 		msgs = append(append(msgs, history...), l.out.Messages...)
-		req := provider.Request{Model: l.cfg.Model, System: l.cfg.System, Messages: msgs, Tools: l.specs,
+		req := provider.Request{Model: l.model(), System: l.cfg.System, Messages: msgs, Tools: l.specs,
 			HostedWebSearch: l.cfg.HostedWebSearch && l.cfg.Tools != nil}
 		held := len(l.out.Messages)
 

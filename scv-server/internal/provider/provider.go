@@ -141,6 +141,14 @@ type Provider interface {
 	Stream(ctx context.Context, req Request, h Handler) (*Response, error)
 }
 
+// ModelLister is a Provider whose endpoint lists the models it serves
+// (OpenAI's GET /models). Clients offer them as a per-session choice.
+type ModelLister interface {
+	// ListModels returns the ids of the endpoint's models, sorted and
+	// without duplicates, or an error when the endpoint lists none.
+	ListModels(ctx context.Context) ([]string, error)
+}
+
 // Code classifies a provider failure; the values are the turn.failed codes
 // the failure maps to.
 type Code string

@@ -340,6 +340,7 @@ func (r *Runtime) ServeACP(ctx context.Context, rw io.ReadWriter) error {
 	defer r.Close()
 	return acp.Serve(ctx, r.Manager, rw, acp.Options{
 		NoProvider:   r.Provider.Name() == demo.Name,
+		Models:       r.models,
 		CloseManager: true,
 		Grace:        r.opts.Grace,
 		Logger:       r.log,
@@ -353,6 +354,20 @@ func (r *Runtime) Close() {
 	if r.MCP != nil {
 		r.MCP.Close()
 	}
+}
+
+// models lists the provider's models for the ACP model option; nil when
+// the provider lists none (the provider logs why, once).
+func (r *Runtime) models(ctx context.Context) []string {
+	l, ok := r.Provider.(provider.ModelLister)
+	if !ok {
+		return nil
+	}
+	ids, err := l.ListModels(ctx)
+	if err != nil {
+		return nil
+	}
+	return ids
 }
 
 // RunACP serves ACP on in and out until the client's input ends, with the

@@ -47,7 +47,7 @@ type ReasoningObserver interface {
 type Session struct {
 	id      string
 	cwd     string
-	model   string
+	model   string // guarded by mu once the session has started
 	version int
 	depth   int
 	channel *protocol.Channel
@@ -157,7 +157,22 @@ func (s *Session) ID() string { return s.id }
 func (s *Session) Cwd() string { return s.cwd }
 
 // Model returns the session's model.
-func (s *Session) Model() string { return s.model }
+func (s *Session) Model() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.model
+}
+
+// SetModel changes the session's model (a client's model switch, such as
+// ACP's session/set_config_option): it applies to every model request
+// from now on, the running turn's next one included. The caller checks
+// that the provider serves it. The switch is not stored: a resumed
+// session starts on the configured model again.
+func (s *Session) SetModel(model string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.model = model
+}
 
 // Version returns the protocol version the session was started with.
 func (s *Session) Version() int { return s.version }
@@ -383,11 +398,13 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	history := append([]provider.Message(nil), s.history...)
 	historyTokens := s.historyTokens
 	policy := s.policy
+	model := s.model
 	s.mu.Unlock()
 
 	cfg := loop.Config{
 		Provider:        m.opts.Provider,
-		Model:           s.model,
+		Model:           model,
+		ModelNow:        s.Model,
 		System:          s.system,
 		Tools:           s.tools,
 		HostedWebSearch: s.hostedSearch,

@@ -61,6 +61,10 @@ type Options struct {
 	// CloseManager makes the end of the connection the end of the
 	// manager's turns (stdio). Otherwise sessions outlive the connection.
 	CloseManager bool
+	// Models, when set, lists the models the provider serves (nil or an
+	// empty list when it lists none): sessions then offer a "model"
+	// option. It may be slow the first time (the provider is asked once).
+	Models func(ctx context.Context) []string
 	// Grace is how long turns may take to wind down at the end (3 s when 0).
 	Grace  time.Duration
 	Logger *slog.Logger

@@ -810,3 +810,125 @@ func TestModeSwitchWithinATurn(t *testing.T) {
 		t.Fatalf("after switching to full access mid-turn: asked %d, %v", asked, err)
 	}
 }
+
+// modelOption returns the model option of opts, or nil.
+func modelOption(opts []acpsdk.SessionConfigOption) *acpsdk.SessionConfigOptionSelect {
+	for _, o := range opts {
+		if o.Select != nil && o.Select.Id == "model" {
+			return o.Select
+		}
+	}
+	return nil
+}
+
+func optionValues(o *acpsdk.SessionConfigOptionSelect) []string {
+	var out []string
+	for _, c := range *o.Options.Ungrouped {
+		out = append(out, string(c.Value))
+	}
+	return out
+}
+
+func TestModelOption(t *testing.T) {
+	t.Parallel()
+	h := start(t, harnessOptions{})
+	h.f.SetModels("gpt-b", "gpt-a")
+	h.init()
+	sid, r := h.newSession()
+	mo := modelOption(r.ConfigOptions)
+	if mo == nil || mo.CurrentValue != "fake-model" || mo.Category == nil || *mo.Category != acpsdk.SessionConfigOptionCategoryModel {
+		t.Fatalf("session/new model option = %+v in %+v", mo, r.ConfigOptions)
+	}
+	// The configured model is listed first when the provider does not list it.
+	if got := optionValues(mo); !slices.Equal(got, []string{"fake-model", "gpt-a", "gpt-b"}) {
+		t.Fatalf("model choices %q", got)
+	}
+
+	h.f.Enqueue(fo.Script(fo.Text("one")), fo.Script(fo.Text("two")))
+	if _, err := h.prompt(sid, "first"); err != nil {
+		t.Fatal(err)
+	}
+	set, err := h.conn.SetSessionConfigOption(ctx(t), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: "model", Value: "gpt-b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mo := modelOption(set.ConfigOptions); mo == nil || mo.CurrentValue != "gpt-b" || len(set.ConfigOptions) != 2 || set.ConfigOptions[0].Select.CurrentValue != "on-risk" {
+		t.Fatalf("set_config_option answered %+v", set.ConfigOptions)
+	}
+	if _, err := h.prompt(sid, "second"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := h.f.Requests()
+	if len(reqs) != 2 || reqs[0].Model != "fake-model" || reqs[1].Model != "gpt-b" {
+		t.Fatalf("request models %q, want fake-model then gpt-b", []string{reqs[0].Model, reqs[len(reqs)-1].Model})
+	}
+
+	_, err = h.conn.SetSessionConfigOption(ctx(t), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: "model", Value: "gpt-z"}})
+	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, `unknown model "gpt-z": the provider lists gpt-a, gpt-b`) {
+		t.Fatalf("unknown model: %v", err)
+	}
+
+	// Resuming the open session shows the switched model; the provider
+	// was asked for its models once.
+	rr, err := h.conn.ResumeSession(ctx(t), acpsdk.ResumeSessionRequest{SessionId: sid, Cwd: h.ws, McpServers: []acpsdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mo := modelOption(rr.ConfigOptions); mo == nil || mo.CurrentValue != "gpt-b" {
+		t.Fatalf("session/resume options %+v", rr.ConfigOptions)
+	}
+	if n := len(h.f.ModelRequests()); n != 1 {
+		t.Fatalf("%d listing requests, want 1", n)
+	}
+}
+
+func TestModelSwitchWithinATurn(t *testing.T) {
+	t.Parallel()
+	h := start(t, harnessOptions{policy: "auto"})
+	h.f.SetModels("gpt-a", "gpt-b")
+	h.init()
+	sid, _ := h.newSession()
+	h.f.Enqueue(fo.Script(fo.Delay(500*time.Millisecond), fo.ToolCall("c1", "bash", `{"command":"true"}`)), fo.Script(fo.Text("done")))
+	got := make(chan error, 1)
+	go func() { _, err := h.prompt(sid, "run"); got <- err }()
+	if _, err := h.f.WaitRequests(ctx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.conn.SetSessionConfigOption(ctx(t), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: "model", Value: "gpt-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	reqs := h.f.Requests()
+	if len(reqs) != 2 || reqs[0].Model != "fake-model" || reqs[1].Model != "gpt-a" {
+		t.Fatalf("%d requests; the turn's request after the switch must carry gpt-a", len(reqs))
+	}
+}
+
+func TestNoModelOption(t *testing.T) {
+	t.Parallel()
+	h := start(t, harnessOptions{}) // the fake answers GET /models with 404
+	h.init()
+	sid, r := h.newSession()
+	if len(r.ConfigOptions) != 1 || modelOption(r.ConfigOptions) != nil {
+		t.Fatalf("config options %+v, want the mode only", r.ConfigOptions)
+	}
+	_, err := h.conn.SetSessionConfigOption(ctx(t), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: "model", Value: "gpt-a"}})
+	if re := reqErr(t, err); re.Code != -32602 || !strings.Contains(re.Message, "the provider lists no models") {
+		t.Fatalf("model without a listing: %v", err)
+	}
+	if _, r2 := h.newSession(); len(r2.ConfigOptions) != 1 {
+		t.Fatalf("second session options %+v", r2.ConfigOptions)
+	}
+	if n := len(h.f.ModelRequests()); n != 1 {
+		t.Fatalf("%d listing requests, want 1: the failure is cached", n)
+	}
+	h.f.Enqueue(fo.Script(fo.Text("hi")))
+	if _, err := h.prompt(sid, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := h.f.Requests(); len(reqs) != 1 || reqs[0].Model != "fake-model" {
+		t.Fatalf("requests %d", len(reqs))
+	}
+}

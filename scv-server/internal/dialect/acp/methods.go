@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -37,16 +38,51 @@ func modeState(current string) *acpsdk.SessionModeState {
 	return &acpsdk.SessionModeState{CurrentModeId: acpsdk.SessionModeId(current), AvailableModes: append([]acpsdk.SessionMode{}, modes...)}
 }
 
-func configOptions(current string) []acpsdk.SessionConfigOption {
+// modelConfigID is the config option of the model.
+const modelConfigID = "model"
+
+// configOptions are the session's options: the mode, and the model when
+// the provider lists models (models not empty).
+func configOptions(mode, model string, models []string) []acpsdk.SessionConfigOption {
 	opts := acpsdk.SessionConfigSelectOptionsUngrouped{}
 	for _, m := range modes {
 		opts = append(opts, acpsdk.SessionConfigSelectOption{Value: acpsdk.SessionConfigValueId(m.Id), Name: m.Name, Description: m.Description})
 	}
-	o := acpsdk.NewSessionConfigOptionSelect(acpsdk.SessionConfigValueId(current), acpsdk.SessionConfigSelectOptions{Ungrouped: &opts})
+	o := acpsdk.NewSessionConfigOptionSelect(acpsdk.SessionConfigValueId(mode), acpsdk.SessionConfigSelectOptions{Ungrouped: &opts})
 	o.Select.Id = modeConfigID
 	o.Select.Name = "Approval mode"
 	o.Select.Category = acpsdk.Ptr(acpsdk.SessionConfigOptionCategoryMode)
-	return []acpsdk.SessionConfigOption{o}
+	out := []acpsdk.SessionConfigOption{o}
+	if len(models) == 0 {
+		return out
+	}
+	choices := acpsdk.SessionConfigSelectOptionsUngrouped{}
+	// The current model is a choice even when the listing misses it (a
+	// configured alias, say), so the option's value is always one of them.
+	if !slices.Contains(models, model) {
+		choices = append(choices, acpsdk.SessionConfigSelectOption{Value: acpsdk.SessionConfigValueId(model), Name: model})
+	}
+	for _, id := range models {
+		choices = append(choices, acpsdk.SessionConfigSelectOption{Value: acpsdk.SessionConfigValueId(id), Name: id})
+	}
+	mo := acpsdk.NewSessionConfigOptionSelect(acpsdk.SessionConfigValueId(model), acpsdk.SessionConfigSelectOptions{Ungrouped: &choices})
+	mo.Select.Id = modelConfigID
+	mo.Select.Name = "Model"
+	mo.Select.Category = acpsdk.Ptr(acpsdk.SessionConfigOptionCategoryModel)
+	return append(out, mo)
+}
+
+// models lists the provider's models; nil when it lists none.
+func (a *agent) models(ctx context.Context) []string {
+	if a.opts.Models == nil {
+		return nil
+	}
+	return a.opts.Models(ctx)
+}
+
+// sessionOptions are st's config options now.
+func (a *agent) sessionOptions(ctx context.Context, st *attached) []acpsdk.SessionConfigOption {
+	return configOptions(string(st.s.Policy()), st.s.Model(), a.models(ctx))
 }
 
 // initialize answers with version 1, SCV's name and version and what it
@@ -96,7 +132,7 @@ func (a *agent) needProvider() error {
 }
 
 // newSession starts a session in cwd.
-func (a *agent) newSession(_ context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
+func (a *agent) newSession(ctx context.Context, p acpsdk.NewSessionRequest) (acpsdk.NewSessionResponse, error) {
 	if err := a.needProvider(); err != nil {
 		return acpsdk.NewSessionResponse{}, err
 	}
@@ -105,8 +141,7 @@ func (a *agent) newSession(_ context.Context, p acpsdk.NewSessionRequest) (acpsd
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, err
 	}
-	mode := string(st.s.Policy())
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(st.s.ID()), Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(st.s.ID()), Modes: modeState(string(st.s.Policy())), ConfigOptions: a.sessionOptions(ctx, st)}, nil
 }
 
 func (a *agent) warnMCP(servers []acpsdk.McpServer) {
@@ -177,13 +212,12 @@ func (a *agent) loadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (a
 		_ = a.mgr.CloseSession(a.ctx, s.ID())
 		return acpsdk.LoadSessionResponse{}, err
 	}
-	mode := string(st.s.Policy())
-	return acpsdk.LoadSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	return acpsdk.LoadSessionResponse{Modes: modeState(string(st.s.Policy())), ConfigOptions: a.sessionOptions(ctx, st)}, nil
 }
 
 // resumeSession reattaches to a session without replaying it: one open
 // in this server, or a stored one.
-func (a *agent) resumeSession(_ context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
+func (a *agent) resumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest) (acpsdk.ResumeSessionResponse, error) {
 	if err := a.needProvider(); err != nil {
 		return acpsdk.ResumeSessionResponse{}, err
 	}
@@ -199,8 +233,7 @@ func (a *agent) resumeSession(_ context.Context, p acpsdk.ResumeSessionRequest) 
 		}
 		st.s.TakeReplay() // not replayed: the client has the history
 	}
-	mode := string(st.s.Policy())
-	return acpsdk.ResumeSessionResponse{Modes: modeState(mode), ConfigOptions: configOptions(mode)}, nil
+	return acpsdk.ResumeSessionResponse{Modes: modeState(string(st.s.Policy())), ConfigOptions: a.sessionOptions(ctx, st)}, nil
 }
 
 // listSessions lists the stored sessions of cwd, newest first, in one page.
@@ -266,25 +299,48 @@ func (a *agent) setSessionMode(_ context.Context, p acpsdk.SetSessionModeRequest
 	return acpsdk.SetSessionModeResponse{}, nil
 }
 
-// setSessionConfigOption sets the mode option; it is the only option.
-func (a *agent) setSessionConfigOption(_ context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
+// setSessionConfigOption sets the mode or the model option.
+func (a *agent) setSessionConfigOption(ctx context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
 	if p.ValueId == nil {
-		return acpsdk.SetSessionConfigOptionResponse{}, &acpsdk.RequestError{Code: -32602, Message: "SCV has no boolean options: its only option, mode, takes a value id"}
+		return acpsdk.SetSessionConfigOptionResponse{}, &acpsdk.RequestError{Code: -32602, Message: "SCV has no boolean options: its options, mode and model, take a value id"}
 	}
 	v := p.ValueId
 	st := a.session(string(v.SessionId))
 	if st == nil {
 		return acpsdk.SetSessionConfigOptionResponse{}, notAttached(string(v.SessionId))
 	}
-	if v.ConfigId != modeConfigID {
-		return acpsdk.SetSessionConfigOptionResponse{}, &acpsdk.RequestError{Code: -32602, Message: fmt.Sprintf("unknown config option %q: SCV has one option, %q", v.ConfigId, modeConfigID)}
+	switch v.ConfigId {
+	case modeConfigID:
+		pol, ok := mapPolicy(string(v.Value))
+		if !ok {
+			return acpsdk.SetSessionConfigOptionResponse{}, &acpsdk.RequestError{Code: -32602, Message: fmt.Sprintf("unknown mode %q: use on-risk, never or auto", v.Value)}
+		}
+		st.s.SetPolicy(pol)
+	case modelConfigID:
+		models := a.models(ctx)
+		if len(models) == 0 {
+			return acpsdk.SetSessionConfigOptionResponse{}, &acpsdk.RequestError{Code: -32602,
+				Message: fmt.Sprintf("SCV offers no model option: the provider lists no models, so the session keeps the configured model %s ([providers.NAME] model in config.toml)", st.s.Model())}
+		}
+		model := string(v.Value)
+		if !slices.Contains(models, model) && model != st.s.Model() {
+			return acpsdk.SetSessionConfigOptionResponse{}, &acpsdk.RequestError{Code: -32602,
+				Message: fmt.Sprintf("unknown model %q: the provider lists %s; pick one of the model option's values", model, listModels(models))}
+		}
+		st.s.SetModel(model)
+	default:
+		return acpsdk.SetSessionConfigOptionResponse{}, &acpsdk.RequestError{Code: -32602, Message: fmt.Sprintf("unknown config option %q: SCV's options are %q and %q (the latter when the provider lists models)", v.ConfigId, modeConfigID, modelConfigID)}
 	}
-	pol, ok := mapPolicy(string(v.Value))
-	if !ok {
-		return acpsdk.SetSessionConfigOptionResponse{}, &acpsdk.RequestError{Code: -32602, Message: fmt.Sprintf("unknown mode %q: use on-risk, never or auto", v.Value)}
+	return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: a.sessionOptions(ctx, st)}, nil
+}
+
+// listModels names models for a message, the first few only.
+func listModels(models []string) string {
+	const shown = 10
+	if len(models) <= shown {
+		return strings.Join(models, ", ")
 	}
-	st.s.SetPolicy(pol)
-	return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: configOptions(string(pol))}, nil
+	return fmt.Sprintf("%s and %d more", strings.Join(models[:shown], ", "), len(models)-shown)
 }
 
 // prompt runs one turn, or queues it behind the running one, and answers

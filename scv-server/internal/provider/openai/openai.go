@@ -150,6 +150,11 @@ type Provider struct {
 	// hostedOnce limits the warning that the chat wire cannot offer
 	// hosted web search to one per provider.
 	hostedOnce sync.Once
+	// models caches the first model listing (models.go).
+	modelsMu sync.Mutex
+	models   modelList
+	// modelsTimeout bounds the listing (ModelsTimeout; tests shorten it).
+	modelsTimeout time.Duration
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -206,6 +211,8 @@ func New(cfg Config) (*Provider, error) {
 		http:   cfg.HTTPClient,
 		sleep:  sleepCtx,
 		jitter: halfJitter,
+
+		modelsTimeout: ModelsTimeout,
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
