@@ -244,7 +244,7 @@ func TestOtherPathsDoNotConsume(t *testing.T) {
 	srv := fakeopenai.NewServer()
 	defer srv.Close()
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("ok")))
-	resp := post(t, context.Background(), srv.URL()+"/models", "")
+	resp := post(t, context.Background(), srv.URL()+"/embeddings", "")
 	resp.Body.Close()
 	if resp.StatusCode != 404 {
 		t.Fatalf("status %d", resp.StatusCode)
