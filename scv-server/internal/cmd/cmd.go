@@ -149,6 +149,7 @@ func NewCmdRoot(stdio IO) *cobra.Command {
 
 func newCmdACP(stdio IO) *cobra.Command {
 	var policy, logLevel string
+	var useDaemon bool
 	cmd := &cobra.Command{
 		Use:   "acp",
 		Short: "Serve the Agent Client Protocol on stdin and stdout, for editors such as Zed",
@@ -163,10 +164,20 @@ Exit codes: 0 at the end of input, 1 on a runtime failure or a signal, 2 on a us
 			if err != nil {
 				return &cli.UsageError{Err: err}
 			}
+			if useDaemon {
+				if policy != "" {
+					return &cli.UsageError{Err: errors.New("--approval-policy cannot be used with --daemon: the daemon's sessions follow its own configuration; switch the session's mode from the editor instead")}
+				}
+				done, err := acpThroughDaemon(stdio, log)
+				if done || err != nil {
+					return err
+				}
+			}
 			return server.RunACP(cmd.Context(), server.Options{Env: stdio.Env, ApprovalPolicy: policy, Logger: log}, stdio.In, stdio.Out)
 		},
 	}
 	cmd.Flags().StringVar(&policy, "approval-policy", "", "override tools.approval_policy: on-risk, never or auto (the session's starting mode)")
+	cmd.Flags().BoolVar(&useDaemon, "daemon", false, "run the sessions in the running daemon (they outlive the editor); without a daemon, serve them here")
 	cmd.Flags().StringVar(&logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default warn, or $SCV_LOG_LEVEL)")
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"time"
 
@@ -11,7 +12,9 @@ import (
 
 	"github.com/scv-cli/scv/shared/cli"
 
+	"github.com/scv-cli/scv/scv-server/internal/daemon"
 	"github.com/scv-cli/scv/scv-server/internal/transport/unix"
+	"github.com/scv-cli/scv/shared/daemonfile"
 	"github.com/scv-cli/scv/shared/paths"
 )
 
@@ -52,4 +55,29 @@ func relay(c *net.UnixConn, in io.Reader, out io.Writer) error {
 		return fmt.Errorf("relaying the daemon's output: %w", err)
 	}
 	return nil
+}
+
+// acpThroughDaemon relays ACP between stdio and the running daemon (the
+// connection's first line asks for the ACP dialect). It reports false,
+// and nothing is relayed, when no daemon runs: the caller serves the
+// editor itself.
+func acpThroughDaemon(stdio IO, log *slog.Logger) (bool, error) {
+	home, err := paths.Home(stdio.Env)
+	if err != nil {
+		return true, &cli.UsageError{Err: err}
+	}
+	if _, err := daemonfile.Running(home); err != nil {
+		log.Info("No daemon runs; serving ACP in this process", "reason", err)
+		return false, nil
+	}
+	c, err := unix.Dial(paths.SocketFile(home), 5*time.Second)
+	if err != nil {
+		log.Warn("The daemon runs but its socket refused the connection; serving ACP in this process", "err", err)
+		return false, nil
+	}
+	if _, err := c.Write([]byte(daemon.ACPPreamble + "\n")); err != nil {
+		_ = c.Close()
+		return true, fmt.Errorf("asking the daemon for ACP: %w", err)
+	}
+	return true, relay(c.(*net.UnixConn), stdio.In, stdio.Out)
 }

@@ -314,7 +314,7 @@ func (d *Daemon) acceptLoop(ctx context.Context, ln *unix.Listener, conns *sync.
 		go func() {
 			defer conns.Done()
 			defer d.clients.Add(-1)
-			err := d.rt.ServeShared(ctx, c, d.status)
+			err := d.serveConn(ctx, c)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				d.log.Info("Connection ended", "peer_pid", c.PeerPid, "err", err)
 			}

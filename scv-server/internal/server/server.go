@@ -370,6 +370,17 @@ func (r *Runtime) models(ctx context.Context) []string {
 	return ids
 }
 
+// ServeACPShared runs one ACP connection of a daemon over rw: the
+// sessions it starts or loads outlive it, like those of ServeShared.
+func (r *Runtime) ServeACPShared(ctx context.Context, rw io.ReadWriter) error {
+	return acp.Serve(ctx, r.Manager, rw, acp.Options{
+		NoProvider: r.Provider.Name() == demo.Name,
+		Models:     r.models,
+		Grace:      r.opts.Grace,
+		Logger:     r.log,
+	})
+}
+
 // RunACP serves ACP on in and out until the client's input ends, with the
 // same start-up work as RunStdio.
 func RunACP(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
