@@ -11,7 +11,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"go.uber.org/goleak"
 
+	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/version"
 
 	"github.com/scv-cli/scv/scv-tui/internal/ui/golden"
 )
@@ -763,5 +765,50 @@ func TestHelp(t *testing.T) {
 	h.key("esc")
 	if h.m.help {
 		t.Error("help still open")
+	}
+}
+
+// TestHandshakeWire: the TUI's initialize is shared/client's Hello, with
+// the bytes the TUI always sent (version 3, its name, SCV's version).
+func TestHandshakeWire(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.msg(ServerStarted{})
+	ini := last[*protocol.Initialize](h)
+	got, err := protocol.EncodeClientMessage(ini)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"initialize","request_id":"` + ini.RequestID + `","protocol_version":3,"client":{"name":"scv-tui","version":"` + version.Version + `"}}`
+	if strings.TrimSpace(string(got)) != want {
+		t.Errorf("initialize on the wire:\n got %s\nwant %s", got, want)
+	}
+	if ini.ProtocolVersion != sclient.HelloVersion {
+		t.Errorf("initialize asks for version %d, not shared/client's %d", ini.ProtocolVersion, sclient.HelloVersion)
+	}
+}
+
+// TestHandshakeVersionMismatch: a server answering with another version
+// is a problem the user can act on, and no session is started.
+func TestHandshakeVersionMismatch(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.msg(ServerStarted{})
+	ini := last[*protocol.Initialize](h)
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":4,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	if m := h.sent[len(h.sent)-1]; m != protocol.ClientMessage(ini) {
+		t.Errorf("sent %s after a version mismatch", encode(m))
+	}
+	want := "The server answered with protocol version 4; this client speaks version 3. Update scv-server, then press Ctrl+R."
+	if h.m.problem != want {
+		t.Errorf("problem = %q, want %q", h.m.problem, want)
+	}
+	// After a restart the handshake is new and succeeds.
+	h.msg(ServerStarted{})
+	ini = last[*protocol.Initialize](h)
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":3,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	last[*protocol.SessionStart](h)
+	if h.m.problem != "" {
+		t.Errorf("the problem stayed after a good handshake: %q", h.m.problem)
 	}
 }
