@@ -148,9 +148,10 @@ type Model struct {
 	ctxMax    int64
 	ctxUsed   int64
 	lastSeq   uint64
-	warning   string // seq gap or duplicate: shown in the status bar
-	problem   string // server problem: shown above the editor, restart offered
-	restarts  int    // restarts in progress
+	warning   string               // seq gap or duplicate: shown in the status bar
+	problem   string               // server problem: shown above the editor, restart offered
+	hello     *protocol.Initialize // the initialize sent to the running server
+	restarts  int                  // restarts in progress
 
 	turnID     string
 	turnReq    string

@@ -11,7 +11,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"go.uber.org/goleak"
 
+	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/version"
 
 	"github.com/scv-cli/scv/scv-tui/internal/ui/golden"
 )
@@ -282,7 +284,7 @@ func TestHandshakeAndTurn(t *testing.T) {
 	if h.m.ctxUsed != 1717/2+36 {
 		t.Errorf("context use = %d", h.m.ctxUsed)
 	}
-	golden.RequireEqual(t, h.m.render())
+	golden.RequirePlain(t, h.m.render())
 }
 
 func TestApproveForSession(t *testing.T) {
@@ -294,7 +296,7 @@ func TestApproveForSession(t *testing.T) {
 	h.event(turnEvent("tool.proposed", rid, tid, `"call_id":"call_2","name":"bash","arguments":{"command":"go test ./..."}`))
 	h.event(turnEvent("approval.requested", rid, tid, `"approval_id":"ap2","call_id":"call_2","name":"bash","risk":"process","cwd":"`+ws+`","summary":"Run shell command: go test ./...","rule":{"tool":"bash","key":"bash:go test","description":"bash commands that start with `+"`go test`"+`"}`))
 	h.key("v")
-	golden.RequireEqual(t, h.m.render())
+	golden.RequirePlain(t, h.m.render())
 	h.key("a")
 	ar := last[*protocol.ApprovalResolve](h)
 	if !ar.Approved || ar.Scope != protocol.ScopeSession {
@@ -331,7 +333,7 @@ func TestQueue(t *testing.T) {
 	h.event(sessionEvent("queue.enqueued", q1.RequestID, `"entry":{"queue_id":"qa","revision":1,"prompt":"second","submitter":"scv-tui","position":0}`))
 	h.event(sessionEvent("queue.enqueued", q2.RequestID, `"entry":{"queue_id":"qb","revision":1,"prompt":"third","submitter":"scv-tui","position":1}`))
 	h.key("tab", "down")
-	golden.RequireEqual(t, h.m.render())
+	golden.RequirePlain(t, h.m.render())
 	// Shift+k as a kitty-protocol terminal reports it.
 	h.msg(tea.KeyPressMsg{Code: 'k', ShiftedCode: 'K', Text: "K", Mod: tea.ModShift})
 	mv := last[*protocol.QueueMove](h)
@@ -472,7 +474,7 @@ func TestFailureNotices(t *testing.T) {
 			h.event(turnEvent("turn.started", rid, tid, ""))
 			h.event(turnEvent("assistant.delta", rid, tid, `"content":"partial"`))
 			h.event(turnEvent("turn.failed", rid, tid, `"code":"`+string(code)+`","message":"details from the server"`))
-			golden.RequireEqual(t, h.m.transcript.View())
+			golden.RequirePlain(t, h.m.transcript.View())
 		})
 	}
 	if txt := failureText(protocol.FailResponseLimit, ""); !strings.Contains(txt, "4 MiB") {
@@ -489,7 +491,7 @@ func TestOtherNotices(t *testing.T) {
 	h.event(sessionEvent("session.trimmed", rid, `"removed_messages":250,"history_bytes":12000000`))
 	h.event(turnEvent("context.compacted", rid, tid, `"before_tokens":130000,"after_tokens":96000,"removed_messages":42`))
 	h.event(turnEvent("turn.completed", rid, tid, `"steps":1`))
-	golden.RequireEqual(t, h.m.transcript.View())
+	golden.RequirePlain(t, h.m.transcript.View())
 }
 
 func TestDemoBanner(t *testing.T) {
@@ -501,7 +503,7 @@ func TestDemoBanner(t *testing.T) {
 			h.connect("scv-demo")
 			out := h.m.render()
 			golden.RequireWidth(t, out, w)
-			golden.RequireEqual(t, out)
+			golden.RequirePlain(t, out)
 			if !strings.Contains(strings.Join(strings.Fields(golden.Plain(out)), " "), "run `scv config path`") {
 				t.Error("banner does not say how to configure a provider")
 			}
@@ -524,7 +526,7 @@ func TestNarrowStreamingAndTools(t *testing.T) {
 	h.clock = h.clock.Add(75 * time.Second)
 	out := h.m.render()
 	golden.RequireWidth(t, out, 40)
-	golden.RequireEqual(t, out)
+	golden.RequirePlain(t, out)
 	h.key("ctrl+o")
 	if !strings.Contains(h.screen(), "line 6") {
 		t.Errorf("Ctrl+O did not expand the card:\n%s", h.screen())
@@ -553,7 +555,7 @@ func TestSeqGapAndDuplicate(t *testing.T) {
 	if h.m.editor.Value() != "kept input" {
 		t.Errorf("input lost: %q", h.m.editor.Value())
 	}
-	golden.RequireEqual(t, h.m.render())
+	golden.RequirePlain(t, h.m.render())
 	// Events of another session are ignored, seq and all.
 	h.event(`{"type":"assistant.delta","request_id":"1","session_id":"other","turn_id":"` + tid + `","seq":1,"content":"foreign"}`)
 	if strings.Contains(h.screen(), "foreign") {
@@ -599,7 +601,7 @@ func TestServerProblems(t *testing.T) {
 	if h.m.editor.Value() != "half-typed" {
 		t.Errorf("input lost: %q", h.m.editor.Value())
 	}
-	golden.RequireEqual(t, h.m.render())
+	golden.RequirePlain(t, h.m.render())
 	h.key("enter")
 	if _, ok := h.sent[len(h.sent)-1].(*protocol.TurnStart); ok && h.sent[len(h.sent)-1].(*protocol.TurnStart).Prompt == "half-typed" {
 		t.Error("a prompt was sent to a stopped server")
@@ -654,7 +656,7 @@ func TestResumePicker(t *testing.T) {
 	if h.m.picker == nil {
 		t.Fatal("picker not open")
 	}
-	t.Run("picker", func(t *testing.T) { golden.RequireEqual(t, h.m.render()) })
+	t.Run("picker", func(t *testing.T) { golden.RequirePlain(t, h.m.render()) })
 	h.key("down", "enter")
 	ss := last[*protocol.SessionStart](h)
 	if ss.Resume != "11111111-2222-4333-8444-555555555555" {
@@ -667,7 +669,7 @@ func TestResumePicker(t *testing.T) {
 	if h.m.sessionID != "11111111-2222-4333-8444-555555555555" || h.m.lastSeq != 1 {
 		t.Errorf("session %q seq %d", h.m.sessionID, h.m.lastSeq)
 	}
-	t.Run("replayed", func(t *testing.T) { golden.RequireEqual(t, h.m.transcript.View()) })
+	t.Run("replayed", func(t *testing.T) { golden.RequirePlain(t, h.m.transcript.View()) })
 }
 
 func TestResumeRefusedAtStart(t *testing.T) {
@@ -759,9 +761,54 @@ func TestHelp(t *testing.T) {
 	if !strings.Contains(out, "/home/ana/.scv/logs/scv-tui-server.log") || !strings.Contains(out, "/compact") {
 		t.Errorf("help:\n%s", out)
 	}
-	golden.RequireEqual(t, h.m.render())
+	golden.RequirePlain(t, h.m.render())
 	h.key("esc")
 	if h.m.help {
 		t.Error("help still open")
+	}
+}
+
+// TestHandshakeWire: the TUI's initialize is shared/client's Hello, with
+// the bytes the TUI always sent (version 3, its name, SCV's version).
+func TestHandshakeWire(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.msg(ServerStarted{})
+	ini := last[*protocol.Initialize](h)
+	got, err := protocol.EncodeClientMessage(ini)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"initialize","request_id":"` + ini.RequestID + `","protocol_version":3,"client":{"name":"scv-tui","version":"` + version.Version + `"}}`
+	if strings.TrimSpace(string(got)) != want {
+		t.Errorf("initialize on the wire:\n got %s\nwant %s", got, want)
+	}
+	if ini.ProtocolVersion != sclient.HelloVersion {
+		t.Errorf("initialize asks for version %d, not shared/client's %d", ini.ProtocolVersion, sclient.HelloVersion)
+	}
+}
+
+// TestHandshakeVersionMismatch: a server answering with another version
+// is a problem the user can act on, and no session is started.
+func TestHandshakeVersionMismatch(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.msg(ServerStarted{})
+	ini := last[*protocol.Initialize](h)
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":4,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	if m := h.sent[len(h.sent)-1]; m != protocol.ClientMessage(ini) {
+		t.Errorf("sent %s after a version mismatch", encode(m))
+	}
+	want := "The server answered with protocol version 4; this client speaks version 3. Update scv-server, then press Ctrl+R."
+	if h.m.problem != want {
+		t.Errorf("problem = %q, want %q", h.m.problem, want)
+	}
+	// After a restart the handshake is new and succeeds.
+	h.msg(ServerStarted{})
+	ini = last[*protocol.Initialize](h)
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":3,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	last[*protocol.SessionStart](h)
+	if h.m.problem != "" {
+		t.Errorf("the problem stayed after a good handshake: %q", h.m.problem)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/protocol"
 
 	"github.com/scv-cli/scv/scv-tui/internal/ui/approval"
@@ -41,8 +42,14 @@ func (m *Model) sessionEvent(e protocol.Event) bool {
 	switch e := e.(type) {
 	case *protocol.Initialized:
 		m.take(e.RequestID)
-		if e.ProtocolVersion != protocol.Version3 {
-			m.setProblem(fmt.Sprintf("The server answered with protocol version %d; this client speaks version 3. Update scv-server, then press Ctrl+R.", e.ProtocolVersion))
+		sent := m.hello
+		if sent == nil {
+			// An initialized before any initialize of this client: check it
+			// against the one it would have sent.
+			sent = sclient.Hello("", ClientName)
+		}
+		if _, err := sclient.Negotiated(sent, e); err != nil {
+			m.setProblem(fmt.Sprintf("The server answered with protocol version %d; this client speaks version %d. Update scv-server, then press Ctrl+R.", e.ProtocolVersion, sent.ProtocolVersion))
 			return true
 		}
 		m.startSession(m.resumeID, false)

@@ -7,8 +7,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/protocol"
-	"github.com/scv-cli/scv/shared/version"
 
 	"github.com/scv-cli/scv/scv-tui/internal/ui/transcript"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/wrap"
@@ -62,11 +62,10 @@ func (m *Model) serverStarted() tea.Cmd {
 	m.flash = ""
 	clear(m.pending)
 	m.order = m.order[:0]
-	m.send(&protocol.Initialize{
-		RequestID:       m.newID(),
-		ProtocolVersion: protocol.Version3,
-		Client:          protocol.ClientInfo{Name: ClientName, Version: version.Version},
-	}, request{kind: reqInitialize})
+	// The one initialize of every client (shared/client); the answer is
+	// checked against it by sclient.Negotiated.
+	m.hello = sclient.Hello(m.newID(), ClientName)
+	m.send(m.hello, request{kind: reqInitialize})
 	return nil
 }
 

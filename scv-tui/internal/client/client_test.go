@@ -523,6 +523,9 @@ func TestTailBuffer(t *testing.T) {
 		{"partial last line", []string{"a\nb"}, 5, "a\nb"},
 		{"invalid utf-8", []string{"\xff\n"}, 5, "\uFFFD"},
 		{"long", []string{strings.Repeat("x", 2*tailBytes) + "\nend\n"}, 1, "end"},
+		// The cut falls inside the first é: the tail starts at the next
+		// character, not with a replacement character.
+		{"cut inside a character", []string{strings.Repeat("é", tailBytes/2) + "x"}, 1, strings.Repeat("é", tailBytes/2-1) + "x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -537,6 +540,24 @@ func TestTailBuffer(t *testing.T) {
 				t.Errorf("kept %d bytes, more than %d", len(tb.buf), tailBytes)
 			}
 		})
+	}
+}
+
+func TestClip(t *testing.T) {
+	t.Parallel()
+	a := strings.Repeat("a", maxLineShown-1)
+	tests := []struct{ name, in, want string }{
+		{"short", "short", "short"},
+		{"exactly the limit", a + "b", a + "b"},
+		// é takes the last byte of the budget and the one after it.
+		{"cut inside a character", a + "é" + a, a + "..."},
+		// An invalid byte is kept: Error quotes it as an escape.
+		{"invalid byte", "\xff" + a + "bc", "\xff" + a + "..."},
+	}
+	for _, tt := range tests {
+		if got := clip([]byte(tt.in)); got != tt.want {
+			t.Errorf("%s: clip = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 

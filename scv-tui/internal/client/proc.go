@@ -12,6 +12,7 @@ import (
 
 	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // drainGrace is how long the monitor waits, after the server has exited,
@@ -348,7 +349,8 @@ func clip(b []byte) string {
 	if len(b) <= maxLineShown {
 		return string(b)
 	}
-	return strings.ToValidUTF8(string(b[:maxLineShown]), "") + "..."
+	// The %q of Error shows any invalid byte of the line as an escape.
+	return string(textcut.Prefix(b, maxLineShown)) + "..."
 }
 
 // ExitError says how the server process ended.
@@ -408,8 +410,10 @@ func (t *tailBuffer) Write(b []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, b...)
-	if over := len(t.buf) - tailBytes; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
+	if len(t.buf) > tailBytes {
+		// Cut where a character starts, so the tail does not begin with
+		// the end of one (shown as a replacement character).
+		t.buf = append(t.buf[:0], textcut.Suffix(t.buf, tailBytes)...)
 	}
 }
 

@@ -65,7 +65,7 @@ func TestGolden(t *testing.T) {
 			if n := strings.Count(out, "\n") + 1; n > tt.height {
 				t.Errorf("%d lines, over the height %d", n, tt.height)
 			}
-			golden.RequireEqual(t, out)
+			golden.RequireStyled(t, out)
 		})
 	}
 	if New(read, "").CanApproveSession() {

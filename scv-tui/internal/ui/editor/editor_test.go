@@ -88,7 +88,7 @@ func TestGolden(t *testing.T) {
 			if h := strings.Count(out, "\n") + 1; h > tt.rows {
 				t.Errorf("%d rows, over %d", h, tt.rows)
 			}
-			golden.RequireEqual(t, out)
+			golden.RequireStyled(t, out)
 		})
 	}
 }

@@ -20,7 +20,7 @@ func TestRender(t *testing.T) {
 		t.Run("w"+strconv.Itoa(w), func(t *testing.T) {
 			out := strings.Join(r.Render(doc, w), "\n")
 			golden.RequireWidth(t, out, w)
-			golden.RequireEqual(t, out)
+			golden.RequireStyled(t, out)
 		})
 	}
 	// Code is highlighted: the Go keyword gets its own colour.

@@ -31,11 +31,11 @@ func TestPicker(t *testing.T) {
 	t.Run("list", func(t *testing.T) {
 		out := p.View(st, 60, 6)
 		golden.RequireWidth(t, out, 60)
-		golden.RequireEqual(t, out)
+		golden.RequireStyled(t, out)
 	})
 	t.Run("empty", func(t *testing.T) {
 		out := New(nil, "").View(st, 40, 6)
 		golden.RequireWidth(t, out, 40)
-		golden.RequireEqual(t, out)
+		golden.RequireStyled(t, out)
 	})
 }

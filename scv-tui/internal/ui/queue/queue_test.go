@@ -105,7 +105,7 @@ func TestGolden(t *testing.T) {
 			if out != "" && strings.Count(out, "\n")+1 != p.Height(tt.rows) {
 				t.Errorf("Height %d does not match the %d rows of View", p.Height(tt.rows), strings.Count(out, "\n")+1)
 			}
-			golden.RequireEqual(t, out)
+			golden.RequireStyled(t, out)
 		})
 	}
 }

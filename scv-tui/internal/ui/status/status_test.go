@@ -36,7 +36,7 @@ func TestGolden(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			out := tt.bar.View(st, tt.width)
 			golden.RequireWidth(t, out, tt.width)
-			golden.RequireEqual(t, out)
+			golden.RequireStyled(t, out)
 		})
 	}
 }

@@ -88,7 +88,7 @@ func TestRender(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			out := strings.Join(tt.card().Render(st, tt.width, "⠋"), "\n")
 			golden.RequireWidth(t, out, tt.width)
-			golden.RequireEqual(t, out)
+			golden.RequireStyled(t, out)
 			if strings.Contains(golden.Plain(out), "\x1b") {
 				t.Error("escape sequences from the output reached the render")
 			}

@@ -85,7 +85,7 @@ func TestGolden(t *testing.T) {
 				t.Errorf("view has %d lines, want %d", n, tt.h)
 			}
 			golden.RequireWidth(t, out, tt.w)
-			golden.RequireEqual(t, out)
+			golden.RequireStyled(t, out)
 		})
 	}
 }
