@@ -51,6 +51,46 @@ func EnableSubreaper() error {
 // The error is non-nil only when the command could not be started (or the
 // leader's status was lost); a command that fails, is killed or times out
 // is a Status.
+// startWatched spawns the command (with its memory limit set before it
+// runs anything of its own) and starts watching it.
+func startWatched(c Command, tag string) (*process, error) {
+	p, err := spawn(c, tag)
+	if err != nil {
+		return nil, err
+	}
+	p.watch(c)
+	return p, nil
+}
+
+// scan follows tr in the background, closing over when limit is passed;
+// endScan stops and joins it (once, whoever calls it first).
+func scan(tr *tree, limit *ProcessLimit) (over <-chan struct{}, endScan func()) {
+	stop, done, overc := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tr.monitor(limit, stop, overc)
+	}()
+	return overc, sync.OnceFunc(func() {
+		close(stop)
+		<-done
+		if limit != nil {
+			limit.forget(tr)
+		}
+	})
+}
+
+// clean kills what the command left: everything that still carries the
+// marker, in the group or not (the sweep repeats until a scan finds none,
+// so nothing tagged is left to fork a tagged child afterwards), whatever
+// dropped the marker but stayed in the group, and whatever dropped it
+// and left the group, found by ancestry.
+func clean(tag string, pid int, tr *tree) (swept, survivors int) {
+	swept, survivors = sweep(tag)
+	signalGroup(pid, unix.SIGKILL)
+	k, s := tr.killTree()
+	return swept + k, survivors + s
+}
+
 func Run(ctx context.Context, c Command) (Status, error) {
 	tag := c.Tag
 	if tag == "" {
@@ -74,36 +114,17 @@ func Run(ctx context.Context, c Command) (Status, error) {
 		pipeGrace = DefaultPipeGrace
 	}
 
-	p, err := spawn(c, tag)
+	p, err := startWatched(c, tag)
 	if err != nil {
 		return st, err
 	}
 	st.Pid = p.pid
-	if c.MemoryLimit > 0 {
-		lim := unix.Rlimit{Cur: uint64(c.MemoryLimit), Max: uint64(c.MemoryLimit)}
-		if err := unix.Prlimit(p.pid, unix.RLIMIT_AS, &lim, nil); err != nil {
-			p.abort()
-			return st, fmt.Errorf("procgroup: setting the memory limit (RLIMIT_AS) of pid %d: %w", p.pid, err)
-		}
-	}
-	p.watch(c)
 	// The tree is followed by ancestry from the start, so a process that
 	// drops the marker and leaves the group (env -i, setsid) is still
 	// known, by its parent or as an orphan the server adopts.
 	tr := newTree(p.pid)
 	defer tr.close()
-	stopScan, scanDone, over := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(scanDone)
-		tr.monitor(c.Limit, stopScan, over)
-	}()
-	endScan := sync.OnceFunc(func() {
-		close(stopScan)
-		<-scanDone
-		if c.Limit != nil {
-			c.Limit.forget(tr)
-		}
-	})
+	over, endScan := scan(tr, c.Limit)
 	defer endScan()
 
 	var deadline <-chan time.Time
@@ -134,16 +155,7 @@ func Run(ctx context.Context, c Command) (Status, error) {
 	st.Elapsed = time.Since(p.started)
 	endScan()
 
-	// Everything that still carries the marker, in the group or not. The
-	// sweep repeats until a scan finds none, so nothing tagged is left to
-	// fork a tagged child afterwards.
-	st.Swept, st.Survivors = sweep(tag)
-	// Whatever dropped the marker but stayed in the group.
-	signalGroup(p.pid, unix.SIGKILL)
-	// Whatever dropped the marker and left the group: found by ancestry.
-	k, s := tr.killTree()
-	st.Swept += k
-	st.Survivors += s
+	st.Swept, st.Survivors = clean(tag, p.pid, tr)
 
 	waitErr := p.reap(&st, reaped)
 	collectZombies()
@@ -192,6 +204,20 @@ func spawn(c Command, tag string) (*process, error) {
 		}
 	}
 	cmd := exec.Command(c.Path, c.Args...)
+	// With a memory limit the command starts behind a gate: a shell that
+	// waits on a pipe, keeps its pid through exec and runs the command
+	// only once the limit is set on it, so no child it forks in its first
+	// instants escapes the limit (setrlimit cannot be asked of a child
+	// between fork and exec from Go).
+	var gateR, gateW *os.File
+	if c.MemoryLimit > 0 && cmd.Err == nil { // a command not found fails in Start as without a limit
+		if gateR, gateW, err = os.Pipe(); err != nil {
+			closeAll(r, w, re, we)
+			return nil, fmt.Errorf("procgroup: gate pipe: %w", err)
+		}
+		cmd = exec.Command(gateShell, append([]string{"-c", gateScript, cmd.Path}, c.Args...)...)
+		cmd.ExtraFiles = []*os.File{gateR}
+	}
 	cmd.Dir = c.Dir
 	cmd.Env = WithTag(c.Env, tag)
 	cmd.Stdout, cmd.Stderr = w, w // one descriptor: output keeps its order
@@ -210,18 +236,39 @@ func spawn(c Command, tag string) (*process, error) {
 		leaders[cmd.Process.Pid] = struct{}{}
 	}
 	spawnMu.Unlock()
-	_ = w.Close()
-	if we != nil {
-		_ = we.Close()
-	}
+	closeAll(w, we, gateR)
 	if err != nil {
-		_ = r.Close()
-		if re != nil {
-			_ = re.Close()
-		}
+		closeAll(r, re, gateW)
 		return nil, err
 	}
-	return &process{cmd: cmd, pid: cmd.Process.Pid, started: started, out: r, errOut: re}, nil
+	p := &process{cmd: cmd, pid: cmd.Process.Pid, started: started, out: r, errOut: re}
+	if gateW != nil {
+		lim := unix.Rlimit{Cur: uint64(c.MemoryLimit), Max: uint64(c.MemoryLimit)}
+		if err := unix.Prlimit(p.pid, unix.RLIMIT_AS, &lim, nil); err != nil {
+			_ = gateW.Close()
+			p.abort()
+			return nil, fmt.Errorf("procgroup: setting the memory limit (RLIMIT_AS) of pid %d: %w", p.pid, err)
+		}
+		_ = gateW.Close() // the gate opens: the shell execs the command
+	}
+	return p, nil
+}
+
+// gateShell and gateScript make the gate of a command with a memory
+// limit: the shell reads descriptor 3 until the parent closes its end,
+// closes it and execs the command ($0) with its arguments.
+const (
+	gateShell  = "/bin/sh"
+	gateScript = `read -r _ <&3; exec 3<&-; exec "$0" "$@"`
+)
+
+// closeAll closes the files that are not nil.
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
 }
 
 // abort kills and reaps a leader that must not run (its setup failed
