@@ -180,6 +180,55 @@ type StartOptions struct {
 	Resume string
 }
 
+// workspaceConfig is what the configuration sets for sessions in cwd.
+func (m *Manager) workspaceConfig(cwd string) (WorkspaceConfig, error) {
+	wc := WorkspaceConfig{Tools: m.opts.Tools, Policy: m.opts.Policy, ToolTimeout: m.opts.ToolTimeout,
+		MaxToolTimeout: m.opts.MaxToolTimeout, ToolOutputLimit: m.opts.ToolOutputLimit}
+	if m.opts.Workspace == nil {
+		return wc, nil
+	}
+	wc, err := m.opts.Workspace(cwd)
+	if err != nil {
+		var se *Error
+		if errors.As(err, &se) {
+			return wc, se
+		}
+		return wc, errorf(protocol.ErrInvalidRequest, "%v", err)
+	}
+	if wc.Policy == "" {
+		wc.Policy = approval.OnRisk
+	}
+	return wc, nil
+}
+
+// extend adds the session's extension (its delegated agents) to s and
+// reg. On failure the session is abandoned.
+func (m *Manager) extend(s *Session, reg *tools.Registry, extendFn ExtendFunc) (Extension, error) {
+	ext, err := extendFn(SessionInfo{ID: s.id, Workspace: s.cwd, Depth: s.depth, Version: s.version,
+		Policy: s.policy, AutoApprove: s.autoApprove, Session: s})
+	if err == nil {
+		for _, t := range ext.Tools {
+			if err = reg.Register(t); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		if ext.Close != nil {
+			ext.Close(context.Background())
+		}
+		m.abandon(s)
+		return ext, fmt.Errorf("setting up the session's delegated agents: %w", err)
+	}
+	if closeExt := ext.Close; closeExt != nil {
+		var once sync.Once
+		// Once: an idle end (EndIdle) may race the manager's Close.
+		s.closeExt = func(ctx context.Context) { once.Do(func() { closeExt(ctx) }) }
+	}
+	s.busy = ext.Busy
+	return ext, nil
+}
+
 // Start creates a session in opts.Cwd, which must be an absolute path to a
 // directory; it is canonicalized.
 func (m *Manager) Start(opts StartOptions) (*Session, error) {
@@ -187,19 +236,9 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	wc := WorkspaceConfig{Tools: m.opts.Tools, Policy: m.opts.Policy, ToolTimeout: m.opts.ToolTimeout,
-		MaxToolTimeout: m.opts.MaxToolTimeout, ToolOutputLimit: m.opts.ToolOutputLimit}
-	if m.opts.Workspace != nil {
-		if wc, err = m.opts.Workspace(cwd); err != nil {
-			var se *Error
-			if errors.As(err, &se) {
-				return nil, se
-			}
-			return nil, errorf(protocol.ErrInvalidRequest, "%v", err)
-		}
-		if wc.Policy == "" {
-			wc.Policy = approval.OnRisk
-		}
+	wc, err := m.workspaceConfig(cwd)
+	if err != nil {
+		return nil, err
 	}
 	var reg *tools.Registry
 	if !opts.ToolsOff && wc.Tools != nil {
@@ -244,27 +283,9 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 	}
 	var ext Extension
 	if reg != nil && wc.Extend != nil {
-		if ext, err = wc.Extend(SessionInfo{ID: s.id, Workspace: cwd, Depth: s.depth, Version: s.version,
-			Policy: s.policy, AutoApprove: s.autoApprove, Session: s}); err == nil {
-			for _, t := range ext.Tools {
-				if err = reg.Register(t); err != nil {
-					break
-				}
-			}
+		if ext, err = m.extend(s, reg, wc.Extend); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			if ext.Close != nil {
-				ext.Close(context.Background())
-			}
-			m.abandon(s)
-			return nil, fmt.Errorf("setting up the session's delegated agents: %w", err)
-		}
-		if closeExt := ext.Close; closeExt != nil {
-			var once sync.Once
-			// Once: an idle end (EndIdle) may race the manager's Close.
-			s.closeExt = func(ctx context.Context) { once.Do(func() { closeExt(ctx) }) }
-		}
-		s.busy = ext.Busy
 	}
 	if m.opts.System != nil {
 		s.system = m.opts.System(cwd, reg)
