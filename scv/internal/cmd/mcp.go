@@ -29,6 +29,12 @@ func newCmdMCP(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 	scv mcp remove NAME`,
 		Args: cli.NoArgs,
 	}
+	root.AddCommand(newCmdMCPList(f), newCmdMCPAdd(f, env), newCmdMCPRemove(f, env))
+	return root
+}
+
+// newCmdMCPList is `scv mcp list`: scv-server starts the servers.
+func newCmdMCPList(f *cmdutil.Factory) *cobra.Command {
 	var asJSON bool
 	list := &cobra.Command{
 		Use:   "list [--json]",
@@ -47,7 +53,11 @@ func newCmdMCP(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "one JSON object a line")
+	return list
+}
 
+// newCmdMCPAdd is `scv mcp add`: a server into the user configuration.
+func newCmdMCPAdd(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 	var (
 		envs, headers []string
 		url, cwd      string
@@ -105,8 +115,12 @@ server starts; they are never printed.`,
 	add.Flags().StringVar(&cwd, "cwd", "", "a stdio server's working directory")
 	add.Flags().BoolVar(&disabled, "disabled", false, "configure it with enabled = false")
 	add.Flags().IntVar(&toolTimeout, "tool-timeout", 0, "tool_timeout_seconds (default 60)")
+	return add
+}
 
-	remove := &cobra.Command{
+// newCmdMCPRemove is `scv mcp remove`.
+func newCmdMCPRemove(f *cmdutil.Factory, env paths.Env) *cobra.Command {
+	return &cobra.Command{
 		Use:   "remove NAME",
 		Short: "Remove [mcp_servers.NAME] from your configuration file",
 		Args:  cobra.ExactArgs(1),
@@ -122,8 +136,6 @@ server starts; they are never printed.`,
 			return nil
 		},
 	}
-	root.AddCommand(list, add, remove)
-	return root
 }
 
 // pairs parses KEY=VALUE flag values.
