@@ -55,7 +55,11 @@ type Options struct {
 	// MaxRestarts bounds the restarts in a row without a successful start
 	// in between; past it the server stays failed. Zero means 5.
 	MaxRestarts int
-	Logger      *slog.Logger
+	// SpillMaxBytes bounds the file that keeps a result cut to
+	// tools.output_limit_bytes in full (tools.spill_max_bytes, as for
+	// the bash tool); zero keeps no file.
+	SpillMaxBytes int64
+	Logger        *slog.Logger
 }
 
 // Status is what clients learn about one server.

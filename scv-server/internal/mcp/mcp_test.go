@@ -218,7 +218,7 @@ func TestGoServerOverStdio(t *testing.T) {
 	slow.ToolTimeoutSeconds = 1
 	cancelled := filepath.Join(t.TempDir(), "cancelled")
 	slow.Env["SCV_MCP_CANCELLED_FILE"] = cancelled
-	m := start(t, Options{Servers: map[string]config.MCPServer{"go": srv, "slow": slow}})
+	m := start(t, Options{SpillMaxBytes: 10 << 20, Servers: map[string]config.MCPServer{"go": srv, "slow": slow}})
 	st := m.Statuses()[0]
 	if st.State != StateReady {
 		t.Fatalf("status %+v", st)
