@@ -82,6 +82,9 @@ type SessionStarted struct {
 	Resumed bool `json:"resumed,omitempty"`
 	// Usage is the session's usage total so far (v3, resumed sessions).
 	Usage *Usage `json:"usage,omitempty"`
+	// MCPServers are the configured MCP servers as the session starts,
+	// by name (v4 only; absent when none is configured).
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
 }
 
 // OriginBackground is the origin kind of a turn that reports finished

@@ -292,6 +292,7 @@ func (r *Runtime) connOptions(closeManager bool) ndjson.Options {
 		Logger:              r.log,
 		CloseManager:        closeManager,
 		DetachWait:          r.opts.DetachWait,
+		MCPServers:          r.MCP.Servers,
 	}
 }
 

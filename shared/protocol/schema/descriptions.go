@@ -93,6 +93,12 @@ var fieldDescriptions = map[string]string{
 	"turn_id":                                       "The turn's id.",
 	"seq":                                           "The session's sequence number, increasing by one with each session event.",
 
+	"session.started/mcp_servers":       "The configured MCP servers as the session starts, by name; absent when none is configured (v4).",
+	"session.started/mcp_servers.name":  "The server's name in [mcp_servers]; its tools are named mcp__NAME__TOOL.",
+	"session.started/mcp_servers.state": "starting, ready, restarting, failed, disabled or stopped; only a ready server's tools are offered.",
+	"session.started/mcp_servers.tools": "The names of the tools the model is offered; empty unless the server is ready.",
+	"session.started/mcp_servers.error": "Why a failed or restarting server is not ready.",
+
 	"protocol_version": "The protocol version: 1, 2, 3 or 4.",
 	"client":           "The client's name and version.",
 	"client.name":      "The client's name; queue entries it submits carry it as submitter.",
