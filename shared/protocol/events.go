@@ -136,6 +136,10 @@ type ApprovalRequested struct {
 	// Rule is what approving with scope "session" would allow from then
 	// on (v3); absent when the call can only be approved once.
 	Rule *Rule `json:"rule,omitempty"`
+	// WiderRule is a broader rule approving with scope "session_wider"
+	// would allow instead (v4), such as every tool of one MCP server;
+	// absent when there is none.
+	WiderRule *Rule `json:"wider_rule,omitempty"`
 }
 
 // Rule is an approval rule: the calls a session approval covers.

@@ -164,6 +164,7 @@ func (t *tool) Prepare(env tools.Env, args json.RawMessage) (*tools.Plan, error)
 		Risk:    t.Risk(),
 		Summary: summary,
 		Rule:    &tools.Rule{Key: keys[0], Description: fmt.Sprintf("calls of %s from MCP server %s", t.remote, t.srv.name)},
+		Wider:   &tools.Rule{Key: keys[len(keys)-1], Description: fmt.Sprintf("calls of every tool from MCP server %s", t.srv.name)},
 		Keys:    keys,
 		Run:     func(ctx context.Context) (tools.Result, error) { return t.call(ctx, env, args) },
 	}, nil

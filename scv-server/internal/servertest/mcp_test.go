@@ -135,3 +135,58 @@ func TestMCPServersAbsentBeforeV4(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPWholeServerRule: a v4 approval.requested of an MCP tool offers
+// the whole server (wider_rule mcp:<server>/); approving with scope
+// session_wider grants it, and another tool of the server then runs
+// without asking. A v3 request offers no wider rule, and session_wider is
+// an unknown scope there.
+func TestMCPWholeServerRule(t *testing.T) {
+	t.Parallel()
+	bin := nodepkg.Bin(t, "mcp-server-everything")
+	f := fo.NewServer()
+	t.Cleanup(f.Close)
+	cfg := st.FakeProviderConfig(f.URL(), "") + fmt.Sprintf("\n[mcp_servers.everything]\ncommand = %q\n", bin)
+	s := st.Start(t, st.Options{Config: cfg, ApprovalPolicy: "on-risk"})
+	sid, _ := session(t, s, protocol.Version4)
+	f.Enqueue(
+		fo.Script(fo.ToolCall("c1", "mcp__everything__toggle-subscriber-updates", `{}`)),
+		fo.Script(fo.ToolCall("c2", "mcp__everything__toggle-simulated-logging", `{}`)),
+		fo.Script(fo.Text("done")),
+	)
+	c := s.Client
+	c.Turn(sid, "toggle things")
+	_, req := st.Until[*protocol.ApprovalRequested](c)
+	want := protocol.Rule{Tool: "mcp__everything__toggle-subscriber-updates", Key: "mcp:everything/",
+		Description: "calls of every tool from MCP server everything"}
+	if req.CallID != "c1" || req.WiderRule == nil || !sameRule(req.WiderRule, want) {
+		t.Fatalf("approval.requested = %+v (wider %+v)", req, req.WiderRule)
+	}
+	resolve(c, sid, req.ApprovalID, true, protocol.ScopeSessionWider)
+	evs, _ := st.Until[*protocol.TurnCompleted](c)
+	if asked(evs, "c2") {
+		t.Fatal("another tool of the server asked after the whole server was approved")
+	}
+	if s2 := started(evs, "c2"); s2 == nil || s2.Rule == nil || s2.Rule.Key != "mcp:everything/" {
+		t.Fatalf("tool.started of c2 = %+v", s2)
+	}
+	if rules := listRules(t, c, sid); len(rules) != 1 || rules[0].Key != "mcp:everything/" {
+		t.Fatalf("session rules = %+v", rules)
+	}
+
+	// v3: no wider rule, and the scope is refused.
+	s3 := st.Start(t, st.Options{Config: cfg, ApprovalPolicy: "on-risk"})
+	sid3, _ := session(t, s3, protocol.Version3)
+	f.Enqueue(fo.Script(fo.ToolCall("d1", "mcp__everything__toggle-subscriber-updates", `{}`)), fo.Script(fo.Text("done")))
+	s3.Client.Turn(sid3, "toggle")
+	_, req3 := st.Until[*protocol.ApprovalRequested](s3.Client)
+	if req3.WiderRule != nil || req3.Rule == nil {
+		t.Fatalf("v3 approval.requested = %+v", req3)
+	}
+	resolve(s3.Client, sid3, req3.ApprovalID, true, protocol.ScopeSessionWider)
+	if e := st.Expect[*protocol.Error](s3.Client); !strings.Contains(e.Message, `unknown scope "session_wider"`) {
+		t.Fatalf("error = %+v", e)
+	}
+	resolve(s3.Client, sid3, req3.ApprovalID, false, "")
+	st.Until[*protocol.TurnCompleted](s3.Client)
+}
