@@ -69,7 +69,8 @@ type ApprovalResolve struct {
 	Approved   bool   `json:"approved"`
 	// Scope is "once" (the default, and the only scope before v3) or
 	// "session": approve this call and, for the rest of the session, every
-	// call the request's rule covers.
+	// call the request's rule covers; from v4 also "session_wider", the
+	// same with the request's wider_rule.
 	Scope string `json:"scope,omitempty"`
 }
 
@@ -77,6 +78,8 @@ type ApprovalResolve struct {
 const (
 	ScopeOnce    = "once"
 	ScopeSession = "session"
+	// ScopeSessionWider grants the request's wider_rule instead (v4).
+	ScopeSessionWider = "session_wider"
 )
 
 // SessionClear drops an idle session's history, usage and queue.

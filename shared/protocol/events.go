@@ -82,6 +82,9 @@ type SessionStarted struct {
 	Resumed bool `json:"resumed,omitempty"`
 	// Usage is the session's usage total so far (v3, resumed sessions).
 	Usage *Usage `json:"usage,omitempty"`
+	// MCPServers are the configured MCP servers as the session starts,
+	// by name (v4 only; absent when none is configured).
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
 }
 
 // OriginBackground is the origin kind of a turn that reports finished
@@ -133,6 +136,10 @@ type ApprovalRequested struct {
 	// Rule is what approving with scope "session" would allow from then
 	// on (v3); absent when the call can only be approved once.
 	Rule *Rule `json:"rule,omitempty"`
+	// WiderRule is a broader rule approving with scope "session_wider"
+	// would allow instead (v4), such as every tool of one MCP server;
+	// absent when there is none.
+	WiderRule *Rule `json:"wider_rule,omitempty"`
 }
 
 // Rule is an approval rule: the calls a session approval covers.

@@ -146,3 +146,26 @@ func (*SessionAttached) isEvent()      {}
 func (*SessionDetached) isEvent()      {}
 func (*ApprovalResolved) isEvent()     {}
 func (*DaemonStatusReported) isEvent() {}
+
+// MCP server states (MCPServer.State).
+const (
+	MCPStarting   = "starting"
+	MCPReady      = "ready"
+	MCPRestarting = "restarting"
+	MCPFailed     = "failed"
+	MCPDisabled   = "disabled"
+	MCPStopped    = "stopped"
+)
+
+// MCPServer is one configured MCP server's status, in session.started
+// (v4): whether its tools are offered, which, and why not.
+type MCPServer struct {
+	Name string `json:"name"`
+	// State is one of the MCP* states.
+	State string `json:"state"`
+	// Tools are the names the model sees (mcp__<server>__<tool>); empty
+	// unless the server is ready.
+	Tools []string `json:"tools"`
+	// Error says why a failed or restarting server is not ready.
+	Error string `json:"error,omitempty"`
+}

@@ -102,6 +102,9 @@ type request struct {
 	// rule is what approving it for the session grants (protocol v3);
 	// nil when it can only be approved once.
 	rule *protocol.Rule
+	// wider is the broader rule scope "session_wider" grants (v4); nil
+	// when there is none.
+	wider *protocol.Rule
 }
 
 // NewPending returns an empty set.
@@ -113,10 +116,14 @@ func (p *Pending) Open() string { return p.OpenWithRule(nil) }
 
 // OpenWithRule is Open for a request that may be approved for the session:
 // rule, when not nil, is what ResolveForSession grants.
-func (p *Pending) OpenWithRule(rule *protocol.Rule) string {
+func (p *Pending) OpenWithRule(rule *protocol.Rule) string { return p.OpenWithRules(rule, nil) }
+
+// OpenWithRules is OpenWithRule with a wider rule the request may be
+// approved with instead (ResolveForSession with wider).
+func (p *Pending) OpenWithRules(rule, wider *protocol.Rule) string {
 	id := uuid.NewString()
 	p.mu.Lock()
-	p.waiting[id] = &request{answer: make(chan bool, 1), rule: rule}
+	p.waiting[id] = &request{answer: make(chan bool, 1), rule: rule, wider: wider}
 	p.mu.Unlock()
 	return id
 }
@@ -169,13 +176,24 @@ func (p *Pending) Resolve(id string, approved bool) error {
 // fails with ErrNotFound as Resolve does, and with ErrNoRule, leaving the
 // request open, when the request has no rule.
 func (p *Pending) ResolveForSession(id string, grant func(protocol.Rule)) error {
+	return p.resolveWith(id, false, grant)
+}
+
+// ResolveForSessionWider is ResolveForSession granting the request's wider
+// rule; ErrNoRule when it has none.
+func (p *Pending) ResolveForSessionWider(id string, grant func(protocol.Rule)) error {
+	return p.resolveWith(id, true, grant)
+}
+
+func (p *Pending) resolveWith(id string, wider bool, grant func(protocol.Rule)) error {
 	p.mu.Lock()
 	r, ok := p.waiting[id]
+	rule := r.ruleFor(wider)
 	switch {
 	case !ok || r.resolved:
 		p.mu.Unlock()
 		return ErrNotFound
-	case r.rule == nil:
+	case rule == nil:
 		p.mu.Unlock()
 		return ErrNoRule
 	}
@@ -183,7 +201,7 @@ func (p *Pending) ResolveForSession(id string, grant func(protocol.Rule)) error 
 	p.mu.Unlock()
 	// Granting outside the lock keeps Pending's lock a leaf; resolved is
 	// set, so nothing else answers r meanwhile.
-	grant(*r.rule)
+	grant(*rule)
 	r.answer <- true // buffered, sent once; never blocks
 	return nil
 }
@@ -199,4 +217,15 @@ func (p *Pending) Len() int {
 		}
 	}
 	return n
+}
+
+// ruleFor returns the rule or the wider one; nil for a nil request.
+func (r *request) ruleFor(wider bool) *protocol.Rule {
+	switch {
+	case r == nil:
+		return nil
+	case wider:
+		return r.wider
+	}
+	return r.rule
 }

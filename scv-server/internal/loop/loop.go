@@ -68,8 +68,11 @@ type Config struct {
 	// would ask about runs without asking when its plan's keys match a
 	// rule, and its tool.started names the rule; a call that asks carries
 	// its plan's proposed rule in approval.requested.
-	Rules    func(keys []string) (protocol.Rule, bool)
-	MaxSteps int
+	Rules func(keys []string) (protocol.Rule, bool)
+	// WiderRules makes approval.requested carry the plan's wider rule
+	// too (protocol v4).
+	WiderRules bool
+	MaxSteps   int
 	// Progress enables tool.progress events (protocol v3).
 	Progress bool
 	// OnReasoning, when set, receives the model's reasoning text as it
@@ -392,13 +395,16 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 		return tools.Failed(fmt.Sprintf("denied: the approval policy %q does not allow %s calls (%s risk) without asking, and it never asks; do not retry this call",
 			policy, call.Name, plan.Risk)), false, nil
 	case approval.Ask:
-		var proposed *protocol.Rule
+		var proposed, wider *protocol.Rule
 		if l.cfg.Rules != nil && plan.Rule != nil {
 			proposed = &protocol.Rule{Tool: call.Name, Key: plan.Rule.Key, Description: plan.Rule.Description}
+			if l.cfg.WiderRules && plan.Wider != nil {
+				wider = &protocol.Rule{Tool: call.Name, Key: plan.Wider.Key, Description: plan.Wider.Description}
+			}
 		}
-		id := l.cfg.Approvals.OpenWithRule(proposed)
+		id := l.cfg.Approvals.OpenWithRules(proposed, wider)
 		ev := &protocol.ApprovalRequested{ApprovalID: id, CallID: call.ID, Name: call.Name,
-			Risk: plan.Risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: plan.Summary, Rule: proposed}
+			Risk: plan.Risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: plan.Summary, Rule: proposed, WiderRule: wider}
 		if err := l.sink.Emit(ctx, ev); err != nil {
 			l.cfg.Approvals.Forget(id)
 			return tools.Result{}, false, err

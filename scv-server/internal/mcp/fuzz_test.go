@@ -2,9 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -46,18 +44,4 @@ func FuzzRepairSchema(f *testing.F) {
 			t.Fatalf("the repaired schema does not resolve again: %v", err)
 		}
 	})
-}
-
-// TestBound: a result within the limit is untouched; a longer one keeps
-// whole characters of its head and tail within the limit.
-func TestBound(t *testing.T) {
-	t.Parallel()
-	if out, cut := bound("éabcü", 100, "", "x"); cut || out != "éabcü" {
-		t.Errorf("short text changed: %q", out)
-	}
-	long := strings.Repeat("héllo wörld ", 1000)
-	out, cut := bound(long, 500, "", "x")
-	if !cut || len(out) > 500 || !utf8.ValidString(out) || !strings.HasPrefix(out, "héllo") || !strings.Contains(out, "[the full output was not kept]") {
-		t.Fatalf("bound: %v %d %q", cut, len(out), out)
-	}
 }

@@ -23,16 +23,18 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/protocol"
 )
 
-// Server states, as status reports them.
+// Server states, as status reports them: the protocol's (session.started
+// carries them to clients).
 const (
-	StateStarting   = "starting"
-	StateReady      = "ready"
-	StateFailed     = "failed"
-	StateRestarting = "restarting"
-	StateDisabled   = "disabled"
-	StateStopped    = "stopped"
+	StateStarting   = protocol.MCPStarting
+	StateReady      = protocol.MCPReady
+	StateFailed     = protocol.MCPFailed
+	StateRestarting = protocol.MCPRestarting
+	StateDisabled   = protocol.MCPDisabled
+	StateStopped    = protocol.MCPStopped
 )
 
 // Options configure a Manager.
@@ -55,7 +57,11 @@ type Options struct {
 	// MaxRestarts bounds the restarts in a row without a successful start
 	// in between; past it the server stays failed. Zero means 5.
 	MaxRestarts int
-	Logger      *slog.Logger
+	// SpillMaxBytes bounds the file that keeps a result cut to
+	// tools.output_limit_bytes in full (tools.spill_max_bytes, as for
+	// the bash tool); zero keeps no file.
+	SpillMaxBytes int64
+	Logger        *slog.Logger
 }
 
 // Status is what clients learn about one server.
@@ -151,6 +157,20 @@ func (m *Manager) Statuses() []Status {
 	out := make([]Status, 0, len(m.servers))
 	for _, s := range m.servers {
 		out = append(out, s.status())
+	}
+	return out
+}
+
+// Servers returns every configured server's status as session.started
+// carries it (v4), by name; nil when none is configured. It is nil-safe:
+// a runtime without MCP servers has no Manager.
+func (m *Manager) Servers() []protocol.MCPServer {
+	if m == nil || len(m.servers) == 0 {
+		return nil
+	}
+	out := make([]protocol.MCPServer, 0, len(m.servers))
+	for _, st := range m.Statuses() {
+		out = append(out, protocol.MCPServer{Name: st.Name, State: st.State, Tools: append([]string{}, st.Tools...), Error: st.Error})
 	}
 	return out
 }

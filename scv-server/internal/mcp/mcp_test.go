@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,10 +12,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/config"
@@ -218,7 +222,7 @@ func TestGoServerOverStdio(t *testing.T) {
 	slow.ToolTimeoutSeconds = 1
 	cancelled := filepath.Join(t.TempDir(), "cancelled")
 	slow.Env["SCV_MCP_CANCELLED_FILE"] = cancelled
-	m := start(t, Options{Servers: map[string]config.MCPServer{"go": srv, "slow": slow}})
+	m := start(t, Options{SpillMaxBytes: 10 << 20, Servers: map[string]config.MCPServer{"go": srv, "slow": slow}})
 	st := m.Statuses()[0]
 	if st.State != StateReady {
 		t.Fatalf("status %+v", st)
@@ -322,4 +326,79 @@ func TestStreamableHTTPServer(t *testing.T) {
 	if p, _, _ := prepareOnly(t, m, "mcp__remote__later", `{}`); p.Risk != protocol.RiskNetwork {
 		t.Errorf("later risk = %s", p.Risk)
 	}
+}
+
+// TestCloseJoinsRefresh: Close waits for the refresh a list_changed
+// started. The refresh is held in its warning (the list fails), which no
+// context ends: Close must not return before it does. Serial: it checks
+// the goroutines of the whole process.
+func TestCloseJoinsRefresh(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	s := goServer()
+	var lists atomic.Int32
+	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "tools/list" && lists.Add(1) > 1 {
+				return nil, errors.New("no list today")
+			}
+			return next(ctx, method, req)
+		}
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	srv := config.DefaultMCPServer()
+	srv.URL = hs.URL
+	held := &holdHandler{match: "Could not list", entered: make(chan struct{}, 1), release: make(chan struct{})}
+	m := New(Options{Servers: map[string]config.MCPServer{"remote": srv}, Logger: slog.New(held)})
+	m.Start(context.Background())
+	settle(t, m)
+	s.AddTool(&sdk.Tool{Name: "later", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return nil, nil })
+	select {
+	case <-held.entered:
+	case <-time.After(15 * time.Second):
+		close(held.release)
+		t.Fatal("no refresh after list_changed")
+	}
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		m.Close()
+	}()
+	select {
+	case <-closed:
+		t.Error("Close returned while a refresh was running")
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(held.release)
+	select {
+	case <-closed:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Close did not return after the refresh ended")
+	}
+	hs.Close()
+	goleak.VerifyNone(t, ignore)
+}
+
+// holdHandler is a slog handler that holds the first record whose message
+// contains match until release is closed.
+type holdHandler struct {
+	match   string
+	entered chan struct{} // capacity 1
+	release chan struct{}
+}
+
+func (h *holdHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *holdHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *holdHandler) WithGroup(string) slog.Handler            { return h }
+func (h *holdHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.match) {
+		select {
+		case h.entered <- struct{}{}:
+		default:
+		}
+		<-h.release
+	}
+	return nil
 }

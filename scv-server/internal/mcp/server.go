@@ -117,7 +117,18 @@ func (s *server) run(ctx context.Context) {
 			s.mu.Unlock()
 			s.setState(StateReady, nil)
 			s.log.Info("MCP server ready", "tools", len(s.offered()))
+			// The connection's refresher is owned by this loop: it ends
+			// with the connection (or ctx), and is joined before the
+			// connection closes, so Close waits for it.
+			rctx, stopRefresh := context.WithCancel(ctx)
+			refreshed := make(chan struct{})
+			go func() {
+				defer close(refreshed)
+				s.refresher(rctx, c)
+			}()
 			err = c.wait(ctx)
+			stopRefresh()
+			<-refreshed
 			s.clearTools()
 			c.close()
 			if ctx.Err() != nil {
@@ -153,6 +164,8 @@ func (s *server) run(ctx context.Context) {
 type conn struct {
 	sess *sdk.ClientSession
 	proc *process // nil for HTTP
+	// changed signals notifications/tools/list_changed (capacity 1).
+	changed chan struct{}
 }
 
 func (c *conn) wait(ctx context.Context) error {
@@ -188,12 +201,18 @@ func (c *conn) close() {
 func (s *server) connect(ctx context.Context) (*conn, error) {
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.StartupTimeout())
 	defer cancel()
+	changed := make(chan struct{}, 1)
 	client := sdk.NewClient(&sdk.Implementation{Name: "scv", Version: version.Version}, &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{},
-		ToolListChangedHandler: func(ctx context.Context, _ *sdk.ToolListChangedRequest) {
-			// Refreshed off the notification's goroutine: listing waits
-			// for a response the same connection delivers.
-			go s.refresh(context.WithoutCancel(ctx))
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			// Refreshed off the notification's goroutine (listing waits
+			// for a response the same connection delivers), by the
+			// connection's refresher (run). One pending signal is
+			// enough: a refresh lists everything.
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
 		},
 		ProgressNotificationHandler: s.onProgress,
 	})
@@ -228,7 +247,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		}
 		return nil, err
 	}
-	c := &conn{sess: sess, proc: proc}
+	c := &conn{sess: sess, proc: proc, changed: changed}
 	s.mu.Lock()
 	s.sess = sess
 	s.mu.Unlock()
@@ -245,15 +264,25 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	return c, nil
 }
 
-// refresh lists the tools again after notifications/tools/list_changed.
-func (s *server) refresh(ctx context.Context) {
-	sess := s.session()
-	if sess == nil {
-		return
+// refresher lists the tools again after each
+// notifications/tools/list_changed of c, until ctx ends.
+func (s *server) refresher(ctx context.Context, c *conn) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.changed:
+			s.refresh(ctx, c.sess)
+		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartupTimeout())
+}
+
+// refresh lists sess's tools, bounded by the startup timeout. A list cut
+// short by the connection's end is not worth a warning.
+func (s *server) refresh(ctx context.Context, sess *sdk.ClientSession) {
+	lctx, cancel := context.WithTimeout(ctx, s.cfg.StartupTimeout())
 	defer cancel()
-	if err := s.list(ctx, sess); err != nil {
+	if err := s.list(lctx, sess); err != nil && ctx.Err() == nil {
 		s.log.Warn("Could not list the MCP server's tools after it said they changed", "err", err)
 	}
 }

@@ -1,24 +1,22 @@
 package mcp
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/scv-server/internal/tools/spill"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // Limits on what a server may offer.
@@ -69,7 +67,7 @@ func adaptTools(s *server, listed []*sdk.Tool) (offered []tools.SourceTool, skip
 			desc = t.Annotations.Title
 		}
 		if len(desc) > maxDescription {
-			desc = cutPrefix(desc, maxDescription-3) + "..."
+			desc = textcut.Prefix(desc, maxDescription-3) + "..."
 		}
 		desc = fmt.Sprintf("(MCP server %s) %s", s.name, desc)
 		offered = append(offered, tools.SourceTool{
@@ -166,6 +164,7 @@ func (t *tool) Prepare(env tools.Env, args json.RawMessage) (*tools.Plan, error)
 		Risk:    t.Risk(),
 		Summary: summary,
 		Rule:    &tools.Rule{Key: keys[0], Description: fmt.Sprintf("calls of %s from MCP server %s", t.remote, t.srv.name)},
+		Wider:   &tools.Rule{Key: keys[len(keys)-1], Description: fmt.Sprintf("calls of every tool from MCP server %s", t.srv.name)},
 		Keys:    keys,
 		Run:     func(ctx context.Context) (tools.Result, error) { return t.call(ctx, env, args) },
 	}, nil
@@ -204,7 +203,11 @@ func (t *tool) call(ctx context.Context, env tools.Env, args json.RawMessage) (t
 	}
 	text := resultText(res)
 	out := tools.Result{Success: !res.IsError}
-	out.Output, out.Truncated = bound(text, env.OutputLimit, env.StateDir, "mcp-"+tok)
+	var spillPath string
+	if env.StateDir != "" {
+		spillPath = filepath.Join(env.StateDir, tools.SpillDir, "mcp-"+tok+".log")
+	}
+	out.Output, out.Truncated = spill.Text(text, env.OutputLimit, spillPath, t.srv.m.opts.SpillMaxBytes, "[the full output was not kept]")
 	return out, nil
 }
 
@@ -246,111 +249,7 @@ func resultText(res *sdk.CallToolResult) string {
 func clipArgs(args json.RawMessage) string {
 	s := string(args)
 	if len(s) > 200 {
-		s = cutPrefix(s, 197) + "..."
+		s = textcut.Prefix(s, 197) + "..."
 	}
 	return s
-}
-
-// bound fits text to limit bytes like the bash tool: the head and the tail
-// with "[… N bytes omitted …]" between them and the truncation line, the
-// whole text kept in <stateDir>/spill/<name>.log (mode 0600) when the
-// session keeps state.
-func bound(text string, limit int, stateDir, name string) (string, bool) {
-	if limit <= 0 || len(text) <= limit {
-		return text, false
-	}
-	total := len(text)
-	spillNote := "[the full output was not kept]"
-	if stateDir != "" {
-		path := filepath.Join(stateDir, tools.SpillDir, name+".log")
-		if err := writeSpill(path, text); err != nil {
-			spillNote = fmt.Sprintf("[the full output could not be kept in %s: %v]", path, err)
-		} else {
-			spillNote = fmt.Sprintf("[the full output is in %s; read it with the read tool (that path, with offset and limit), or search it with bash, for example grep -n PATTERN %s]", path, path)
-		}
-	}
-	meta := func(kept, h, t int) string {
-		return fmt.Sprintf("[output truncated: %d bytes in total, %d kept: the first %d and the last %d]", total, kept, h, t)
-	}
-	marker := func(n int) string { return fmt.Sprintf("[… %d bytes omitted …]", n) }
-	budget := limit - len(meta(limit, limit, limit)) - len(spillNote) - len(marker(total)) - 4
-	if budget < 0 {
-		return cutPrefix(spillNote, limit), true
-	}
-	h := cutPrefix(text, budget/2)
-	t := cutSuffix(text, budget-len(h))
-	return h + "\n" + marker(total-len(h)-len(t)) + "\n" + t + "\n" + meta(len(h)+len(t), len(h), len(t)) + "\n" + spillNote, true
-}
-
-// maxSpillFiles is how many MCP spill files a session keeps, like bash's.
-const maxSpillFiles = 8
-
-func writeSpill(path, text string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	pruneSpills(filepath.Dir(path), maxSpillFiles-1)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(text)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// cutPrefix returns at most n bytes of the start of s, not cutting a
-// character.
-func cutPrefix(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// cutSuffix returns at most n bytes of the end of s, not cutting a
-// character.
-func cutSuffix(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := len(s) - n
-	for i < len(s) && !utf8.RuneStart(s[i]) {
-		i++
-	}
-	return s[i:]
-}
-
-// pruneSpills removes the oldest mcp-* spill files of dir so that at most
-// keep remain.
-func pruneSpills(dir string, keep int) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	type file struct {
-		name string
-		mod  int64
-	}
-	var files []file
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), "mcp-") {
-			continue
-		}
-		if info, err := e.Info(); err == nil {
-			files = append(files, file{e.Name(), info.ModTime().UnixNano()})
-		}
-	}
-	if len(files) <= keep {
-		return
-	}
-	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(a.mod, b.mod) })
-	for _, f := range files[:len(files)-keep] {
-		_ = os.Remove(filepath.Join(dir, f.name))
-	}
 }

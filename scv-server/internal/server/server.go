@@ -136,7 +136,7 @@ func New(opts Options) (*Runtime, error) {
 		// not wait for them (a turn's first request waits at most each
 		// server's startup timeout for those still starting).
 		cwd, _ := os.Getwd()
-		ext.mcp = mcp.New(mcp.Options{Servers: cfg.MCPServers, Environ: opts.AgentEnv, Env: opts.Env, Dir: cwd,
+		ext.mcp = mcp.New(mcp.Options{Servers: cfg.MCPServers, Environ: opts.AgentEnv, Env: opts.Env, Dir: cwd, SpillMaxBytes: cfg.Tools.SpillMaxBytes,
 			Logger: log.With("component", "mcp")})
 		ext.mcp.Start(context.Background())
 	}
@@ -292,6 +292,7 @@ func (r *Runtime) connOptions(closeManager bool) ndjson.Options {
 		Logger:              r.log,
 		CloseManager:        closeManager,
 		DetachWait:          r.opts.DetachWait,
+		MCPServers:          r.MCP.Servers,
 	}
 }
 

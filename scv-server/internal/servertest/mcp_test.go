@@ -2,8 +2,10 @@ package servertest_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
@@ -63,4 +65,128 @@ func TestMCPToolsThroughTheGate(t *testing.T) {
 	if len(reqs) == 0 || !strings.Contains(string(reqs[0].Body), `"name":"mcp__everything__echo"`) {
 		t.Fatal("the first model request did not offer the MCP tools")
 	}
+}
+
+// TestMCPServersInSessionStarted: a v4 client learns from session.started
+// which MCP servers are up, with their tools, and why the others are not.
+func TestMCPServersInSessionStarted(t *testing.T) {
+	t.Parallel()
+	bin := nodepkg.Bin(t, "mcp-server-everything")
+	f := fo.NewServer()
+	t.Cleanup(f.Close)
+	cfg := st.FakeProviderConfig(f.URL(), "") + fmt.Sprintf(`
+[mcp_servers.everything]
+command = %q
+
+[mcp_servers.gone]
+command = "/nonexistent/mcp-server"
+
+[mcp_servers.off]
+command = "/nonexistent/mcp-server"
+enabled = false
+`, bin)
+	s := st.Start(t, st.Options{Config: cfg})
+	c := s.Client
+	c.Init(protocol.Version4)
+	dir := t.TempDir()
+	// The servers start with the runtime, not with the session: start
+	// sessions until the real one is ready.
+	var got []protocol.MCPServer
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		got = c.StartSession(dir, protocol.Version4).MCPServers
+		if len(got) == 3 && got[0].State == protocol.MCPReady && got[1].State == protocol.MCPFailed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mcp_servers = %+v", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got[0].Name != "everything" || !slices.Contains(got[0].Tools, "mcp__everything__echo") || got[0].Error != "" {
+		t.Errorf("everything = %+v", got[0])
+	}
+	if got[1].Name != "gone" || len(got[1].Tools) != 0 || !strings.Contains(got[1].Error, "/nonexistent/mcp-server") {
+		t.Errorf("gone = %+v", got[1])
+	}
+	if got[2].Name != "off" || got[2].State != protocol.MCPDisabled || len(got[2].Tools) != 0 || got[2].Error != "" {
+		t.Errorf("off = %+v", got[2])
+	}
+}
+
+// TestMCPServersAbsentBeforeV4: a v3 client's session.started has no
+// mcp_servers (what it decodes, encoded again, has none: its bytes are
+// what they always were); the same configuration tells a v4 client.
+func TestMCPServersAbsentBeforeV4(t *testing.T) {
+	t.Parallel()
+	f := fo.NewServer()
+	t.Cleanup(f.Close)
+	cfg := st.FakeProviderConfig(f.URL(), "") + "\n[mcp_servers.off]\ncommand = \"/nonexistent/mcp-server\"\nenabled = false\n"
+	for _, v := range []int{protocol.Version3, protocol.Version4} {
+		s := st.Start(t, st.Options{Config: cfg})
+		s.Client.Init(v)
+		started := s.Client.StartSession(t.TempDir(), v)
+		raw, err := protocol.EncodeEvent(started)
+		if err != nil {
+			t.Fatal(err)
+		}
+		has := strings.Contains(string(raw), `"mcp_servers"`)
+		if has != (v >= protocol.Version4) {
+			t.Errorf("v%d session.started: %s", v, raw)
+		}
+	}
+}
+
+// TestMCPWholeServerRule: a v4 approval.requested of an MCP tool offers
+// the whole server (wider_rule mcp:<server>/); approving with scope
+// session_wider grants it, and another tool of the server then runs
+// without asking. A v3 request offers no wider rule, and session_wider is
+// an unknown scope there.
+func TestMCPWholeServerRule(t *testing.T) {
+	t.Parallel()
+	bin := nodepkg.Bin(t, "mcp-server-everything")
+	f := fo.NewServer()
+	t.Cleanup(f.Close)
+	cfg := st.FakeProviderConfig(f.URL(), "") + fmt.Sprintf("\n[mcp_servers.everything]\ncommand = %q\n", bin)
+	s := st.Start(t, st.Options{Config: cfg, ApprovalPolicy: "on-risk"})
+	sid, _ := session(t, s, protocol.Version4)
+	f.Enqueue(
+		fo.Script(fo.ToolCall("c1", "mcp__everything__toggle-subscriber-updates", `{}`)),
+		fo.Script(fo.ToolCall("c2", "mcp__everything__toggle-simulated-logging", `{}`)),
+		fo.Script(fo.Text("done")),
+	)
+	c := s.Client
+	c.Turn(sid, "toggle things")
+	_, req := st.Until[*protocol.ApprovalRequested](c)
+	want := protocol.Rule{Tool: "mcp__everything__toggle-subscriber-updates", Key: "mcp:everything/",
+		Description: "calls of every tool from MCP server everything"}
+	if req.CallID != "c1" || req.WiderRule == nil || !sameRule(req.WiderRule, want) {
+		t.Fatalf("approval.requested = %+v (wider %+v)", req, req.WiderRule)
+	}
+	resolve(c, sid, req.ApprovalID, true, protocol.ScopeSessionWider)
+	evs, _ := st.Until[*protocol.TurnCompleted](c)
+	if asked(evs, "c2") {
+		t.Fatal("another tool of the server asked after the whole server was approved")
+	}
+	if s2 := started(evs, "c2"); s2 == nil || s2.Rule == nil || s2.Rule.Key != "mcp:everything/" {
+		t.Fatalf("tool.started of c2 = %+v", s2)
+	}
+	if rules := listRules(t, c, sid); len(rules) != 1 || rules[0].Key != "mcp:everything/" {
+		t.Fatalf("session rules = %+v", rules)
+	}
+
+	// v3: no wider rule, and the scope is refused.
+	s3 := st.Start(t, st.Options{Config: cfg, ApprovalPolicy: "on-risk"})
+	sid3, _ := session(t, s3, protocol.Version3)
+	f.Enqueue(fo.Script(fo.ToolCall("d1", "mcp__everything__toggle-subscriber-updates", `{}`)), fo.Script(fo.Text("done")))
+	s3.Client.Turn(sid3, "toggle")
+	_, req3 := st.Until[*protocol.ApprovalRequested](s3.Client)
+	if req3.WiderRule != nil || req3.Rule == nil {
+		t.Fatalf("v3 approval.requested = %+v", req3)
+	}
+	resolve(s3.Client, sid3, req3.ApprovalID, true, protocol.ScopeSessionWider)
+	if e := st.Expect[*protocol.Error](s3.Client); !strings.Contains(e.Message, `unknown scope "session_wider"`) {
+		t.Fatalf("error = %+v", e)
+	}
+	resolve(s3.Client, sid3, req3.ApprovalID, false, "")
+	st.Until[*protocol.TurnCompleted](s3.Client)
 }

@@ -22,27 +22,35 @@ import (
 // "once" (or empty) for this call only, or "session" to approve it and
 // grant the request's rule; before v3 it is ignored.
 func (s *Session) ResolveApproval(approvalID string, approved bool, scope string) error {
-	forSession := false
+	forSession, wider := false, false
 	if s.version >= protocol.Version3 {
-		switch scope {
-		case "", protocol.ScopeOnce:
-		case protocol.ScopeSession:
+		switch {
+		case scope == "" || scope == protocol.ScopeOnce:
+		case scope == protocol.ScopeSession || (scope == protocol.ScopeSessionWider && s.version >= protocol.Version4):
 			if !approved {
 				return errorf(protocol.ErrInvalidRequest, "scope %q needs \"approved\":true: a denial is for this call only; send scope %q (or none) to deny it",
-					protocol.ScopeSession, protocol.ScopeOnce)
+					scope, protocol.ScopeOnce)
 			}
-			forSession = true
+			forSession, wider = true, scope == protocol.ScopeSessionWider
+		case s.version >= protocol.Version4:
+			return errorf(protocol.ErrInvalidRequest, "unknown scope %q: use %q (the default), %q or %q", scope, protocol.ScopeOnce, protocol.ScopeSession, protocol.ScopeSessionWider)
 		default:
 			return errorf(protocol.ErrInvalidRequest, "unknown scope %q: use %q (the default) or %q", scope, protocol.ScopeOnce, protocol.ScopeSession)
 		}
 	}
 	var err error
-	if forSession {
+	switch {
+	case wider:
+		err = s.approvals.ResolveForSessionWider(approvalID, s.grantRule)
+	case forSession:
 		err = s.approvals.ResolveForSession(approvalID, s.grantRule)
-	} else {
+	default:
 		err = s.approvals.Resolve(approvalID, approved)
 	}
 	switch {
+	case errors.Is(err, approval.ErrNoRule) && wider:
+		return errorf(protocol.ErrInvalidRequest, "approval %q proposed no wider rule (its approval.requested has no wider_rule); resolve it with scope %q or %q",
+			approvalID, protocol.ScopeSession, protocol.ScopeOnce)
 	case errors.Is(err, approval.ErrNoRule):
 		return errorf(protocol.ErrInvalidRequest, "approval %q proposed no rule (its approval.requested has none), so it cannot be approved for the session; resolve it with scope %q",
 			approvalID, protocol.ScopeOnce)

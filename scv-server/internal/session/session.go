@@ -413,6 +413,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 		AutoApprove:     s.autoApprove,
 		Approvals:       s.approvals,
 		Rules:           s.rulesFunc(),
+		WiderRules:      s.version >= protocol.Version4,
 		MaxSteps:        m.opts.MaxSteps,
 		Progress:        s.version >= protocol.Version3,
 		OnReasoning: func(ctx context.Context, text string) error {

@@ -74,6 +74,11 @@ type Plan struct {
 	// on. Nil when the call can only be approved once. Its Key must be one
 	// of Keys, so a granted rule covers the call it was granted for.
 	Rule *Rule
+	// Wider is a broader rule the user may grant instead (protocol v4:
+	// approval.requested's wider_rule, granted by scope
+	// "session_wider"), such as every tool of one MCP server. Nil when
+	// there is none. Its Key must be one of Keys too.
+	Wider *Rule
 	// Keys are the keys of every rule that covers this call, most specific
 	// first. A call the policy would ask about runs without asking when
 	// one of its keys is the key of a rule the session granted. Keys share

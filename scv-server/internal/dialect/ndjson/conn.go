@@ -80,7 +80,10 @@ type Options struct {
 	// Status, when not nil, answers daemon.status (a daemon's
 	// connections); the connection fills in its sessions.
 	Status func() protocol.DaemonStatusReported
-	Logger *slog.Logger
+	// MCPServers, when not nil, reports the MCP servers' status for
+	// session.started (v4 clients only).
+	MCPServers func() []protocol.MCPServer
+	Logger     *slog.Logger
 }
 
 // DefaultDetachWait is how long a daemon's session event waits for room in

@@ -226,6 +226,10 @@ func (c *conn) startSession(m *protocol.SessionStart) error {
 		u := s.Usage()
 		started.Resumed, started.Usage = true, &u
 	}
+	if c.version >= protocol.Version4 && c.opts.MCPServers != nil {
+		// Older clients get exactly the bytes they always did.
+		started.MCPServers = c.opts.MCPServers()
+	}
 	if err := c.send(started); err != nil {
 		return err
 	}

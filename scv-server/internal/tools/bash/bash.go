@@ -30,6 +30,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/scv-server/internal/tools/spill"
 	"github.com/scv-cli/scv/shared/childenv"
 	"github.com/scv-cli/scv/shared/protocol"
 
@@ -319,11 +320,11 @@ func render(st procgroup.Status, c *capture, timeout time.Duration, limit int, l
 	res := tools.Result{Success: st.Exited && st.Code == 0 && !st.TimedOut}
 
 	if all, ok := c.memory(); ok {
-		out := valid(all)
+		out := spill.Valid(all)
 		if len(all) == 0 {
 			out = "(no output)"
 		}
-		text := join(head, out, notes)
+		text := spill.Join(head, out, notes)
 		if len(text) <= limit {
 			res.Output = text
 			return res
@@ -334,45 +335,12 @@ func render(st procgroup.Status, c *capture, timeout time.Duration, limit int, l
 	}
 
 	res.Truncated = true
-	total := c.total
-	var spillNote string
-	switch s := c.spill; {
-	case s == nil:
-		spillNote = "[the full output was not kept; rerun the command with less output, for example through head, tail or grep, or redirect it to a file and read that]"
-	case s.err != nil:
-		spillNote = fmt.Sprintf("[the full output could not be kept in %s: %v]", s.path, s.err)
-	default:
-		spillNote = fmt.Sprintf("[the full output is in %s; read it with the read tool (that path, with offset and limit), or search it with bash, for example grep -n PATTERN %s]",
-			s.path, s.path)
-		if s.cut {
-			spillNote += fmt.Sprintf("\n[the file holds only the first %d of the %d bytes (tools.spill_max_bytes)]", s.written, total)
-		}
-	}
-	// The metadata line's numbers are not known before fitting; reserve
-	// room for the widest.
-	meta := func(kept, h, t int) string {
-		return fmt.Sprintf("[output truncated: %d bytes in total, %d kept: the first %d and the last %d]", total, kept, h, t)
-	}
-	tailNotes := append([]string{meta(limit, limit, limit), spillNote}, notes...)
-	marker := omittedMarker(total)
-	// The 1 is the line break join puts after a tail without one.
-	budget := limit - len(join(head, "\n"+marker+"\n", tailNotes)) - 1
-	budget = max(budget, 0)
-
-	headRaw, tailRaw := c.head, c.tail()
+	t := spill.Truncated{Head: head, First: c.head, Last: c.tail(), Total: c.total, Notes: notes,
+		SpillNote: spill.Note(c.spill, c.total, "[the full output was not kept; rerun the command with less output, for example through head, tail or grep, or redirect it to a file and read that]")}
 	if all, ok := c.memory(); ok {
-		headRaw, tailRaw = all, all
+		t.First, t.Last = all, all
 	}
-	hb := budget / 2
-	hs, hn := fitPrefix(headRaw, hb)
-	ts, tn := fitSuffix(tailRaw, budget-len(hs))
-	if len(ts) < budget-hb {
-		// The tail needed less: give the head the rest.
-		hs, hn = fitPrefix(headRaw, budget-len(ts))
-	}
-	tailNotes[0] = meta(hn+tn, hn, tn)
-	body := hs + "\n" + omittedMarker(total-int64(hn+tn)) + "\n" + ts
-	res.Output = join(head, body, tailNotes)
+	res.Output = t.Render(limit)
 	return res
 }
 
@@ -397,19 +365,6 @@ func outOfMemory(c *capture) bool {
 		}
 	}
 	return false
-}
-
-func join(head, body string, notes []string) string {
-	var b strings.Builder
-	b.WriteString(head)
-	b.WriteString(body)
-	for _, n := range notes {
-		if !strings.HasSuffix(b.String(), "\n") {
-			b.WriteByte('\n')
-		}
-		b.WriteString(n)
-	}
-	return b.String()
 }
 
 func pluralES(n int) string {

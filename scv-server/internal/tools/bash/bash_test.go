@@ -24,6 +24,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/scv-server/internal/tools/read"
+	"github.com/scv-cli/scv/scv-server/internal/tools/spill"
 	"github.com/scv-cli/scv/scv-server/internal/tools/toolstest"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/testkit"
@@ -609,7 +610,7 @@ func checkRender(t *testing.T, in []byte, limit int, chunk int) {
 	if len(res.Output) > limit || !utf8.ValidString(res.Output) {
 		t.Fatalf("limit %d, %d input bytes: %d output bytes, valid %v", limit, len(in), len(res.Output), utf8.ValidString(res.Output))
 	}
-	if !res.Truncated && res.Output != "exit 0\n"+valid(in) && len(in) > 0 {
+	if !res.Truncated && res.Output != "exit 0\n"+spill.Valid(in) && len(in) > 0 {
 		t.Fatalf("untruncated output %q differs from the input", res.Output)
 	}
 	if res.Truncated {
@@ -617,29 +618,6 @@ func checkRender(t *testing.T, in []byte, limit int, chunk int) {
 		if m == nil || m[1] != strconv.Itoa(len(in)) {
 			t.Fatalf("metadata %v for %d bytes", m, len(in))
 		}
-	}
-}
-
-func TestSpillFilesArePruned(t *testing.T) {
-	dir := t.TempDir()
-	for i := range maxSpillFiles + 3 {
-		s := openSpill(filepath.Join(dir, fmt.Sprintf("bash-%02d.log", i)), 10)
-		s.write([]byte("x"))
-		if err := s.close(); err != nil {
-			t.Fatal(err)
-		}
-		// Distinct modification times, oldest first.
-		mt := time.Now().Add(time.Duration(i-100) * time.Second)
-		if err := os.Chtimes(s.path, mt, mt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "bash-*"))
-	if len(files) != maxSpillFiles {
-		t.Fatalf("%d spill files, want %d: %v", len(files), maxSpillFiles, files)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "bash-00.log")); !os.IsNotExist(err) {
-		t.Fatal("the oldest spill file was kept")
 	}
 }
 

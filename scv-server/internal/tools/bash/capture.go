@@ -2,22 +2,15 @@ package bash
 
 import (
 	"bytes"
-	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/scv-cli/scv/scv-server/internal/tools/spill"
 	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // progressMax bounds a progress line, in bytes.
 const progressMax = 200
-
-// maxSpillFiles is how many spill files a session keeps; older ones are
-// removed when a new one is made.
-const maxSpillFiles = 8
 
 // capture is the Output of a run. It keeps the head and the tail of the
 // stream within headCap+tailCap bytes, counts every byte, copies the whole
@@ -34,7 +27,7 @@ type capture struct {
 
 	spillPath string // "" means no spill
 	spillMax  int64
-	spill     *spillFile
+	spill     *spill.File
 
 	onLine func(string)
 	line   []byte // the start of the current line, at most progressMax+utf8.UTFMax bytes
@@ -60,7 +53,7 @@ func (c *capture) Write(p []byte) (int, error) {
 	}
 	c.total += int64(n)
 	if c.spill != nil {
-		c.spill.write(p)
+		c.spill.Write(p)
 	}
 	if k := min(len(p), c.headCap-len(c.head)); k > 0 {
 		if c.head == nil {
@@ -151,9 +144,9 @@ func (c *capture) startSpill(parts ...[]byte) {
 	if c.spillPath == "" || c.spillMax <= 0 || c.spill != nil {
 		return
 	}
-	c.spill = openSpill(c.spillPath, c.spillMax)
+	c.spill = spill.Open(c.spillPath, c.spillMax)
 	for _, p := range parts {
-		c.spill.write(p)
+		c.spill.Write(p)
 	}
 }
 
@@ -169,145 +162,12 @@ func (c *capture) close() error {
 	if c.spill == nil {
 		return nil
 	}
-	return c.spill.close()
+	return c.spill.Close()
 }
 
 // discard removes the spill file (of a call whose result nobody reads).
 func (c *capture) discard() {
 	if c.spill != nil {
-		_ = c.spill.close()
-		_ = os.Remove(c.spill.path)
+		c.spill.Discard()
 	}
 }
-
-// spillFile is a bounded copy of a call's whole output.
-type spillFile struct {
-	path    string
-	f       *os.File
-	max     int64
-	written int64
-	cut     bool  // stopped at max
-	err     error // the first failure; writing stops
-}
-
-func openSpill(path string, max int64) *spillFile {
-	s := &spillFile{path: path, max: max}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		s.err = err
-		return s
-	}
-	pruneSpills(dir, maxSpillFiles-1)
-	s.f, s.err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	return s
-}
-
-func (s *spillFile) write(p []byte) {
-	if s.err != nil || s.f == nil || len(p) == 0 {
-		return
-	}
-	if room := s.max - s.written; int64(len(p)) > room {
-		p = p[:room]
-		s.cut = true
-	}
-	if len(p) == 0 {
-		return
-	}
-	n, err := s.f.Write(p)
-	s.written += int64(n)
-	if err != nil {
-		s.err = err
-	}
-}
-
-func (s *spillFile) close() error {
-	if s.f == nil {
-		return nil
-	}
-	err := s.f.Close()
-	s.f = nil
-	if s.err == nil {
-		s.err = err
-	}
-	return err
-}
-
-// pruneSpills removes the oldest spill files of dir so that at most keep
-// remain.
-func pruneSpills(dir string, keep int) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	type file struct {
-		name string
-		mod  int64
-	}
-	var files []file
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), "bash-") {
-			continue
-		}
-		if info, err := e.Info(); err == nil {
-			files = append(files, file{e.Name(), info.ModTime().UnixNano()})
-		}
-	}
-	if len(files) <= keep {
-		return
-	}
-	sort.Slice(files, func(i, j int) bool { return files[i].mod < files[j].mod })
-	for _, f := range files[:len(files)-keep] {
-		_ = os.Remove(filepath.Join(dir, f.name))
-	}
-}
-
-// valid is b as valid UTF-8.
-func valid(b []byte) string { return strings.ToValidUTF8(string(b), "\uFFFD") }
-
-// alignSuffix returns start, or more so that b[start:] does not begin
-// inside a multi-byte character.
-func alignSuffix(b []byte, start int) int {
-	return len(b) - len(textcut.TrimPartialStart(b[start:]))
-}
-
-// fitPrefix returns the longest prefix of b whose valid UTF-8 form fits
-// budget bytes, in that form, and its length in b.
-func fitPrefix(b []byte, budget int) (string, int) {
-	if s := valid(b); len(s) <= budget {
-		return s, len(b)
-	}
-	// The form's length grows with the prefix: search for the longest.
-	lo, hi := 0, len(b)
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if len(valid(b[:mid])) <= budget {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	kept := textcut.TrimPartialEnd(b[:lo])
-	return valid(kept), len(kept)
-}
-
-// fitSuffix is fitPrefix for the end of b.
-func fitSuffix(b []byte, budget int) (string, int) {
-	start := alignSuffix(b, 0)
-	if s := valid(b[start:]); len(s) <= budget {
-		return s, len(b) - start
-	}
-	lo, hi := 0, len(b)-start // lo: a length that fits
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if len(valid(b[len(b)-mid:])) <= budget {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	s := alignSuffix(b, len(b)-lo)
-	return valid(b[s:]), len(b) - s
-}
-
-// omittedMarker is the line between the head and the tail.
-func omittedMarker(n int64) string { return fmt.Sprintf("[… %d bytes omitted …]", n) }
