@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/scv-cli/scv/scv/internal/daemonclient"
 	"github.com/scv-cli/scv/shared/daemonfile"
 )
 
@@ -69,7 +68,7 @@ func TestDaemonCommands(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("Stopped the daemon (pid %d)", info.Pid)) {
 		t.Fatalf("stop: %+v", r)
 	}
-	if daemonclient.Alive(info.Pid) {
+	if daemonfile.Alive(info.Pid) {
 		t.Fatalf("pid %d still runs after stop", info.Pid)
 	}
 	r = runSCV(t, home, "daemon", "status")

@@ -2,12 +2,8 @@ package exec
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
 	"time"
 
-	"github.com/scv-cli/scv/scv/internal/daemonclient"
 	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/paths"
 )
@@ -36,7 +32,7 @@ func connect(opts *Options) (*server, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := daemonclient.Running(home); err == nil {
+		if _, err := client.DaemonRunning(home); err == nil {
 			return dialDaemon(home)
 		}
 		// No daemon: the run goes on with its own server, as without
@@ -62,18 +58,20 @@ func connect(opts *Options) (*server, error) {
 	}, nil
 }
 
-// dialDaemon connects to the daemon's socket. Closing the stream
-// half-closes the connection: the daemon reads the end of input and closes
-// its side, detaching the run from its session, which the daemon keeps
-// (its turn, if one still runs after turn.cancel, goes on).
+// dialDaemon connects to the daemon's socket (shared/client). Closing
+// the stream half-closes the connection: the daemon reads the end of
+// input and closes its side, detaching the run from its session, which
+// the daemon keeps (its turn, if one still runs after turn.cancel, goes
+// on).
 func dialDaemon(home string) (*server, error) {
-	c, err := net.DialTimeout("unix", paths.SocketFile(home), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	uc, err := client.DialSocket(ctx, home)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the daemon: %w", err)
+		return nil, err
 	}
-	uc := c.(*net.UnixConn)
 	return &server{
-		stream: halfCloser{uc},
+		stream: client.HalfCloser{UnixConn: uc},
 		stop: func(grace time.Duration) error {
 			_ = uc.CloseWrite()
 			// The reader ends when the daemon closes its side; the
@@ -84,16 +82,4 @@ func dialDaemon(home string) (*server, error) {
 		kill:    func() { _ = uc.Close() },
 		release: func() { _ = uc.Close() },
 	}, nil
-}
-
-// halfCloser closes only the write side of the connection.
-type halfCloser struct{ c *net.UnixConn }
-
-func (h halfCloser) Read(p []byte) (int, error)  { return h.c.Read(p) }
-func (h halfCloser) Write(p []byte) (int, error) { return h.c.Write(p) }
-func (h halfCloser) Close() error {
-	if err := h.c.CloseWrite(); err != nil && !errors.Is(err, net.ErrClosed) {
-		return err
-	}
-	return nil
 }
