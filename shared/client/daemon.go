@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/daemonfile"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -225,4 +226,34 @@ func QueryDaemonStatus(home string, timeout time.Duration) (*protocol.DaemonStat
 		return nil, fmt.Errorf("the daemon answered daemon.status with %s", ev.Kind())
 	}
 	return st, nil
+}
+
+// ConfiguredDaemonUse returns daemon.use from the configuration of home
+// (user file and environment). A configuration that does not load gives
+// DaemonNever: the client then starts a server of its own, which reports
+// the problem the way it always has (exit 78, naming the file and line).
+func ConfiguredDaemonUse(home string, env paths.Env) config.DaemonUse {
+	cfg, _, err := config.Load(config.LoadOptions{Home: home, Env: env})
+	if err != nil {
+		return config.DaemonNever
+	}
+	return cfg.Daemon.Use
+}
+
+// ChooseDaemon decides, for daemon.use (or the flag that overrides it),
+// whether a client runs its session in home's daemon: it returns the
+// running daemon's description and true to attach, false to start a
+// server of its own, and an error only for DaemonAlways with no daemon.
+func ChooseDaemon(use config.DaemonUse, home string) (daemonfile.Info, bool, error) {
+	if use == config.DaemonNever {
+		return daemonfile.Info{}, false, nil
+	}
+	info, err := daemonfile.Running(home)
+	if err == nil {
+		return info, true, nil
+	}
+	if use == config.DaemonAlways {
+		return daemonfile.Info{}, false, fmt.Errorf("daemon.use is %q, but %w; start it with `scv daemon start`, or set daemon.use to %q", use, err, config.DaemonAuto)
+	}
+	return daemonfile.Info{}, false, nil
 }

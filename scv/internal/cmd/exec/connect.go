@@ -4,7 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/client"
+	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/paths"
 )
 
@@ -24,20 +26,39 @@ type server struct {
 	release func()
 }
 
-// connect returns the run's server: the daemon's socket with --daemon
-// when a daemon runs, else a new `scv-server --stdio` child.
+// connect returns the run's server: the daemon's socket when daemon.use
+// (or --daemon) says so and a daemon runs, else a new `scv-server --stdio`
+// child.
 func connect(opts *Options) (*server, error) {
-	if opts.Daemon {
-		home, err := paths.Home(paths.OSEnv())
-		if err != nil {
-			return nil, err
-		}
-		if _, err := client.DaemonRunning(home); err == nil {
-			return dialDaemon(home)
-		}
-		// No daemon: the run goes on with its own server, as without
-		// --daemon.
+	if opts.NoDaemon {
+		return startOwn(opts)
 	}
+	home, err := paths.Home(paths.OSEnv())
+	if err != nil {
+		return nil, err
+	}
+	use := config.DaemonAuto
+	if !opts.Daemon {
+		use = client.ConfiguredDaemonUse(home, paths.OSEnv())
+	}
+	if use != config.DaemonNever && (opts.Continue || opts.ApprovalPolicy != "") {
+		// The daemon's sessions are locked in it and its policy is its
+		// own: a run that needs either keeps a server of its own.
+		if use == config.DaemonAlways {
+			return nil, cli.UsageErrorf("daemon.use is \"always\", which --continue and --approval-policy cannot use yet: pass --no-daemon for this run (see docs/daemon.md)")
+		}
+		return startOwn(opts)
+	}
+	if _, ok, err := client.ChooseDaemon(use, home); err != nil {
+		return nil, err
+	} else if ok {
+		return dialDaemon(home)
+	}
+	return startOwn(opts)
+}
+
+// startOwn starts the run's own `scv-server --stdio`.
+func startOwn(opts *Options) (*server, error) {
 	path, err := opts.ServerPath()
 	if err != nil {
 		return nil, err
