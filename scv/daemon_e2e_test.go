@@ -205,6 +205,14 @@ func TestExecInDaemon(t *testing.T) {
 	if n := live(); n != 2 {
 		t.Fatalf("exec --no-daemon ran in the daemon: %d live sessions", n)
 	}
+	// Under auto, a run the daemon cannot take (its own approval policy)
+	// uses a server of its own instead of failing.
+	if r = runSCV(t, home, "exec", "--approval-policy", "never", "--cd", ws, "hello"); r.code != 0 {
+		t.Fatalf("exec --approval-policy under daemon.use = auto: %+v", r)
+	}
+	if n := live(); n != 2 {
+		t.Fatalf("exec --approval-policy ran in the daemon: %d live sessions", n)
+	}
 	if r := runSCV(t, home, "daemon", "stop"); r.code != 0 {
 		t.Fatalf("stop: %+v", r)
 	}
