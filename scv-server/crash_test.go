@@ -6,8 +6,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/proctag"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -190,6 +192,45 @@ func checkItems(t *testing.T, items []protocol.ReplayItem, want []string) {
 	for i := range want {
 		if !strings.HasPrefix(got[i], want[i]) {
 			t.Fatalf("replay item %d = %q, want %q\nreplay:\n%s", i, got[i], want[i], strings.Join(got, "\n"))
+		}
+	}
+}
+
+// TestStdioKilledBashTreeReapedByNextServer: a `scv-server --stdio` killed
+// with SIGKILL mid bash command leaves the command's tree running; the
+// next stdio server on the same SCV_HOME stops it at start.
+func TestStdioKilledBashTreeReapedByNextServer(t *testing.T) {
+	t.Parallel()
+	f := fo.Start(t)
+	home, dir := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(f.Config("")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, home, "--approval-policy", "auto")
+	initV3(p)
+	p.send(&protocol.SessionStart{RequestID: "s", Cwd: dir})
+	sid := nextOf[*protocol.SessionStarted](p).SessionID
+	f.Enqueue(fo.Script(fo.ToolCall("call_1", "bash", `{"command":"sleep 300 & echo \"$SCV_RUN_TAG\" > tag; wait"}`)))
+	p.send(&protocol.TurnStart{RequestID: "t1", SessionID: sid, Prompt: "run it"})
+	var tag string
+	for deadline := time.Now().Add(15 * time.Second); tag == ""; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(filepath.Join(dir, "tag")); err == nil {
+			tag = strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the bash command did not start")
+		}
+	}
+	t.Cleanup(func() { proctag.Kill(tag) })
+	kill(t, p)
+	if n := len(proctag.Find(tag)); n < 2 {
+		t.Fatalf("the SIGKILL already ended the tree (%d processes): nothing to reap", n)
+	}
+	q := start(t, home)
+	initV3(q)
+	for deadline := time.Now().Add(10 * time.Second); len(proctag.Find(tag)) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the next server left %d processes of the killed one's bash tree", len(proctag.Find(tag)))
 		}
 	}
 }

@@ -823,3 +823,54 @@ func TestDaemonKilledThenNew(t *testing.T) {
 		t.Fatalf("the resumed session lost its history: %s", reqs[len(reqs)-1].Body)
 	}
 }
+
+// TestDaemonKilledBashTreeReaped: a bash command of a daemon killed with
+// SIGKILL keeps running (it is in a process group of its own); the next
+// daemon, in its first reconcile pass at start, stops every process of
+// that tree and removes its record, and counts it among the orphans.
+func TestDaemonKilledBashTreeReaped(t *testing.T) {
+	t.Parallel()
+	f := fo.NewServer()
+	defer f.Close()
+	home, ws := t.TempDir(), t.TempDir()
+	writeFakeConfig(t, home, f.URL())
+	first := startDaemon(t, home, nil, "--approval-policy", "auto")
+	tagFile := filepath.Join(ws, "tag")
+	f.Enqueue(fo.Script(fo.ToolCall("call_1", "bash", `{"command":"sleep 300 & echo \"$SCV_RUN_TAG\" > tag; wait"}`)))
+	a := dial(t, home, "a")
+	a.init(protocol.Version4)
+	a.send(&protocol.SessionStart{RequestID: a.id(), Cwd: ws})
+	_, started := until[*protocol.SessionStarted](a)
+	a.send(&protocol.TurnStart{RequestID: a.id(), SessionID: started.SessionID, Prompt: "run it"})
+	var tag string
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(tagFile); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			tag = string(bytes.TrimSpace(b))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bash command did not start\n%s", first.log())
+		}
+	}
+	t.Cleanup(func() { proctag.Kill(tag) })
+	trees, err := records.Trees(records.TreesDir(home))
+	if err != nil || len(trees) != 1 || trees[0].Tag != tag || trees[0].Owner.PID != first.cmd.Process.Pid {
+		t.Fatalf("tree records while the command runs: %+v, %v", trees, err)
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.exitCode()
+	if n := len(proctag.Find(tag)); n < 2 {
+		t.Fatalf("the SIGKILL already ended the tree (%d processes): nothing to reap", n)
+	}
+	second := startDaemon(t, home, nil)
+	for deadline := time.Now().Add(10 * time.Second); len(proctag.Find(tag)) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the new daemon left %d processes of the dead one's bash tree\n%s", len(proctag.Find(tag)), second.log())
+		}
+	}
+	if trees, err := records.Trees(records.TreesDir(home)); err != nil || len(trees) != 0 {
+		t.Fatalf("tree records after the reap: %+v, %v", trees, err)
+	}
+}

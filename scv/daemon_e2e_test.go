@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/scv-cli/scv/scv/internal/daemonclient"
 	"github.com/scv-cli/scv/shared/daemonfile"
 )
 
@@ -69,7 +68,7 @@ func TestDaemonCommands(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("Stopped the daemon (pid %d)", info.Pid)) {
 		t.Fatalf("stop: %+v", r)
 	}
-	if daemonclient.Alive(info.Pid) {
+	if daemonfile.Alive(info.Pid) {
 		t.Fatalf("pid %d still runs after stop", info.Pid)
 	}
 	r = runSCV(t, home, "daemon", "status")
@@ -144,6 +143,20 @@ func TestExecInDaemon(t *testing.T) {
 	if r.code != 0 || r.stdout == "" {
 		t.Fatalf("exec --daemon without a daemon: %+v", r)
 	}
+	cfg := filepath.Join(home, "config.toml")
+	if err := os.WriteFile(cfg, []byte("[daemon]\nuse = \"always\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runSCV(t, home, "exec", "--cd", ws, "hello")
+	if r.code != 1 || !strings.Contains(r.stderr, `daemon.use is "always", but no daemon is running`) || !strings.Contains(r.stderr, "scv daemon start") {
+		t.Fatalf("daemon.use = always without a daemon: %+v", r)
+	}
+	if r = runSCV(t, home, "exec", "--no-daemon", "--cd", ws, "hello"); r.code != 0 {
+		t.Fatalf("--no-daemon overriding always: %+v", r)
+	}
+	if err := os.Remove(cfg); err != nil {
+		t.Fatal(err)
+	}
 	if r := runSCV(t, home, "daemon", "start"); r.code != 0 {
 		t.Fatalf("start: %+v", r)
 	}
@@ -168,6 +181,37 @@ func TestExecInDaemon(t *testing.T) {
 	r = runSCV(t, home, "exec", "--daemon", "--continue", "--cd", ws, "again")
 	if r.code != 2 {
 		t.Fatalf("--daemon --continue: %+v", r)
+	}
+	live := func() int {
+		t.Helper()
+		r := runSCV(t, home, "daemon", "status", "--json")
+		st.Sessions = nil
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatalf("status --json: %v\n%s", err, r.stdout)
+		}
+		return len(st.Sessions)
+	}
+	// daemon.use defaults to auto: a plain exec runs in the running
+	// daemon; --no-daemon does not.
+	if r = runSCV(t, home, "exec", "--cd", ws, "hello"); r.code != 0 {
+		t.Fatalf("exec with daemon.use = auto: %+v", r)
+	}
+	if n := live(); n != 2 {
+		t.Fatalf("after an exec under daemon.use = auto the daemon has %d live sessions, want 2", n)
+	}
+	if r = runSCV(t, home, "exec", "--no-daemon", "--cd", ws, "hello"); r.code != 0 {
+		t.Fatalf("exec --no-daemon: %+v", r)
+	}
+	if n := live(); n != 2 {
+		t.Fatalf("exec --no-daemon ran in the daemon: %d live sessions", n)
+	}
+	// Under auto, a run the daemon cannot take (its own approval policy)
+	// uses a server of its own instead of failing.
+	if r = runSCV(t, home, "exec", "--approval-policy", "never", "--cd", ws, "hello"); r.code != 0 {
+		t.Fatalf("exec --approval-policy under daemon.use = auto: %+v", r)
+	}
+	if n := live(); n != 2 {
+		t.Fatalf("exec --approval-policy ran in the daemon: %d live sessions", n)
 	}
 	if r := runSCV(t, home, "daemon", "stop"); r.code != 0 {
 		t.Fatalf("stop: %+v", r)

@@ -247,8 +247,27 @@ func (a AgentConfig) ConversationIdle() time.Duration {
 	return time.Duration(a.ConversationIdleSeconds) * time.Second
 }
 
+// DaemonUse says whether clients (the TUI, scv exec) run their sessions
+// in the daemon.
+type DaemonUse string
+
+// The values of daemon.use.
+const (
+	// DaemonAuto attaches to the daemon when one runs, and otherwise
+	// starts a server of the client's own.
+	DaemonAuto DaemonUse = "auto"
+	// DaemonAlways needs a running daemon: without one, the client says
+	// how to start it and exits.
+	DaemonAlways DaemonUse = "always"
+	// DaemonNever always starts a server of the client's own.
+	DaemonNever DaemonUse = "never"
+)
+
 // DaemonConfig is the [daemon] table.
 type DaemonConfig struct {
+	// Use says whether clients run their sessions in the daemon (auto,
+	// always, never); --daemon and --no-daemon override it.
+	Use DaemonUse `toml:"use"`
 	// SessionIdleSeconds is how long the daemon keeps a session open with
 	// no client attached, no turn running or queued and no background job
 	// counting, before it ends it (it stays stored and can be resumed).
@@ -316,7 +335,7 @@ func Defaults() *Config {
 			MaxSearchResults:    8,
 		},
 		Skills: SkillsConfig{MaxSkills: 64, MaxSkillBytes: 64 << 10},
-		Daemon: DaemonConfig{SessionIdleSeconds: 3600, RestartTimeoutSeconds: 600},
+		Daemon: DaemonConfig{Use: DaemonAuto, SessionIdleSeconds: 3600, RestartTimeoutSeconds: 600},
 	}
 	c.Sources = map[string]Source{}
 	for _, k := range c.Keys() {

@@ -249,6 +249,12 @@ func TestLoadErrors(t *testing.T) {
 			line: 2, key: "tools.approval_policy",
 		},
 		{
+			name: "unknown daemon use",
+			user: "[daemon]\nuse = \"sometimes\"\n",
+			want: `$USER:2: key "daemon.use" is "sometimes", which is not a daemon choice; use "auto", "always" or "never"`,
+			line: 2, key: "daemon.use",
+		},
+		{
 			name: "unknown kind",
 			user: "[providers.claude]\nkind = \"anthropic\"\n",
 			want: `$USER:2: key "providers.claude.kind" is "anthropic", which is not a supported provider kind ("openai" covers any OpenAI-compatible endpoint); use "openai"`,

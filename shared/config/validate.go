@@ -33,6 +33,7 @@ var (
 	approvalPolicies = []string{string(ApprovalOnRisk), string(ApprovalNever), string(ApprovalAuto)}
 	providerKinds    = []string{string(KindOpenAI)}
 	wireAPIs         = []string{string(WireChat), string(WireResponses)}
+	daemonUses       = []string{string(DaemonAuto), string(DaemonAlways), string(DaemonNever)}
 )
 
 func validApprovalPolicy(p ApprovalPolicy) bool {
@@ -202,6 +203,7 @@ func (l *loader) validate() []error {
 	v.validateWeb()
 
 	// [daemon]
+	v.oneOf("daemon.use", string(c.Daemon.Use), daemonUses, "a daemon choice")
 	v.intRange("daemon.session_idle_seconds", int64(c.Daemon.SessionIdleSeconds), 60, maxSeconds, "a number of seconds")
 	v.intRange("daemon.restart_timeout_seconds", int64(c.Daemon.RestartTimeoutSeconds), 0, maxSeconds, "a number of seconds")
 

@@ -140,7 +140,7 @@ func New(opts Options) (*Runtime, error) {
 			Logger: log.With("component", "mcp")})
 		ext.mcp.Start(context.Background())
 	}
-	base := sk.withSkills(workspaceConfig(cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil)
+	base := sk.withSkills(workspaceConfig(home, cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil)
 	mgr := session.NewManager(session.Options{
 		Provider: prov,
 		Tools:    base.Tools,
@@ -196,7 +196,7 @@ func projectConfig(home, ws string, opts Options, base session.WorkspaceConfig, 
 		}
 	}
 	log.Info("Project configuration applied", "workspace", ws, "file", file, "policy", policy)
-	return sk.withSkills(workspaceConfig(cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil), nil
+	return sk.withSkills(workspaceConfig(home, cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil), nil
 }
 
 // strictness orders approval policies from the loosest (auto) to the
@@ -214,11 +214,11 @@ func strictness(p approval.Policy) int {
 
 // workspaceConfig is the session configuration of cfg and policy;
 // opts.Tools, when not nil, replaces the built-in tools (tests).
-func workspaceConfig(cfg *config.Config, policy approval.Policy, opts Options, ext *extensions) session.WorkspaceConfig {
+func workspaceConfig(home string, cfg *config.Config, policy approval.Policy, opts Options, ext *extensions) session.WorkspaceConfig {
 	tc := cfg.Tools
 	toolsFn := opts.Tools
 	if toolsFn == nil {
-		toolsFn = toolsFor(cfg, opts)
+		toolsFn = toolsFor(home, cfg, opts)
 	}
 	return session.WorkspaceConfig{
 		Policy:          policy,

@@ -14,6 +14,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/tools/websearch"
 	"github.com/scv-cli/scv/scv-server/internal/tools/write"
 	"github.com/scv-cli/scv/shared/config"
+	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/version"
 )
@@ -21,7 +22,7 @@ import (
 // Tools builds the built-in tool registry of a session with the default
 // options; the server builds its sessions' tools with toolsFor.
 func Tools(workspace string) (*tools.Registry, error) {
-	return builtinTools(config.Defaults(), Options{Env: paths.MapEnv(nil)})
+	return builtinTools("", config.Defaults(), Options{Env: paths.MapEnv(nil)})
 }
 
 // toolsFor returns the ToolsFunc of the built-in tools configured by cfg:
@@ -29,11 +30,11 @@ func Tools(workspace string) (*tools.Registry, error) {
 // [web] options, and web_search when web.search names a search service.
 // Each session gets its own instances (web_fetch keeps a per-session page
 // cache).
-func toolsFor(cfg *config.Config, opts Options) session.ToolsFunc {
-	return func(string) (*tools.Registry, error) { return builtinTools(cfg, opts) }
+func toolsFor(home string, cfg *config.Config, opts Options) session.ToolsFunc {
+	return func(string) (*tools.Registry, error) { return builtinTools(home, cfg, opts) }
 }
 
-func builtinTools(cfg *config.Config, opts Options) (*tools.Registry, error) {
+func builtinTools(home string, cfg *config.Config, opts Options) (*tools.Registry, error) {
 	tc, wc := cfg.Tools, cfg.Web
 	redirects := wc.MaxRedirects
 	if redirects == 0 {
@@ -44,7 +45,7 @@ func builtinTools(cfg *config.Config, opts Options) (*tools.Registry, error) {
 		write.New(),
 		edit.New(),
 		bash.New(bash.Options{DefaultTimeout: tc.CommandTimeout(), MaxTimeout: tc.MaxTimeout(), SpillMaxBytes: tc.SpillMaxBytes,
-			MaxProcesses: tc.MaxProcesses, MemoryLimitMB: tc.MemoryLimitMB, HideEnv: cfg.SecretEnvNames()}),
+			MaxProcesses: tc.MaxProcesses, MemoryLimitMB: tc.MemoryLimitMB, HideEnv: cfg.SecretEnvNames(), TreesDir: treesDir(home)}),
 		webfetch.New(webfetch.Options{
 			MaxBytes:           wc.FetchMaxBytes,
 			MaxRedirects:       redirects,
@@ -121,4 +122,13 @@ func webPorts(wc config.WebConfig) []netguard.PortRange {
 		out = append(out, netguard.PortRange{Lo: r.Lo, Hi: r.Hi})
 	}
 	return out
+}
+
+// treesDir is where the bash tool records its process trees; "" (no
+// records) without an instance directory.
+func treesDir(home string) string {
+	if home == "" {
+		return ""
+	}
+	return records.TreesDir(home)
 }

@@ -27,6 +27,9 @@ type Flags struct {
 	// Daemon (--daemon) talks to the running daemon through `scv-server
 	// connect` instead of starting a server of its own, when one runs.
 	Daemon bool
+	// NoDaemon (--no-daemon) starts a server of its own even when a
+	// daemon runs. Without either flag, daemon.use decides.
+	NoDaemon bool
 }
 
 // Main runs scv-tui with the process's arguments and returns its exit
@@ -96,7 +99,9 @@ Exit codes: 0 ok, 1 error, 2 usage error, 130 interrupted.`,
 	fl.StringVar(&f.Resume, "resume", "", "continue the stored session `ID` of this workspace")
 	fl.StringVar(&f.Model, "model", "", "use model `M` instead of the configured one")
 	fl.StringVar(&f.LogFile, "log-file", "", "append the server's stderr to `PATH` (default $SCV_HOME/logs/tui-server.log)")
-	fl.BoolVar(&f.Daemon, "daemon", false, "use the running daemon (scv daemon start), whose sessions outlive the UI; without one, start a server as usual")
+	fl.BoolVar(&f.Daemon, "daemon", false, "use the running daemon (scv daemon start), whose sessions outlive the UI; without one, start a server as usual (daemon.use = \"auto\")")
+	fl.BoolVar(&f.NoDaemon, "no-daemon", false, "start a server of its own even when a daemon runs (daemon.use = \"never\")")
+	c.MarkFlagsMutuallyExclusive("daemon", "no-daemon")
 	return c
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,26 +196,49 @@ exit 78`
 	pu.wait()
 }
 
-// TestServerArgsDaemon: --daemon relays to the daemon (scv-server connect)
-// only when one runs.
+// TestServerArgsDaemon: the TUI relays to the daemon (scv-server connect)
+// only when one runs and daemon.use (auto by default) or --daemon says so;
+// --no-daemon and daemon.use = "never" keep a server of its own, and
+// "always" without a daemon is an error that says how to start one.
 func TestServerArgsDaemon(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	env := paths.MapEnv(map[string]string{"SCV_HOME": home})
 	log := slog.New(slog.DiscardHandler)
-	if a := serverArgs(Flags{}, env, log); a != nil {
-		t.Fatalf("without --daemon: %q", a)
+	check := func(name string, f Flags, want []string) {
+		t.Helper()
+		a, err := serverArgs(f, env, log)
+		if err != nil || !slices.Equal(a, want) {
+			t.Fatalf("%s: %q, %v; want %q", name, a, err, want)
+		}
 	}
-	if a := serverArgs(Flags{Daemon: true}, env, log); a != nil {
-		t.Fatalf("--daemon without a daemon: %q", a)
+	setUse := func(use string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[daemon]\nuse = \""+use+"\"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
+	check("auto without a daemon", Flags{}, nil)
+	check("--daemon without a daemon", Flags{Daemon: true}, nil)
+	setUse("always")
+	if _, err := serverArgs(Flags{}, env, log); err == nil || !strings.Contains(err.Error(), "scv daemon start") {
+		t.Fatalf("always without a daemon: %v", err)
+	}
+	check("--no-daemon overrides always", Flags{NoDaemon: true}, nil)
+
 	if err := paths.EnsureDir(paths.RunDir(home)); err != nil {
 		t.Fatal(err)
 	}
 	if err := daemonfile.Write(home, daemonfile.Info{Pid: os.Getpid()}); err != nil {
 		t.Fatal(err)
 	}
-	if a := serverArgs(Flags{Daemon: true}, env, log); len(a) != 1 || a[0] != "connect" {
-		t.Fatalf("--daemon with a daemon: %q", a)
-	}
+	check("always with a daemon", Flags{}, []string{"connect"})
+	setUse("auto")
+	check("auto with a daemon", Flags{}, []string{"connect"})
+	check("--no-daemon with a daemon", Flags{NoDaemon: true}, nil)
+	setUse("never")
+	check("never with a daemon", Flags{}, nil)
+	check("--daemon overrides never", Flags{Daemon: true}, []string{"connect"})
+	setUse("sometimes")
+	check("a configuration that does not load", Flags{}, nil)
 }

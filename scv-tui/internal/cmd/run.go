@@ -22,7 +22,7 @@ import (
 	"github.com/scv-cli/scv/scv-tui/internal/history"
 	"github.com/scv-cli/scv/shared/cli"
 	sclient "github.com/scv-cli/scv/shared/client"
-	"github.com/scv-cli/scv/shared/daemonfile"
+	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/statefile"
 )
@@ -91,9 +91,14 @@ func setup(f Flags, env paths.Env) (*session, error) {
 	} else {
 		s.hist = h // only a non-nil *Store goes into the interface
 	}
+	args, err := serverArgs(f, env, s.log)
+	if err != nil {
+		s.closeLog()
+		return nil, err
+	}
 	s.client = client.New(client.Config{
 		Path:    serverPath,
-		Args:    serverArgs(f, env, s.log),
+		Args:    args,
 		Dir:     f.Dir,
 		LogPath: s.logPath,
 	})
@@ -101,22 +106,33 @@ func setup(f Flags, env paths.Env) (*session, error) {
 }
 
 // serverArgs are the server's arguments: `connect`, a relay to the daemon's
-// socket, with --daemon when a daemon runs (the session then lives in the
-// daemon and outlives the UI); otherwise nil, a server of its own.
-func serverArgs(f Flags, env paths.Env, log *slog.Logger) []string {
-	if !f.Daemon {
-		return nil
+// socket, when daemon.use (or --daemon) says so and a daemon runs (the
+// session then lives in the daemon and outlives the UI); otherwise nil, a
+// server of its own. Its error is daemon.use = "always" with no daemon.
+func serverArgs(f Flags, env paths.Env, log *slog.Logger) ([]string, error) {
+	if f.NoDaemon {
+		return nil, nil
 	}
 	home, err := paths.Home(env)
-	if err == nil {
-		var info daemonfile.Info
-		if info, err = daemonfile.Running(home); err == nil {
-			log.Info("using the daemon", "pid", info.Pid, "socket", info.Socket)
-			return []string{"connect"}
-		}
+	if err != nil {
+		// The server of its own says what is wrong with SCV_HOME.
+		log.Info("no SCV_HOME; starting a server of its own", "err", err)
+		return nil, nil
 	}
-	log.Info("no daemon runs; starting a server of its own", "err", err)
-	return nil
+	use := config.DaemonAuto
+	if !f.Daemon {
+		use = sclient.ConfiguredDaemonUse(home, env)
+	}
+	info, ok, err := sclient.ChooseDaemon(use, home)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		log.Info("using the daemon", "pid", info.Pid, "socket", info.Socket)
+		return []string{"connect"}, nil
+	}
+	log.Info("starting a server of its own", "daemon.use", use)
+	return nil, nil
 }
 
 func (s *session) closeLog() {

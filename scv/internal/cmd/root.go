@@ -41,7 +41,7 @@ var Program = cli.Program{Name: "scv"}
 // NewCmdRoot returns the root command with every subcommand. runTUI
 // replaces the no-argument behaviour in tests.
 func NewCmdRoot(f *cmdutil.Factory, runTUI func() error) *cobra.Command {
-	var useDaemon bool
+	var useDaemon, noDaemon bool
 	root := &cobra.Command{
 		Use:   "scv",
 		Short: "SCV, a terminal agent runtime",
@@ -57,10 +57,12 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 			if runTUI != nil {
 				return runTUI()
 			}
-			return tuiRun(f, useDaemon)
+			return tuiRun(f, useDaemon, noDaemon)
 		},
 	}
-	root.Flags().BoolVar(&useDaemon, "daemon", false, "run the terminal UI on the running daemon (scv daemon start), whose sessions outlive it")
+	root.Flags().BoolVar(&useDaemon, "daemon", false, "run the terminal UI on the running daemon (scv daemon start), whose sessions outlive it (daemon.use = \"auto\")")
+	root.Flags().BoolVar(&noDaemon, "no-daemon", false, "run the terminal UI on a server of its own even when a daemon runs (daemon.use = \"never\")")
+	root.MarkFlagsMutuallyExclusive("daemon", "no-daemon")
 	root.SetVersionTemplate(version.Line() + "\n")
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
@@ -86,7 +88,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 }
 
 // tuiRun becomes scv-tui, which inherits the terminal.
-func tuiRun(f *cmdutil.Factory, useDaemon bool) error {
+func tuiRun(f *cmdutil.Factory, useDaemon, noDaemon bool) error {
 	path, err := f.FindBinary(client.TUI)
 	if err != nil {
 		return err
@@ -94,6 +96,9 @@ func tuiRun(f *cmdutil.Factory, useDaemon bool) error {
 	argv := []string{client.TUI}
 	if useDaemon {
 		argv = append(argv, "--daemon")
+	}
+	if noDaemon {
+		argv = append(argv, "--no-daemon")
 	}
 	return f.Exec(path, argv)
 }

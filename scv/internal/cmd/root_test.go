@@ -60,6 +60,10 @@ func TestRun(t *testing.T) {
 			wantExecd: []string{"/bin/scv-tui", "scv-tui", "--daemon"},
 		},
 		{
+			name: "--no-daemon runs the TUI on a server of its own", args: []string{"--no-daemon"},
+			wantExecd: []string{"/bin/scv-tui", "scv-tui", "--no-daemon"},
+		},
+		{
 			name: "daemon run execs scv-server daemon", args: []string{"daemon", "run", "--log-level", "info"},
 			wantExecd: []string{"/bin/scv-server", "scv-server", "daemon", "--log-level", "info"},
 		},

@@ -67,7 +67,7 @@ const leaderPoll = 20 * time.Millisecond
 // owner no longer runs is an orphan: its run is stopped (StopRun) and the
 // record removed. Conversation markers whose owner no longer runs are
 // removed too. Corrupt records are logged and left for `scv agents kill`,
-// never deleted silently. It returns how many orphan runs it stopped; err
+// never deleted silently. It returns how many orphan runs and trees it stopped; err
 // joins what it could not do (corrupt files included).
 func Reconcile(ctx context.Context, home string, logger *slog.Logger) (stopped int, err error) {
 	if logger == nil {
@@ -105,6 +105,12 @@ func Reconcile(ctx context.Context, home string, logger *slog.Logger) (stopped i
 		logger.Info("stopped orphaned delegation", "handle", r.Handle, "agent", r.Agent,
 			"owner_pid", r.Owner.PID, "group", res.Group, "tagged_killed", res.Killed)
 	}
+	// The tagged process trees (bash commands) of owners that are gone.
+	reaped, tErr := reapTrees(TreesDir(home), logger.Info)
+	if tErr != nil {
+		errs = append(errs, tErr)
+	}
+	stopped += reaped
 	ms, mErr := Markers(home)
 	if mErr != nil {
 		errs = append(errs, mErr)

@@ -32,6 +32,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/scv-server/internal/tools/spill"
 	"github.com/scv-cli/scv/shared/childenv"
+	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/protocol"
 
 	"github.com/scv-cli/scv/shared/textcut"
@@ -83,6 +84,10 @@ type Options struct {
 	// (config.SecretEnvNames: the providers' api_key_env, the active
 	// provider's whatever its name).
 	HideEnv []string
+	// TreesDir is where each command's process tree is recorded while it
+	// runs (records.TreesDir), so that the next server or the daemon
+	// reaps the tree of a server killed with SIGKILL; "" records nothing.
+	TreesDir string
 }
 
 // Tool is the bash tool.
@@ -227,6 +232,21 @@ func (t *Tool) run(ctx context.Context, env tools.Env, command string, timeout t
 	if env.Progress != nil {
 		fw = startForwarder(env.Progress)
 		c.onLine = fw.offer
+	}
+	if t.opts.TreesDir != "" {
+		// Recorded before the tree starts and removed once procgroup.Run
+		// has stopped it: a SIGKILL of this server in between leaves a
+		// record whose owner is gone, and reconcile kills the tree.
+		if self, err := records.Self(); err == nil {
+			if err := records.WriteTree(t.opts.TreesDir, records.Tree{Tag: tag, Owner: self, What: "bash"}); err != nil {
+				c.discard()
+				if fw != nil {
+					fw.stop()
+				}
+				return tools.Failed(fmt.Sprintf("could not record the command's process tree: %v", err)), nil
+			}
+			defer func() { _ = records.RemoveTree(t.opts.TreesDir, tag) }()
+		}
 	}
 	st, err := procgroup.Run(ctx, procgroup.Command{
 		Path:        Shell,

@@ -26,6 +26,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/tools/read"
 	"github.com/scv-cli/scv/scv-server/internal/tools/spill"
 	"github.com/scv-cli/scv/scv-server/internal/tools/toolstest"
+	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/testkit"
 )
@@ -673,5 +674,34 @@ func TestProcessLimit(t *testing.T) {
 	o = await(t, call(context.Background(), t, tool, env, map[string]any{"command": "echo fine"}))
 	if o.err != nil || !o.res.Success {
 		t.Fatalf("result %+v, %v", o.res, o.err)
+	}
+}
+
+// TestProcessTreeIsRecordedWhileItRuns: with TreesDir set, the command's
+// tree is recorded (its tag, this server as the owner) before it starts,
+// so a SIGKILLed server's tree can be reaped by the next one, and the
+// record is gone once the call returns.
+func TestProcessTreeIsRecordedWhileItRuns(t *testing.T) {
+	env := newEnv(t, 4096)
+	dir := filepath.Join(t.TempDir(), "trees")
+	tool := New(Options{DefaultTimeout: 30 * time.Second, MaxTimeout: 120 * time.Second, TreesDir: dir})
+	o := await(t, call(context.Background(), t, tool, env, map[string]any{"command": `echo "$SCV_RUN_TAG"; cat "` + dir + `/$SCV_RUN_TAG.json"`}))
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	lines := strings.Split(o.res.Output, "\n")
+	if len(lines) < 3 {
+		t.Fatalf("output %q", o.res.Output)
+	}
+	var rec records.Tree
+	if err := json.Unmarshal([]byte(lines[2]), &rec); err != nil {
+		t.Fatalf("the record the command saw: %q: %v", lines[2], err)
+	}
+	self, _ := records.Self()
+	if rec.Tag != lines[1] || rec.Owner != self || rec.What != "bash" {
+		t.Fatalf("record %+v, want tag %s and owner %+v", rec, lines[1], self)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Fatalf("records left after the call: %v, %v", ents, err)
 	}
 }

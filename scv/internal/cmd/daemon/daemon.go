@@ -20,7 +20,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/daemonclient"
 	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/daemonfile"
@@ -105,7 +104,7 @@ func newCmdStart(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if info, err := daemonclient.Running(h); err == nil {
+			if info, err := client.DaemonRunning(h); err == nil {
 				fmt.Fprintf(f.IO.Out, "The daemon already runs (pid %d, socket %s).\n", info.Pid, info.Socket)
 				return nil
 			}
@@ -189,7 +188,7 @@ func newCmdStop(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			info, err := daemonclient.Running(h)
+			info, err := client.DaemonRunning(h)
 			if err != nil {
 				fmt.Fprintln(f.IO.Out, "No daemon is running.")
 				return nil
@@ -198,7 +197,7 @@ func newCmdStop(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 				return fmt.Errorf("stopping the daemon (pid %d): %w", info.Pid, err)
 			}
 			for deadline := time.Now().Add(stopTimeout); ; time.Sleep(20 * time.Millisecond) {
-				if _, err := daemonclient.Running(h); err != nil {
+				if _, err := client.DaemonRunning(h); err != nil {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -222,7 +221,7 @@ func newCmdStatus(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := daemonclient.Running(h); err != nil {
+			if _, err := client.DaemonRunning(h); err != nil {
 				if asJSON {
 					fmt.Fprintln(f.IO.Out, `{"running":false}`)
 				} else {
@@ -230,7 +229,7 @@ func newCmdStatus(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 				}
 				return cli.Reported(cli.WithCode(cli.Daemon, err))
 			}
-			st, err := daemonclient.Status(h, 5*time.Second)
+			st, err := client.QueryDaemonStatus(h, 5*time.Second)
 			if err != nil {
 				return err
 			}

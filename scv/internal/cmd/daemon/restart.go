@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
-	"github.com/scv-cli/scv/scv/internal/daemonclient"
 	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/config"
@@ -29,7 +28,7 @@ func newCmdRestart(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			info, err := daemonclient.Running(h)
+			info, err := client.DaemonRunning(h)
 			if err != nil {
 				info, err := Start(f, h)
 				if err != nil {
@@ -85,7 +84,7 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			info, err := daemonclient.Running(h)
+			info, err := client.DaemonRunning(h)
 			if err != nil {
 				fmt.Fprintln(f.IO.Out, "No daemon is running; nothing to update (clients start the installed scv-server themselves).")
 				return nil
@@ -132,7 +131,7 @@ func serverVersion(path string) (string, error) {
 // old (the same pid after a re-exec, or another under a service manager).
 func waitRestarted(home string, old daemonfile.Info, timeout time.Duration) (daemonfile.Info, error) {
 	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
-		if info, err := daemonclient.Running(home); err == nil && (info.Pid != old.Pid || info.StartedAt.After(old.StartedAt) || info.Version != old.Version || info.Instance != old.Instance) {
+		if info, err := client.DaemonRunning(home); err == nil && (info.Pid != old.Pid || info.StartedAt.After(old.StartedAt) || info.Version != old.Version || info.Instance != old.Instance) {
 			return info, nil
 		}
 		if time.Now().After(deadline) {

@@ -2,13 +2,11 @@ package exec
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
 	"time"
 
-	"github.com/scv-cli/scv/scv/internal/daemonclient"
+	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/client"
+	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/paths"
 )
 
@@ -28,20 +26,39 @@ type server struct {
 	release func()
 }
 
-// connect returns the run's server: the daemon's socket with --daemon
-// when a daemon runs, else a new `scv-server --stdio` child.
+// connect returns the run's server: the daemon's socket when daemon.use
+// (or --daemon) says so and a daemon runs, else a new `scv-server --stdio`
+// child.
 func connect(opts *Options) (*server, error) {
-	if opts.Daemon {
-		home, err := paths.Home(paths.OSEnv())
-		if err != nil {
-			return nil, err
-		}
-		if _, err := daemonclient.Running(home); err == nil {
-			return dialDaemon(home)
-		}
-		// No daemon: the run goes on with its own server, as without
-		// --daemon.
+	if opts.NoDaemon {
+		return startOwn(opts)
 	}
+	home, err := paths.Home(paths.OSEnv())
+	if err != nil {
+		return nil, err
+	}
+	use := config.DaemonAuto
+	if !opts.Daemon {
+		use = client.ConfiguredDaemonUse(home, paths.OSEnv())
+	}
+	if use != config.DaemonNever && (opts.Continue || opts.ApprovalPolicy != "") {
+		// The daemon's sessions are locked in it and its policy is its
+		// own: a run that needs either keeps a server of its own.
+		if use == config.DaemonAlways {
+			return nil, cli.UsageErrorf("daemon.use is \"always\", which --continue and --approval-policy cannot use yet: pass --no-daemon for this run (see docs/daemon.md)")
+		}
+		return startOwn(opts)
+	}
+	if _, ok, err := client.ChooseDaemon(use, home); err != nil {
+		return nil, err
+	} else if ok {
+		return dialDaemon(home)
+	}
+	return startOwn(opts)
+}
+
+// startOwn starts the run's own `scv-server --stdio`.
+func startOwn(opts *Options) (*server, error) {
 	path, err := opts.ServerPath()
 	if err != nil {
 		return nil, err
@@ -62,18 +79,20 @@ func connect(opts *Options) (*server, error) {
 	}, nil
 }
 
-// dialDaemon connects to the daemon's socket. Closing the stream
-// half-closes the connection: the daemon reads the end of input and closes
-// its side, detaching the run from its session, which the daemon keeps
-// (its turn, if one still runs after turn.cancel, goes on).
+// dialDaemon connects to the daemon's socket (shared/client). Closing
+// the stream half-closes the connection: the daemon reads the end of
+// input and closes its side, detaching the run from its session, which
+// the daemon keeps (its turn, if one still runs after turn.cancel, goes
+// on).
 func dialDaemon(home string) (*server, error) {
-	c, err := net.DialTimeout("unix", paths.SocketFile(home), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	uc, err := client.DialSocket(ctx, home)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the daemon: %w", err)
+		return nil, err
 	}
-	uc := c.(*net.UnixConn)
 	return &server{
-		stream: halfCloser{uc},
+		stream: client.HalfCloser{UnixConn: uc},
 		stop: func(grace time.Duration) error {
 			_ = uc.CloseWrite()
 			// The reader ends when the daemon closes its side; the
@@ -84,16 +103,4 @@ func dialDaemon(home string) (*server, error) {
 		kill:    func() { _ = uc.Close() },
 		release: func() { _ = uc.Close() },
 	}, nil
-}
-
-// halfCloser closes only the write side of the connection.
-type halfCloser struct{ c *net.UnixConn }
-
-func (h halfCloser) Read(p []byte) (int, error)  { return h.c.Read(p) }
-func (h halfCloser) Write(p []byte) (int, error) { return h.c.Write(p) }
-func (h halfCloser) Close() error {
-	if err := h.c.CloseWrite(); err != nil && !errors.Is(err, net.ErrClosed) {
-		return err
-	}
-	return nil
 }

@@ -62,8 +62,11 @@ type Options struct {
 	// instead of starting a new one.
 	Continue bool
 	// Daemon runs the turn in the daemon when one runs (its session then
-	// stays open there), else in a server of its own.
+	// stays open there), else in a server of its own: --daemon.
 	Daemon bool
+	// NoDaemon runs the turn in a server of its own even when a daemon
+	// runs: --no-daemon. Without either flag, daemon.use decides.
+	NoDaemon bool
 }
 
 // NewCmdExec returns the exec command. runF replaces the behaviour in tests.
@@ -105,6 +108,9 @@ Exit codes: 0 the turn completed, 1 it failed or an error occurred,
 			if opts.Daemon && (opts.Continue || opts.ApprovalPolicy != "") {
 				return cli.UsageErrorf("--daemon cannot be combined with --continue or --approval-policy yet: the daemon's sessions and policy are its own (see docs/daemon.md)")
 			}
+			if opts.Daemon && opts.NoDaemon {
+				return cli.UsageErrorf("--daemon and --no-daemon contradict each other: pass one of them")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -116,7 +122,8 @@ Exit codes: 0 the turn completed, 1 it failed or an error occurred,
 	fl.StringVar(&opts.ApprovalPolicy, "approval-policy", "", "approval policy for this run, overriding tools.approval_policy: on-risk, never or auto")
 	fl.StringVarP(&opts.Dir, "cd", "C", "", "workspace directory (default: the current directory)")
 	fl.BoolVar(&opts.Continue, "continue", false, "continue the workspace's most recent session instead of starting a new one")
-	fl.BoolVar(&opts.Daemon, "daemon", false, "run the turn in the daemon when one runs (scv daemon start); otherwise in a server of its own")
+	fl.BoolVar(&opts.Daemon, "daemon", false, "run the turn in the daemon when one runs (scv daemon start); otherwise in a server of its own (daemon.use = \"auto\")")
+	fl.BoolVar(&opts.NoDaemon, "no-daemon", false, "run the turn in a server of its own even when a daemon runs (daemon.use = \"never\")")
 	return cmd
 }
 
