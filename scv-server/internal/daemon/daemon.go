@@ -74,6 +74,49 @@ type Daemon struct {
 	draining atomic.Bool
 }
 
+// privateRunDir returns SCV_HOME with its run directory made and private
+// (0700), as the socket's directory must be.
+func privateRunDir(env paths.Env) (string, error) {
+	home, err := paths.Home(env)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", server.ErrConfig, err)
+	}
+	runDir := paths.RunDir(home)
+	if err := paths.EnsureDir(runDir); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(runDir, unix.DirMode); err != nil {
+		return "", fmt.Errorf("cannot make %s private (mode 0700): %w", runDir, err)
+	}
+	return home, nil
+}
+
+// startHousekeeping starts the reconcile pass and the idle-session
+// reaper under wg; both end with ctx.
+func (d *Daemon) startHousekeeping(ctx context.Context, opts Options, wg *sync.WaitGroup) {
+	every := opts.ReconcileEvery
+	if every <= 0 {
+		every = DefaultReconcileEvery
+	}
+	idleEvery := opts.IdleEvery
+	if idleEvery <= 0 {
+		idleEvery = DefaultIdleEvery
+	}
+	idle := d.rt.Config.Daemon.SessionIdle()
+	if opts.SessionIdle > 0 {
+		idle = opts.SessionIdle
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		d.housekeep(ctx, every)
+	}()
+	go func() {
+		defer wg.Done()
+		d.endIdle(ctx, idleEvery, idle)
+	}()
+}
+
 // Run runs the daemon until ctx ends (a signal): it takes the lock, loads
 // the configuration, listens, and serves. At the end it stops accepting,
 // ends every connection, closes the sessions (turns get the grace period),
@@ -84,16 +127,9 @@ func Run(ctx context.Context, opts Options) error {
 		env = paths.OSEnv()
 		opts.Server.Env = env
 	}
-	home, err := paths.Home(env)
+	home, err := privateRunDir(env)
 	if err != nil {
-		return fmt.Errorf("%w: %w", server.ErrConfig, err)
-	}
-	runDir := paths.RunDir(home)
-	if err := paths.EnsureDir(runDir); err != nil {
 		return err
-	}
-	if err := os.Chmod(runDir, unix.DirMode); err != nil {
-		return fmt.Errorf("cannot make %s private (mode 0700): %w", runDir, err)
 	}
 	lock, err := acquire(paths.DaemonLockFile(home))
 	if err != nil {
@@ -133,28 +169,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer stopHousekeeping()
 
 	var wg sync.WaitGroup
-	every := opts.ReconcileEvery
-	if every <= 0 {
-		every = DefaultReconcileEvery
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		d.housekeep(hkCtx, every)
-	}()
-	idleEvery := opts.IdleEvery
-	if idleEvery <= 0 {
-		idleEvery = DefaultIdleEvery
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		idle := rt.Config.Daemon.SessionIdle()
-		if opts.SessionIdle > 0 {
-			idle = opts.SessionIdle
-		}
-		d.endIdle(hkCtx, idleEvery, idle)
-	}()
+	d.startHousekeeping(hkCtx, opts, &wg)
 
 	connCtx, endConns := context.WithCancel(ctx)
 	defer endConns()
