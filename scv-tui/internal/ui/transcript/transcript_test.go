@@ -343,7 +343,8 @@ func TestCacheBounded(t *testing.T) {
 // allocate about the same bytes early and late in a long reply, and
 // whatever the transcript's length.
 func TestDeltaCostIndependentOfReplyLength(t *testing.T) {
-	t.Parallel()
+	// Serial: TotalAlloc counts every goroutine's allocations, and parallel
+	// tests' would be counted as this one's.
 	measure := func(items, lines int) float64 {
 		tr := newT(80, 20)
 		for i := range items {
