@@ -13,6 +13,7 @@ import (
 
 	"github.com/scv-cli/scv/shared/daemonfile"
 	"github.com/scv-cli/scv/shared/delegate/records"
+	"github.com/scv-cli/scv/shared/fakeopenai"
 )
 
 // TestDaemonCommands drives scv daemon start, status, restart, stop and
@@ -390,5 +391,81 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, data, 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestExecThroughPlannedRestart: scv exec runs a turn in the daemon; scv
+// restart (without --force) during the turn waits for it, so exec prints
+// the whole reply and exits 0, and the daemon comes back (same pid, a new
+// instance) with the session open.
+func TestExecThroughPlannedRestart(t *testing.T) {
+	t.Parallel()
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("first "), fakeopenai.Delay(2*time.Second), fakeopenai.Text("done")))
+	home, ws := fakeHome(t, srv), t.TempDir()
+	t.Cleanup(func() {
+		if info, err := daemonfile.Read(home); err == nil {
+			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
+		}
+	})
+	if r := runSCV(t, home, "start"); r.code != 0 {
+		t.Fatalf("start: %+v", r)
+	}
+	before, err := daemonfile.Read(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := scvCmd(t.Context(), home, "exec", "--daemon", "--cd", ws, "go")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// Restart once the turn runs in the daemon.
+	var st struct {
+		Sessions []struct {
+			TurnID string `json:"turn_id"`
+		} `json:"sessions"`
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := runSCV(t, home, "status", "--json")
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatalf("status --json: %v %+v", err, r)
+		}
+		if len(st.Sessions) == 1 && st.Sessions[0].TurnID != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no turn ran in the daemon; exec's stderr:\n%s", stderr.String())
+		}
+	}
+	r := runSCV(t, home, "restart")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("Restarted the daemon (pid %d", before.Pid)) ||
+		!strings.Contains(r.stderr, "Waiting for running turns to finish") {
+		t.Fatalf("restart: %+v", r)
+	}
+	select {
+	case err := <-exited:
+		if err != nil || stdout.String() != "first done\n" {
+			t.Fatalf("exec through the restart: %v, stdout %q, stderr:\n%s", err, stdout.String(), stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("exec did not end after the restart; stderr:\n%s", stderr.String())
+	}
+	after, err := daemonfile.Read(home)
+	if err != nil || after.Instance == before.Instance || after.Pid != before.Pid {
+		t.Fatalf("daemon.json after the restart: %+v, %v (before %+v)", after, err, before)
+	}
+	r = runSCV(t, home, "status", "--json")
+	st.Sessions = nil
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Sessions) != 1 {
+		t.Fatalf("the session is not open after the restart: %v\n%s", err, r.stdout)
+	}
+	if r := runSCV(t, home, "stop"); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
 	}
 }
