@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -464,6 +465,46 @@ func TestExecThroughPlannedRestart(t *testing.T) {
 	st.Sessions = nil
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Sessions) != 1 {
 		t.Fatalf("the session is not open after the restart: %v\n%s", err, r.stdout)
+	}
+
+	// restart --force does not wait: exec's connection ends mid-turn, and
+	// it says so, naming the session, instead of blaming a server exit.
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("second "), fakeopenai.Delay(5*time.Second), fakeopenai.Text("never")))
+	cmd = scvCmd(t.Context(), home, "exec", "--daemon", "--cd", ws, "again")
+	stdout.Reset()
+	stderr.Reset()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { exited <- cmd.Wait() }()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := runSCV(t, home, "status", "--json")
+		st.Sessions = nil
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatalf("status --json: %v %+v", err, r)
+		}
+		if len(st.Sessions) == 2 && (st.Sessions[0].TurnID != "" || st.Sessions[1].TurnID != "") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second turn did not run in the daemon; exec's stderr:\n%s", stderr.String())
+		}
+	}
+	if r := runSCV(t, home, "restart", "--force"); r.code != 0 {
+		t.Fatalf("restart --force: %+v", r)
+	}
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "the daemon closed the connection before the turn ended") ||
+			!strings.Contains(stderr.String(), "session ") {
+			t.Fatalf("exec through restart --force: %v, stdout %q, stderr:\n%s", err, stdout.String(), stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("exec did not end after restart --force; stderr:\n%s", stderr.String())
 	}
 	if r := runSCV(t, home, "stop"); r.code != 0 {
 		t.Fatalf("stop: %+v", r)
