@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,8 +10,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/scv-cli/scv/shared/daemonfile"
+	"github.com/scv-cli/scv/shared/delegate/records"
+	"github.com/scv-cli/scv/shared/fakeopenai"
 )
 
 // TestDaemonCommands drives scv daemon start, status, restart, stop and
@@ -81,12 +85,115 @@ func TestDaemonCommands(t *testing.T) {
 	}
 }
 
+// TestTopLevelDaemonCommands drives scv start, status, restart and stop
+// (the top-level names of scv daemon ...), with delegation records on
+// disk: status lists the live ones as scv agents ps does (running, idle)
+// and counts the orphan the daemon's first reconcile stopped.
+func TestTopLevelDaemonCommands(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	t.Cleanup(func() {
+		if info, err := daemonfile.Read(home); err == nil {
+			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
+		}
+	})
+	self, err := records.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Unix()
+	gone := records.Process{PID: self.PID, StartTime: self.StartTime + 1} // a reused pid: not the owner
+	for _, r := range []records.Record{
+		{Handle: "codex-aaaaaa", Agent: "codex", Session: "s-run", Cwd: "/tmp/run", Owner: self, StartedUnix: now - 90},
+		{Handle: "scv-bbbbbb", Agent: "scv", Session: "s-idle", Cwd: "/tmp/idle", Owner: self, StartedUnix: now - 30,
+			Conversation: "scv-1", Turn: 2, IdleSinceUnix: now - 5},
+		{Handle: "claude-cccccc", Agent: "claude", Session: "s-orphan", Cwd: "/tmp/orphan", Owner: gone, StartedUnix: now - 600},
+	} {
+		if err := records.Write(home, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runSCV(t, home, "status")
+	if r.code != 4 || !strings.Contains(r.stdout, "No daemon is running (start one with `scv start`)") {
+		t.Fatalf("status without a daemon: %+v", r)
+	}
+	r = runSCV(t, home, "start")
+	if r.code != 0 || !strings.Contains(r.stdout, "Started the daemon (pid ") {
+		t.Fatalf("start: %+v", r)
+	}
+	info, err := daemonfile.Read(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first reconcile runs as the daemon starts; wait for its count.
+	var st struct {
+		Running        bool  `json:"running"`
+		Pid            int   `json:"pid"`
+		OrphansStopped int64 `json:"orphans_stopped"`
+		Delegations    []struct {
+			Handle string `json:"handle"`
+			Agent  string `json:"agent"`
+			State  string `json:"state"`
+			Turn   int    `json:"turn"`
+		} `json:"delegations"`
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r = runSCV(t, home, "status", "--json")
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != 0 {
+			t.Fatalf("status --json: %v %+v", err, r)
+		}
+		if st.OrphansStopped == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !st.Running || st.Pid != info.Pid || st.OrphansStopped != 1 {
+		t.Fatalf("status --json: %+v\n%s", st, r.stdout)
+	}
+	got := map[string]string{}
+	for _, d := range st.Delegations {
+		got[d.Handle] = d.State
+	}
+	if len(got) != 2 || got["codex-aaaaaa"] != "running" || got["scv-bbbbbb"] != "idle" {
+		t.Fatalf("status --json delegations = %v, want codex-aaaaaa running and scv-bbbbbb idle (no orphan)\n%s", got, r.stdout)
+	}
+	if _, err := records.Read(home, "claude-cccccc"); err == nil {
+		t.Fatal("the orphan's record survived the daemon's reconcile")
+	}
+	// An orphan that appears between reconciles (every 60 s) is left out
+	// of the list, as scv agents ps without --all leaves it out.
+	if err := records.Write(home, records.Record{Handle: "claude-dddddd", Agent: "claude", Owner: gone, StartedUnix: now}); err != nil {
+		t.Fatal(err)
+	}
+	r = runSCV(t, home, "status")
+	for _, want := range []string{fmt.Sprintf("pid %d", info.Pid), "orphans   1 stopped", "agents    1 running, 1 idle",
+		"codex-aaaaaa  codex  session s-run  running", "scv-bbbbbb  scv  session s-idle  scv-1 turn 2  idle"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("status lacks %q: %+v", want, r)
+		}
+	}
+	if strings.Contains(r.stdout, "claude-") {
+		t.Fatalf("status lists the orphan: %s", r.stdout)
+	}
+	r = runSCV(t, home, "restart", "--force")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("Restarted the daemon (pid %d", info.Pid)) {
+		t.Fatalf("restart: %+v", r)
+	}
+	r = runSCV(t, home, "stop")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("Stopped the daemon (pid %d)", info.Pid)) {
+		t.Fatalf("stop: %+v", r)
+	}
+	if r = runSCV(t, home, "status"); r.code != 4 {
+		t.Fatalf("status after stop: %+v", r)
+	}
+}
+
 // TestDaemonRefusedToDelegatedRuns: a delegated run may not manage the
 // daemon.
 func TestDaemonRefusedToDelegatedRuns(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	for _, args := range [][]string{{"daemon", "start"}, {"daemon", "stop"}, {"daemon", "restart"}, {"daemon", "run"}, {"daemon", "install"}, {"update"}} {
+	for _, args := range [][]string{{"daemon", "start"}, {"daemon", "stop"}, {"daemon", "restart"}, {"daemon", "run"}, {"daemon", "install"}, {"update"},
+		{"start"}, {"stop"}, {"restart"}, {"restart", "--force"}} {
 		sub := strings.Join(args, " ")
 		cmd := scvCmd(t.Context(), home, args...)
 		cmd.Env = append(cmd.Env, "SCV_DELEGATION_DEPTH=1")
@@ -285,5 +392,121 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, data, 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestExecThroughPlannedRestart: scv exec runs a turn in the daemon; scv
+// restart (without --force) during the turn waits for it, so exec prints
+// the whole reply and exits 0, and the daemon comes back (same pid, a new
+// instance) with the session open.
+func TestExecThroughPlannedRestart(t *testing.T) {
+	t.Parallel()
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("first "), fakeopenai.Delay(2*time.Second), fakeopenai.Text("done")))
+	home, ws := fakeHome(t, srv), t.TempDir()
+	t.Cleanup(func() {
+		if info, err := daemonfile.Read(home); err == nil {
+			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
+		}
+	})
+	if r := runSCV(t, home, "start"); r.code != 0 {
+		t.Fatalf("start: %+v", r)
+	}
+	before, err := daemonfile.Read(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := scvCmd(t.Context(), home, "exec", "--daemon", "--cd", ws, "go")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// Restart once the turn runs in the daemon.
+	var st struct {
+		Sessions []struct {
+			TurnID string `json:"turn_id"`
+		} `json:"sessions"`
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := runSCV(t, home, "status", "--json")
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatalf("status --json: %v %+v", err, r)
+		}
+		if len(st.Sessions) == 1 && st.Sessions[0].TurnID != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no turn ran in the daemon; exec's stderr:\n%s", stderr.String())
+		}
+	}
+	r := runSCV(t, home, "restart")
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("Restarted the daemon (pid %d", before.Pid)) ||
+		!strings.Contains(r.stderr, "Waiting for running turns to finish") {
+		t.Fatalf("restart: %+v", r)
+	}
+	select {
+	case err := <-exited:
+		if err != nil || stdout.String() != "first done\n" {
+			t.Fatalf("exec through the restart: %v, stdout %q, stderr:\n%s", err, stdout.String(), stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("exec did not end after the restart; stderr:\n%s", stderr.String())
+	}
+	after, err := daemonfile.Read(home)
+	if err != nil || after.Instance == before.Instance || after.Pid != before.Pid {
+		t.Fatalf("daemon.json after the restart: %+v, %v (before %+v)", after, err, before)
+	}
+	r = runSCV(t, home, "status", "--json")
+	st.Sessions = nil
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Sessions) != 1 {
+		t.Fatalf("the session is not open after the restart: %v\n%s", err, r.stdout)
+	}
+
+	// restart --force does not wait: exec's connection ends mid-turn, and
+	// it says so, naming the session, instead of blaming a server exit.
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("second "), fakeopenai.Delay(5*time.Second), fakeopenai.Text("never")))
+	cmd = scvCmd(t.Context(), home, "exec", "--daemon", "--cd", ws, "again")
+	stdout.Reset()
+	stderr.Reset()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { exited <- cmd.Wait() }()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := runSCV(t, home, "status", "--json")
+		st.Sessions = nil
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatalf("status --json: %v %+v", err, r)
+		}
+		if len(st.Sessions) == 2 && (st.Sessions[0].TurnID != "" || st.Sessions[1].TurnID != "") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second turn did not run in the daemon; exec's stderr:\n%s", stderr.String())
+		}
+	}
+	if r := runSCV(t, home, "restart", "--force"); r.code != 0 {
+		t.Fatalf("restart --force: %+v", r)
+	}
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "the daemon closed the connection before the turn ended") ||
+			!strings.Contains(stderr.String(), "session ") {
+			t.Fatalf("exec through restart --force: %v, stdout %q, stderr:\n%s", err, stdout.String(), stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("exec did not end after restart --force; stderr:\n%s", stderr.String())
+	}
+	if r := runSCV(t, home, "stop"); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
 	}
 }

@@ -55,8 +55,8 @@ func psRun(opts *PsOptions) error {
 	var rows [][]string
 	orphans := 0
 	for _, r := range recs {
-		st := runState(r)
-		if st == "orphan" {
+		st := r.State()
+		if st == records.StateOrphan {
 			orphans++
 			if !opts.All {
 				continue
@@ -98,21 +98,6 @@ func psRun(opts *PsOptions) error {
 		fmt.Fprintf(opts.IO.Out, "%d orphans await cleanup (scv agents ps --all)\n", orphans)
 	}
 	return nil
-}
-
-// runState is how ps shows a record: orphan when its owner is gone,
-// background while a nested SCV's own jobs run between turns, idle while a
-// live agent waits between turns, running otherwise.
-func runState(r records.Record) string {
-	switch {
-	case !r.Owner.Alive():
-		return "orphan"
-	case r.IdleSinceUnix > 0 && r.BackgroundJobs > 0:
-		return "background"
-	case r.IdleSinceUnix > 0:
-		return "idle"
-	}
-	return "running"
 }
 
 func orDash(s string) string {

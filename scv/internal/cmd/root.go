@@ -84,6 +84,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 		daemon.NewCmdUpdate(f),
 		version.NewCmdVersion(f),
 	)
+	root.AddCommand(daemon.NewCmdsTopLevel(f)...)
 	return root
 }
 

@@ -48,3 +48,27 @@ type Record struct {
 	// record as for any run that ends.
 	KillRequestedUnix int64 `json:"kill_requested_unix,omitempty"`
 }
+
+// States of a run as `scv agents ps` and `scv status` show it.
+const (
+	StateRunning    = "running"
+	StateIdle       = "idle"
+	StateBackground = "background"
+	StateOrphan     = "orphan"
+)
+
+// State is how a run is shown: orphan when its owner is gone, background
+// while a nested SCV's own jobs run between turns, idle while a live agent
+// waits between turns, running otherwise. `scv agents ps` and `scv status`
+// both use it, so they never disagree.
+func (r Record) State() string {
+	switch {
+	case !r.Owner.Alive():
+		return StateOrphan
+	case r.IdleSinceUnix > 0 && r.BackgroundJobs > 0:
+		return StateBackground
+	case r.IdleSinceUnix > 0:
+		return StateIdle
+	}
+	return StateRunning
+}

@@ -51,13 +51,23 @@ $SCV_HOME/run/scv.sock. Sessions live in it, not in the client that started them
 	scv daemon start               start it in the background (log: $SCV_HOME/logs/daemon.log)
 	scv daemon stop                stop it (running turns are cancelled after a grace period)
 	scv daemon restart [--force]   planned restart: wait for running turns, then re-exec
-	scv daemon status [--json]     pid, version, uptime, clients, sessions (exit 4: not running)
+	scv daemon status [--json]     pid, version, uptime, clients, sessions, delegations (exit 4: not running)
 	scv daemon install|uninstall   a systemd user unit (scv.service)
+start, stop, restart and status are also top-level: scv start, scv status, ...
 See docs/daemon.md.`,
 	}
 	cmd.AddCommand(newCmdRun(f, env), newCmdStart(f, env), newCmdStop(f, env), newCmdStatus(f, env),
 		newCmdRestart(f, env), newCmdInstall(f, env), newCmdUninstall(f, env))
 	return cmd
+}
+
+// NewCmdsTopLevel returns `scv start`, `scv stop`, `scv restart` and `scv
+// status`: the names issue 15 and the README use for the daily commands.
+// They are the same commands as `scv daemon start|stop|restart|status`
+// (built by the same functions, so they cannot drift apart).
+func NewCmdsTopLevel(f *cmdutil.Factory) []*cobra.Command {
+	env := paths.OSEnv()
+	return []*cobra.Command{newCmdStart(f, env), newCmdStop(f, env), newCmdRestart(f, env), newCmdStatus(f, env)}
 }
 
 // home returns SCV_HOME, refusing a delegated run when manage is set.
@@ -214,7 +224,7 @@ func newCmdStatus(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status [--json]",
-		Short: "Show the daemon's pid, version, uptime, clients and sessions",
+		Short: "Show the daemon's pid, version, uptime, clients, sessions and delegated runs",
 		Args:  cli.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			h, err := home(env, false)
@@ -225,7 +235,7 @@ func newCmdStatus(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 				if asJSON {
 					fmt.Fprintln(f.IO.Out, `{"running":false}`)
 				} else {
-					fmt.Fprintln(f.IO.Out, "No daemon is running (start one with `scv daemon start`).")
+					fmt.Fprintln(f.IO.Out, "No daemon is running (start one with `scv start`).")
 				}
 				return cli.Reported(cli.WithCode(cli.Daemon, err))
 			}
@@ -233,16 +243,18 @@ func newCmdStatus(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			dels := delegations(h, f.IO.ErrOut)
 			if asJSON {
 				b, err := json.MarshalIndent(statusJSON{Running: true, Pid: st.Pid, Version: st.Version, StartedAt: st.StartedAt,
-					Socket: st.Socket, Clients: st.Clients, Sessions: st.Sessions, OrphansStopped: st.OrphansStopped, Draining: st.Draining}, "", "  ")
+					Socket: st.Socket, Clients: st.Clients, Sessions: st.Sessions, OrphansStopped: st.OrphansStopped, Draining: st.Draining,
+					Delegations: dels}, "", "  ")
 				if err != nil {
 					return err
 				}
 				fmt.Fprintln(f.IO.Out, string(b))
 				return nil
 			}
-			printStatus(f.IO.Out, st, time.Now())
+			printStatus(f.IO.Out, st, dels, time.Now())
 			return nil
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -19,11 +20,49 @@ type statusJSON struct {
 	Sessions       []protocol.LiveSession `json:"sessions"`
 	OrphansStopped int64                  `json:"orphans_stopped"`
 	Draining       bool                   `json:"draining,omitempty"`
+	// Delegations are the delegated runs of this SCV_HOME that `scv agents
+	// ps` lists (orphans left out: OrphansStopped counts those reconcile
+	// stopped, `scv agents ps --all` lists those still waiting).
+	Delegations []delegation `json:"delegations"`
+}
+
+// delegation is one delegated run in the status.
+type delegation struct {
+	Handle       string `json:"handle"`
+	Agent        string `json:"agent"`
+	Session      string `json:"session,omitempty"`
+	Conversation string `json:"conversation,omitempty"`
+	Turn         int    `json:"turn,omitempty"`
+	// State is running, idle or background, as `scv agents ps` shows it.
+	State       string `json:"state"`
+	Background  bool   `json:"background,omitempty"`
+	StartedUnix int64  `json:"started_unix"`
+	Cwd         string `json:"cwd"`
+}
+
+// delegations reads the delegation records of home the way `scv agents
+// ps` does: every live run of any SCV process there, orphans left out. A
+// record it cannot read is a warning, not a failed status.
+func delegations(home string, warn io.Writer) []delegation {
+	recs, err := records.List(home)
+	if err != nil {
+		fmt.Fprintf(warn, "warning: %v\n", err)
+	}
+	out := []delegation{}
+	for _, r := range recs {
+		st := r.State()
+		if st == records.StateOrphan {
+			continue
+		}
+		out = append(out, delegation{Handle: r.Handle, Agent: r.Agent, Session: r.Session, Conversation: r.Conversation,
+			Turn: r.Turn, State: st, Background: r.Background, StartedUnix: r.StartedUnix, Cwd: r.Cwd})
+	}
+	return out
 }
 
 // printStatus writes the text status. The asking connection is one of the
 // clients; it is left out of the count.
-func printStatus(w io.Writer, st *protocol.DaemonStatusReported, now time.Time) {
+func printStatus(w io.Writer, st *protocol.DaemonStatusReported, dels []delegation, now time.Time) {
 	uptime := "unknown"
 	if t, err := time.Parse(time.RFC3339, st.StartedAt); err == nil {
 		uptime = now.Sub(t).Truncate(time.Second).String()
@@ -54,4 +93,32 @@ func printStatus(w io.Writer, st *protocol.DaemonStatusReported, now time.Time) 
 		}
 		fmt.Fprintf(w, "  %s  %s  %d client(s), %s%s\n", s.SessionID, s.Cwd, s.Clients, state, extra)
 	}
+	counts := map[string]int{}
+	for _, d := range dels {
+		counts[d.State]++
+	}
+	fmt.Fprintf(w, "agents    %d running, %d idle", counts[records.StateRunning], counts[records.StateIdle])
+	if n := counts[records.StateBackground]; n > 0 {
+		fmt.Fprintf(w, ", %d background", n)
+	}
+	fmt.Fprintln(w)
+	for _, d := range dels {
+		conv := ""
+		if d.Conversation != "" {
+			conv = fmt.Sprintf("  %s turn %d", d.Conversation, d.Turn)
+		}
+		state := d.State
+		if d.Background {
+			state += " (background job)"
+		}
+		fmt.Fprintf(w, "  %s  %s  session %s%s  %s, %s  %s\n", d.Handle, d.Agent, orDash(d.Session), conv, state,
+			now.Sub(time.Unix(d.StartedUnix, 0)).Truncate(time.Second), d.Cwd)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

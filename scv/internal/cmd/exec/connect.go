@@ -24,6 +24,9 @@ type server struct {
 	// release frees what stop left for the reader to finish with; it
 	// runs once the reader has ended.
 	release func()
+	// daemon is set for the daemon's socket: its end is not a server
+	// process's exit, and the session outlives it.
+	daemon bool
 }
 
 // connect returns the run's server: the daemon's socket when daemon.use
@@ -102,5 +105,6 @@ func dialDaemon(home string) (*server, error) {
 		},
 		kill:    func() { _ = uc.Close() },
 		release: func() { _ = uc.Close() },
+		daemon:  true,
 	}, nil
 }

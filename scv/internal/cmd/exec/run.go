@@ -83,7 +83,24 @@ func Run(ctx context.Context, opts *Options) error {
 	stopErr := child.stop(durationOr(opts.ShutdownTimeout, DefaultShutdownTimeout))
 	_ = g.Wait() // the reader and asker report through the loop, never here
 	child.release()
+	if child.daemon && errors.Is(loopErr, ErrServerExited) {
+		return r.daemonGone()
+	}
 	return r.finish(loopErr, stopErr)
+}
+
+// ErrDaemonClosed is wrapped by the error of a run whose daemon
+// connection ended before its turn did.
+var ErrDaemonClosed = errors.New("the daemon closed the connection before the turn ended")
+
+// daemonGone is the outcome of a run whose daemon connection ended first:
+// a forced restart, a stop, or a crash. The session is not lost with the
+// connection, so the error says where it is.
+func (r *run) daemonGone() error {
+	if r.sessionID == "" {
+		return fmt.Errorf("%w (it stopped or restarted; `scv status` says whether it runs)", ErrDaemonClosed)
+	}
+	return fmt.Errorf("%w (it stopped or restarted with --force, which cancels running turns); session %s stays stored with its prompt (`scv status` lists it while a daemon keeps it open)", ErrDaemonClosed, r.sessionID)
 }
 
 // frame is one line from the server: its bytes, and its event when the type
