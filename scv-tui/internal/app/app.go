@@ -77,6 +77,11 @@ type ServerProblem struct {
 // client submits carry it as submitter.
 const ClientName = "scv-tui"
 
+// ProtocolVersion is the protocol version the TUI asks for: 4, so that
+// session.started lists the MCP servers (/mcp) and an approval answered by
+// another client of the session closes the dialog (approval.resolved).
+const ProtocolVersion = protocol.Version4
+
 // phase is where the connection is.
 type phase int
 
