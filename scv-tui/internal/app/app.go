@@ -18,6 +18,7 @@ import (
 	"github.com/scv-cli/scv/scv-tui/internal/ui/approval"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/editor"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/markdown"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/mcpview"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/picker"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/queue"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/styles"
@@ -139,6 +140,7 @@ type Model struct {
 	dialog     *approval.Dialog
 	dialogRows int // the rows layout gave the dialog
 	picker     *picker.Picker
+	mcpView    *mcpview.View // the open /mcp view
 	help       bool
 
 	phase     phase
@@ -148,6 +150,9 @@ type Model struct {
 	sessionID string
 	resumeID  string // the session to resume on the next session.start
 	model     string
+	// mcpServers are the MCP servers session.started listed (v4): what
+	// /mcp shows.
+	mcpServers []protocol.MCPServer
 	demo      bool
 	cwd       string
 	ctxMax    int64
@@ -233,7 +238,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
 	case tea.PasteMsg:
-		if m.dialog == nil && m.picker == nil {
+		if m.dialog == nil && m.picker == nil && m.mcpView == nil {
 			m.help = false
 			m.editor.Insert(msg.Content)
 			m.layout()

@@ -818,3 +818,72 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 		t.Errorf("the problem stayed after a good handshake: %q", h.m.problem)
 	}
 }
+
+// TestMCPView: /mcp shows the MCP servers session.started listed, with
+// their states, errors and tools; Esc closes it and the editor has the
+// keys again. Without servers it says how to add one.
+func TestMCPView(t *testing.T) {
+	t.Parallel()
+	t.Run("servers", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		h.msg(tea.WindowSizeMsg{Width: 80, Height: 24})
+		h.connectWith("gpt-4.1-mini", `,"mcp_servers":[`+
+			`{"name":"files","state":"ready","tools":["mcp__files__read_file","mcp__files__list_directory"]},`+
+			`{"name":"github","state":"failed","tools":[],"error":"the server exited during initialize: exit status 1"},`+
+			`{"name":"old","state":"disabled","tools":[]}]`)
+		sent := len(h.sent)
+		h.typeText("/mcp")
+		h.key("enter")
+		if h.m.mcpView == nil {
+			t.Fatalf("/mcp did not open the view; flash %q", h.m.flash)
+		}
+		if len(h.sent) != sent {
+			t.Errorf("/mcp sent %s: the list is from session.started", encode(h.sent[len(h.sent)-1]))
+		}
+		out := h.screen()
+		for _, want := range []string{"MCP servers (3)", "files · ready · 2 tools", "  mcp__files__read_file", "  mcp__files__list_directory",
+			"github · failed", "  the server exited during initialize: exit status 1", "old · disabled", "Esc close"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%q is not on the screen:\n%s", want, out)
+			}
+		}
+		t.Run("screen", func(t *testing.T) { golden.RequirePlain(t, h.m.render()) })
+		h.typeText("x") // keys go to the view, not the editor
+		if h.m.editor.Value() != "" {
+			t.Errorf("the editor took %q while /mcp was open", h.m.editor.Value())
+		}
+		h.key("esc")
+		if h.m.mcpView != nil {
+			t.Fatal("Esc did not close the view")
+		}
+		if h.m.turnID != "" || strings.Contains(h.screen(), "MCP servers") {
+			t.Errorf("after Esc:\n%s", h.screen())
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		h.msg(tea.WindowSizeMsg{Width: 100, Height: 24})
+		h.connect("gpt-4.1-mini")
+		h.typeText("/mcp")
+		h.key("enter")
+		if out := h.screen(); !strings.Contains(out, "No MCP servers are configured; add one with `scv mcp add`.") {
+			t.Errorf("the empty view is not shown:\n%s", out)
+		}
+		h.key("esc")
+		if h.m.mcpView != nil {
+			t.Fatal("Esc did not close the view")
+		}
+	})
+	t.Run("before the session", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		h.msg(ServerStarted{})
+		h.typeText("/mcp")
+		h.key("enter")
+		if h.m.mcpView != nil || h.m.flash != "Not connected to a session yet." {
+			t.Errorf("view %v, flash %q", h.m.mcpView != nil, h.m.flash)
+		}
+	})
+}

@@ -215,6 +215,8 @@ func (m *Model) sessionStarted(e *protocol.SessionStarted) {
 	m.sessionID = e.SessionID
 	m.resumeID = e.SessionID
 	m.model = e.Model
+	m.mcpServers = e.MCPServers
+	m.mcpView = nil // it showed the previous session's servers
 	m.demo = e.Model == demoModel
 	m.cwd = e.Cwd
 	m.ctxMax = e.ContextMaxTokens
