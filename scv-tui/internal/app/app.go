@@ -153,15 +153,15 @@ type Model struct {
 	// mcpServers are the MCP servers session.started listed (v4): what
 	// /mcp shows.
 	mcpServers []protocol.MCPServer
-	demo      bool
-	cwd       string
-	ctxMax    int64
-	ctxUsed   int64
-	lastSeq   uint64
-	warning   string               // seq gap or duplicate: shown in the status bar
-	problem   string               // server problem: shown above the editor, restart offered
-	hello     *protocol.Initialize // the initialize sent to the running server
-	restarts  int                  // restarts in progress
+	demo       bool
+	cwd        string
+	ctxMax     int64
+	ctxUsed    int64
+	lastSeq    uint64
+	warning    string               // seq gap or duplicate: shown in the status bar
+	problem    string               // server problem: shown above the editor, restart offered
+	hello      *protocol.Initialize // the initialize sent to the running server
+	restarts   int                  // restarts in progress
 
 	turnID     string
 	turnReq    string
