@@ -589,3 +589,50 @@ func TestE2EConfigFixedThenRestart(t *testing.T) {
 	}
 	assertServerGone(t, home)
 }
+
+// TestE2EMCPView: the real server, with two MCP servers configured (one
+// disabled, one whose program does not exist), lists them in
+// session.started to the v4 TUI, and /mcp shows them; Esc closes it.
+func TestE2EMCPView(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := srv.Config("") + `
+[mcp_servers.old]
+command = "scv-e2e-no-such-mcp-server"
+enabled = false
+
+[mcp_servers.broken]
+command = "/nonexistent/scv-e2e-mcp-server"
+`
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	tm.submit("/mcp")
+	s := tm.waitText("MCP servers (2)", "old · disabled", "broken · ", "Esc close")
+	// The broken server is starting, restarting after its failed start
+	// (with the reason) or failed; either way it offers no tools.
+	if !strings.Contains(s, "broken · starting") && !strings.Contains(s, "broken · restarting") && !strings.Contains(s, "broken · failed") {
+		t.Errorf("the broken server's state is not shown:\n%s", s)
+	}
+	if strings.Contains(s, "tools") {
+		t.Errorf("a server that is not ready shows tools:\n%s", s)
+	}
+	tm.keys("Escape")
+	// The editor's placeholder is on the screen with the view open too:
+	// wait for the view to go.
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Contains(tm.screen(), "MCP servers") {
+		if time.Now().After(deadline) {
+			t.Fatalf("Esc did not close the view:\n%s", tm.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}

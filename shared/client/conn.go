@@ -154,9 +154,16 @@ const HelloVersion = protocol.Version3
 // Hello returns the initialize message a client sends first:
 // HelloVersion and the client's name with SCV's version.
 func Hello(requestID, clientName string) *protocol.Initialize {
+	return HelloAt(HelloVersion, requestID, clientName)
+}
+
+// HelloAt is Hello for a client that speaks protocol version v: the TUI
+// asks for version 4 (it handles approval.resolved and reads
+// session.started's mcp_servers) while scv exec stays on HelloVersion.
+func HelloAt(v int, requestID, clientName string) *protocol.Initialize {
 	return &protocol.Initialize{
 		RequestID:       requestID,
-		ProtocolVersion: HelloVersion,
+		ProtocolVersion: v,
 		Client:          protocol.ClientInfo{Name: clientName, Version: version.Version},
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/scv-cli/scv/scv-tui/internal/ui/approval"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/editor"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/markdown"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/mcpview"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/picker"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/queue"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/styles"
@@ -77,6 +78,11 @@ type ServerProblem struct {
 // client submits carry it as submitter.
 const ClientName = "scv-tui"
 
+// ProtocolVersion is the protocol version the TUI asks for: 4, so that
+// session.started lists the MCP servers (/mcp) and an approval answered by
+// another client of the session closes the dialog (approval.resolved).
+const ProtocolVersion = protocol.Version4
+
 // phase is where the connection is.
 type phase int
 
@@ -134,6 +140,7 @@ type Model struct {
 	dialog     *approval.Dialog
 	dialogRows int // the rows layout gave the dialog
 	picker     *picker.Picker
+	mcpView    *mcpview.View // the open /mcp view
 	help       bool
 
 	phase     phase
@@ -143,15 +150,18 @@ type Model struct {
 	sessionID string
 	resumeID  string // the session to resume on the next session.start
 	model     string
-	demo      bool
-	cwd       string
-	ctxMax    int64
-	ctxUsed   int64
-	lastSeq   uint64
-	warning   string               // seq gap or duplicate: shown in the status bar
-	problem   string               // server problem: shown above the editor, restart offered
-	hello     *protocol.Initialize // the initialize sent to the running server
-	restarts  int                  // restarts in progress
+	// mcpServers are the MCP servers session.started listed (v4): what
+	// /mcp shows.
+	mcpServers []protocol.MCPServer
+	demo       bool
+	cwd        string
+	ctxMax     int64
+	ctxUsed    int64
+	lastSeq    uint64
+	warning    string               // seq gap or duplicate: shown in the status bar
+	problem    string               // server problem: shown above the editor, restart offered
+	hello      *protocol.Initialize // the initialize sent to the running server
+	restarts   int                  // restarts in progress
 
 	turnID     string
 	turnReq    string
@@ -228,7 +238,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
 	case tea.PasteMsg:
-		if m.dialog == nil && m.picker == nil {
+		if m.dialog == nil && m.picker == nil && m.mcpView == nil {
 			m.help = false
 			m.editor.Insert(msg.Content)
 			m.layout()

@@ -11,7 +11,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"go.uber.org/goleak"
 
-	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/version"
 
@@ -182,18 +181,25 @@ func (h *harness) screen() string { return golden.Plain(h.m.render()) }
 // connect runs the handshake up to a ready session with model.
 func (h *harness) connect(model string) {
 	h.t.Helper()
+	h.connectWith(model, "")
+}
+
+// connectWith is connect with extra fields (",\"name\":value...") in
+// session.started.
+func (h *harness) connectWith(model, extra string) {
+	h.t.Helper()
 	h.msg(ServerStarted{})
 	ini := last[*protocol.Initialize](h)
-	if ini.ProtocolVersion != 3 || ini.Client.Name != ClientName {
+	if ini.ProtocolVersion != 4 || ini.Client.Name != ClientName {
 		h.t.Fatalf("initialize = %s", encode(ini))
 	}
-	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":3,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":4,"server":{"name":"scv-server","version":"0.1.0"}}`)
 	ss := last[*protocol.SessionStart](h)
 	if ss.Cwd != ws {
 		h.t.Fatalf("session.start cwd = %q", ss.Cwd)
 	}
 	h.seq = 0
-	h.event(`{"type":"session.started","request_id":"` + ss.RequestID + `","session_id":"` + sid + `","cwd":"` + ws + `","model":"` + model + `","context_max_tokens":128000,"max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,"max_transcript_items":10000,"max_prompt_history_bytes":1048576,"max_prompt_history_items":200}`)
+	h.event(`{"type":"session.started","request_id":"` + ss.RequestID + `","session_id":"` + sid + `","cwd":"` + ws + `","model":"` + model + `","context_max_tokens":128000,"max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,"max_transcript_items":10000,"max_prompt_history_bytes":1048576,"max_prompt_history_items":200` + extra + `}`)
 	h.event(`{"type":"queue.snapshot","request_id":"` + ss.RequestID + `","session_id":"` + sid + `","seq":0,"entries":[]}`)
 	if h.m.phase != ready {
 		h.t.Fatalf("phase %d after the handshake", h.m.phase)
@@ -568,7 +574,7 @@ func TestSeqGapAndDuplicate(t *testing.T) {
 	}
 	h.msg(ServerStarted{})
 	ini := last[*protocol.Initialize](h)
-	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":3,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":4,"server":{"name":"scv-server","version":"0.1.0"}}`)
 	if ss := last[*protocol.SessionStart](h); ss.Resume != sid {
 		t.Errorf("restart did not resume the session: %s", encode(ss))
 	}
@@ -678,7 +684,7 @@ func TestResumeRefusedAtStart(t *testing.T) {
 	h.m.resumeID = "11111111-2222-4333-8444-555555555555"
 	h.msg(ServerStarted{})
 	ini := last[*protocol.Initialize](h)
-	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":3,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":4,"server":{"name":"scv-server","version":"0.1.0"}}`)
 	ss := last[*protocol.SessionStart](h)
 	if ss.Resume == "" {
 		t.Fatal("Options.Resume not used")
@@ -779,12 +785,12 @@ func TestHandshakeWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"type":"initialize","request_id":"` + ini.RequestID + `","protocol_version":3,"client":{"name":"scv-tui","version":"` + version.Version + `"}}`
+	want := `{"type":"initialize","request_id":"` + ini.RequestID + `","protocol_version":4,"client":{"name":"scv-tui","version":"` + version.Version + `"}}`
 	if strings.TrimSpace(string(got)) != want {
 		t.Errorf("initialize on the wire:\n got %s\nwant %s", got, want)
 	}
-	if ini.ProtocolVersion != sclient.HelloVersion {
-		t.Errorf("initialize asks for version %d, not shared/client's %d", ini.ProtocolVersion, sclient.HelloVersion)
+	if ini.ProtocolVersion != protocol.Version4 {
+		t.Errorf("initialize asks for version %d, not 4", ini.ProtocolVersion)
 	}
 }
 
@@ -795,20 +801,89 @@ func TestHandshakeVersionMismatch(t *testing.T) {
 	h := newHarness(t)
 	h.msg(ServerStarted{})
 	ini := last[*protocol.Initialize](h)
-	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":4,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":3,"server":{"name":"scv-server","version":"0.1.0"}}`)
 	if m := h.sent[len(h.sent)-1]; m != protocol.ClientMessage(ini) {
 		t.Errorf("sent %s after a version mismatch", encode(m))
 	}
-	want := "The server answered with protocol version 4; this client speaks version 3. Update scv-server, then press Ctrl+R."
+	want := "The server answered with protocol version 3; this client speaks version 4. Update scv-server, then press Ctrl+R."
 	if h.m.problem != want {
 		t.Errorf("problem = %q, want %q", h.m.problem, want)
 	}
 	// After a restart the handshake is new and succeeds.
 	h.msg(ServerStarted{})
 	ini = last[*protocol.Initialize](h)
-	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":3,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":4,"server":{"name":"scv-server","version":"0.1.0"}}`)
 	last[*protocol.SessionStart](h)
 	if h.m.problem != "" {
 		t.Errorf("the problem stayed after a good handshake: %q", h.m.problem)
 	}
+}
+
+// TestMCPView: /mcp shows the MCP servers session.started listed, with
+// their states, errors and tools; Esc closes it and the editor has the
+// keys again. Without servers it says how to add one.
+func TestMCPView(t *testing.T) {
+	t.Parallel()
+	t.Run("servers", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		h.msg(tea.WindowSizeMsg{Width: 80, Height: 24})
+		h.connectWith("gpt-4.1-mini", `,"mcp_servers":[`+
+			`{"name":"files","state":"ready","tools":["mcp__files__read_file","mcp__files__list_directory"]},`+
+			`{"name":"github","state":"failed","tools":[],"error":"the server exited during initialize: exit status 1"},`+
+			`{"name":"old","state":"disabled","tools":[]}]`)
+		sent := len(h.sent)
+		h.typeText("/mcp")
+		h.key("enter")
+		if h.m.mcpView == nil {
+			t.Fatalf("/mcp did not open the view; flash %q", h.m.flash)
+		}
+		if len(h.sent) != sent {
+			t.Errorf("/mcp sent %s: the list is from session.started", encode(h.sent[len(h.sent)-1]))
+		}
+		out := h.screen()
+		for _, want := range []string{"MCP servers (3)", "files · ready · 2 tools", "  mcp__files__read_file", "  mcp__files__list_directory",
+			"github · failed", "  the server exited during initialize: exit status 1", "old · disabled", "Esc close"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%q is not on the screen:\n%s", want, out)
+			}
+		}
+		t.Run("screen", func(t *testing.T) { golden.RequirePlain(t, h.m.render()) })
+		h.typeText("x") // keys go to the view, not the editor
+		if h.m.editor.Value() != "" {
+			t.Errorf("the editor took %q while /mcp was open", h.m.editor.Value())
+		}
+		h.key("esc")
+		if h.m.mcpView != nil {
+			t.Fatal("Esc did not close the view")
+		}
+		if h.m.turnID != "" || strings.Contains(h.screen(), "MCP servers") {
+			t.Errorf("after Esc:\n%s", h.screen())
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		h.msg(tea.WindowSizeMsg{Width: 100, Height: 24})
+		h.connect("gpt-4.1-mini")
+		h.typeText("/mcp")
+		h.key("enter")
+		if out := h.screen(); !strings.Contains(out, "No MCP servers are configured; add one with `scv mcp add`.") {
+			t.Errorf("the empty view is not shown:\n%s", out)
+		}
+		h.key("esc")
+		if h.m.mcpView != nil {
+			t.Fatal("Esc did not close the view")
+		}
+	})
+	t.Run("before the session", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		h.msg(ServerStarted{})
+		h.typeText("/mcp")
+		h.key("enter")
+		if h.m.mcpView != nil || h.m.flash != "Not connected to a session yet." {
+			t.Errorf("view %v, flash %q", h.m.mcpView != nil, h.m.flash)
+		}
+	})
 }

@@ -165,3 +165,47 @@ func TestScrollArguments(t *testing.T) {
 		t.Error("y did not approve with the arguments open")
 	}
 }
+
+// TestApprovalResolvedElsewhere: an approval answered by another client of
+// the session (v4 approval.resolved) closes the dialog and says who
+// answered; one for another approval leaves it open.
+func TestApprovalResolvedElsewhere(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, fields, notice string
+	}{
+		{"approved", `"approved":true,"scope":"once","by":"scv-web"`, "web_fetch was approved by scv-web."},
+		{"session", `"approved":true,"scope":"session","by":"scv-web"`, "web_fetch was approved for the session by scv-web."},
+		{"wider", `"approved":true,"scope":"session_wider"`, "web_fetch was approved for the session with the wider rule by another client."},
+		{"denied", `"approved":false,"scope":"once","by":"scv exec"`, "web_fetch was denied by scv exec."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			h.connect("gpt-4.1-mini")
+			openFetchApproval(h, 80, 24)
+			rid := h.m.turnReq
+			if h.m.turnState != stateWaiting {
+				t.Fatalf("turn state %q while the dialog is open", h.m.turnState)
+			}
+			h.event(turnEvent("approval.resolved", rid, tid, `"approval_id":"ap-other",`+tc.fields))
+			if h.m.dialog == nil {
+				t.Fatal("an answer to another approval closed the dialog")
+			}
+			sent := len(h.sent)
+			h.event(turnEvent("approval.resolved", rid, tid, `"approval_id":"ap9",`+tc.fields))
+			if h.m.dialog != nil {
+				t.Fatal("the dialog stayed open after approval.resolved")
+			}
+			if len(h.sent) != sent {
+				t.Errorf("sent %s after another client answered", encode(h.sent[len(h.sent)-1]))
+			}
+			if h.m.turnState != stateRunning {
+				t.Errorf("turn state %q, want running", h.m.turnState)
+			}
+			if out := h.screen(); !strings.Contains(out, tc.notice) {
+				t.Errorf("%q is not on the screen:\n%s", tc.notice, out)
+			}
+		})
+	}
+}

@@ -46,7 +46,7 @@ func (m *Model) sessionEvent(e protocol.Event) bool {
 		if sent == nil {
 			// An initialized before any initialize of this client: check it
 			// against the one it would have sent.
-			sent = sclient.Hello("", ClientName)
+			sent = sclient.HelloAt(ProtocolVersion, "", ClientName)
 		}
 		if _, err := sclient.Negotiated(sent, e); err != nil {
 			m.setProblem(fmt.Sprintf("The server answered with protocol version %d; this client speaks version %d. Update scv-server, then press Ctrl+R.", e.ProtocolVersion, sent.ProtocolVersion))
@@ -133,6 +133,8 @@ func (m *Model) turnEvent(e protocol.Event) tea.Cmd {
 		m.transcript.AddCard(cardKey(e.TurnID, e.CallID), toolcard.New(e.CallID, e.Name, e.Arguments))
 	case *protocol.ApprovalRequested:
 		m.approvalRequested(e)
+	case *protocol.ApprovalResolved:
+		m.approvalResolved(e)
 	case *protocol.ToolStarted:
 		rule := ""
 		if e.Rule != nil {
@@ -213,6 +215,8 @@ func (m *Model) sessionStarted(e *protocol.SessionStarted) {
 	m.sessionID = e.SessionID
 	m.resumeID = e.SessionID
 	m.model = e.Model
+	m.mcpServers = e.MCPServers
+	m.mcpView = nil // it showed the previous session's servers
 	m.demo = e.Model == demoModel
 	m.cwd = e.Cwd
 	m.ctxMax = e.ContextMaxTokens
@@ -354,6 +358,37 @@ func (m *Model) closeDialogFor(callID string) {
 	if m.dialog != nil && m.dialog.Request.CallID == callID {
 		m.dialog = nil
 	}
+}
+
+// approvalResolved closes the open dialog when its request was answered
+// by another client of the session (v4), and says who answered. An answer
+// of this client finds the dialog already closed by resolve.
+func (m *Model) approvalResolved(e *protocol.ApprovalResolved) {
+	d := m.dialog
+	if d == nil || d.Request.ApprovalID != e.ApprovalID {
+		return
+	}
+	m.dialog = nil
+	if m.turnState == stateWaiting {
+		m.turnState = stateRunning
+	}
+	by := e.By
+	if by == "" {
+		by = "another client"
+	}
+	verdict := "denied"
+	if e.Approved {
+		verdict = "approved"
+		switch e.Scope {
+		case protocol.ScopeSession:
+			verdict = "approved for the session"
+		case protocol.ScopeSessionWider:
+			verdict = "approved for the session with the wider rule"
+		}
+	} else {
+		m.transcript.UpdateCard(cardKey(d.Request.TurnID, d.Request.CallID), func(c *toolcard.Card) { c.State = toolcard.Proposed })
+	}
+	m.transcript.AddNotice(transcript.Info, fmt.Sprintf("%s was %s by %s.", d.Request.Name, verdict, by))
 }
 
 // resolve answers the open approval.

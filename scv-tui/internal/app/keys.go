@@ -8,6 +8,7 @@ import (
 
 	"github.com/scv-cli/scv/shared/protocol"
 
+	"github.com/scv-cli/scv/scv-tui/internal/ui/mcpview"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/picker"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/transcript"
 )
@@ -41,6 +42,10 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	}
 	if m.picker != nil {
 		m.pickerKey(ks)
+		return nil
+	}
+	if m.mcpView != nil {
+		m.mcpKey(ks)
 		return nil
 	}
 	if m.help {
@@ -131,6 +136,18 @@ func (m *Model) pickerKey(ks string) {
 		m.resumeSession(id)
 	case "esc", "q":
 		m.picker = nil
+	}
+}
+
+// mcpKey scrolls or closes the open /mcp view.
+func (m *Model) mcpKey(ks string) {
+	switch ks {
+	case "up", "k":
+		m.mcpView.Scroll(-1)
+	case "down", "j":
+		m.mcpView.Scroll(1)
+	case "esc", "q", "enter":
+		m.mcpView = nil
 	}
 }
 
@@ -321,6 +338,12 @@ func (m *Model) command(line string) tea.Cmd {
 		if m.send(&protocol.SessionRules{RequestID: m.newID(), SessionID: m.sessionID}, request{kind: reqRules}) {
 			done()
 		}
+	case "/mcp":
+		if !m.needSession() {
+			return nil
+		}
+		done()
+		m.mcpView = mcpview.New(m.mcpServers)
 	default:
 		m.flash = fmt.Sprintf("Unknown command %s; /help lists the commands.", name)
 	}

@@ -59,7 +59,7 @@ func TestRealProgram(t *testing.T) {
 	}
 	p.Send(ServerStarted{})
 	ini := wait().(*protocol.Initialize)
-	p.Send(decode(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":3,"server":{"name":"scv-server","version":"0.1.0"}}`))
+	p.Send(decode(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":4,"server":{"name":"scv-server","version":"0.1.0"}}`))
 	ss := wait().(*protocol.SessionStart)
 	p.Send(decode(`{"type":"session.started","request_id":"` + ss.RequestID + `","session_id":"` + sid + `","cwd":"` + ws + `","model":"scv-demo","context_max_tokens":32000,"max_server_frame_bytes":8388608,"max_transcript_bytes":8388608,"max_transcript_items":10000,"max_prompt_history_bytes":1048576,"max_prompt_history_items":200}`))
 	p.Send(decode(`{"type":"queue.snapshot","request_id":"` + ss.RequestID + `","session_id":"` + sid + `","seq":1,"entries":[]}`))

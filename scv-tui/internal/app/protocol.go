@@ -64,7 +64,7 @@ func (m *Model) serverStarted() tea.Cmd {
 	m.order = m.order[:0]
 	// The one initialize of every client (shared/client); the answer is
 	// checked against it by sclient.Negotiated.
-	m.hello = sclient.Hello(m.newID(), ClientName)
+	m.hello = sclient.HelloAt(ProtocolVersion, m.newID(), ClientName)
 	m.send(m.hello, request{kind: reqInitialize})
 	return nil
 }

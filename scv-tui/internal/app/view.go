@@ -68,7 +68,8 @@ func (m *Model) View() tea.View {
 	return v
 }
 
-// render composes the screen: transcript (or the help, or the picker),
+// render composes the screen: transcript (or the help, the picker or the
+// /mcp view),
 // the queue panel, messages, the editor or the approval dialog, and the
 // status bar.
 func (m *Model) render() string {
@@ -77,13 +78,16 @@ func (m *Model) render() string {
 	m.layout()
 	parts := make([]string, 0, 6)
 	top := m.transcript.View()
-	if m.help || m.picker != nil {
+	if m.help || m.picker != nil || m.mcpView != nil {
 		h := lineCount(top)
 		var over string
-		if m.help {
+		switch {
+		case m.help:
 			over = m.helpText()
-		} else {
+		case m.picker != nil:
 			over = m.picker.View(m.st, m.width, h)
+		default:
+			over = m.mcpView.View(m.st, m.width, h)
 		}
 		top = fit(over, m.width, h)
 	}
@@ -194,7 +198,8 @@ func (m *Model) helpText() string {
 		"Commands",
 		"  /clear    clear the conversation     /compact  compact the context now",
 		"  /resume   continue a stored session  /rules    list the session rules",
-		"  /help     this help                  /quit     quit",
+		"  /mcp      the MCP servers and tools  /help     this help",
+		"  /quit     quit",
 		"Server log: " + wrap.Sanitize(m.logPath()),
 		"Any key closes this help.",
 	}
