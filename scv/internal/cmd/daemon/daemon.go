@@ -185,6 +185,16 @@ func logTail(file string, offset int64) string {
 	return s
 }
 
+// runningDaemon returns SCV_HOME (refused in delegated runs) and its
+// daemon; running is false when none runs.
+func runningDaemon(env paths.Env) (h string, info daemonfile.Info, running bool, err error) {
+	if h, err = home(env, true); err != nil {
+		return "", info, false, err
+	}
+	info, rerr := client.DaemonRunning(h)
+	return h, info, rerr == nil, nil
+}
+
 // stopTimeout bounds the wait for a stopped daemon to exit.
 const stopTimeout = 30 * time.Second
 
@@ -194,12 +204,11 @@ func newCmdStop(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 		Short: "Stop the daemon (running turns are cancelled)",
 		Args:  cli.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			h, err := home(env, true)
+			h, info, running, err := runningDaemon(env)
 			if err != nil {
 				return err
 			}
-			info, err := client.DaemonRunning(h)
-			if err != nil {
+			if !running {
 				fmt.Fprintln(f.IO.Out, "No daemon is running.")
 				return nil
 			}

@@ -24,12 +24,11 @@ func newCmdRestart(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 		Short: "Planned restart: wait for running turns, save the sessions, re-exec, resume them",
 		Args:  cli.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			h, err := home(env, true)
+			h, info, running, err := runningDaemon(env)
 			if err != nil {
 				return err
 			}
-			info, err := client.DaemonRunning(h)
-			if err != nil {
+			if !running {
 				info, err := Start(f, h)
 				if err != nil {
 					return err
@@ -80,12 +79,11 @@ func NewCmdUpdate(f *cmdutil.Factory) *cobra.Command {
 		Short: "Restart the daemon onto the scv-server now installed, when its version differs",
 		Args:  cli.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			h, err := home(env, true)
+			h, info, running, err := runningDaemon(env)
 			if err != nil {
 				return err
 			}
-			info, err := client.DaemonRunning(h)
-			if err != nil {
+			if !running {
 				fmt.Fprintln(f.IO.Out, "No daemon is running; nothing to update (clients start the installed scv-server themselves).")
 				return nil
 			}
