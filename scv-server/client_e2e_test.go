@@ -5,17 +5,17 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit"
 )
 
 // startClient starts the built scv-server --stdio through shared/client,
 // the way every client does, with its stderr in errOut.
-func startClient(t *testing.T, home string, errOut *lockedBuffer) (*client.Process, *client.Conn) {
+func startClient(t *testing.T, home string, errOut *testkit.Buffer) (*client.Process, *client.Conn) {
 	t.Helper()
 	p, err := client.Start(client.Command{
 		Path:   bin,
@@ -35,7 +35,7 @@ func startClient(t *testing.T, home string, errOut *lockedBuffer) (*client.Proce
 // (stdin closed, exit 0).
 func TestClientWithARealServer(t *testing.T) {
 	t.Parallel()
-	var errOut lockedBuffer
+	var errOut testkit.Buffer
 	p, conn := startClient(t, t.TempDir(), &errOut)
 	hello := client.Hello("1", "client-e2e")
 	if err := conn.Send(hello, &protocol.SessionStart{RequestID: "2", Cwd: t.TempDir()}); err != nil {
@@ -82,7 +82,7 @@ func TestClientMapsTheServersExitCodes(t *testing.T) {
 	t.Parallel()
 	t.Run("version mismatch", func(t *testing.T) {
 		t.Parallel()
-		var errOut lockedBuffer
+		var errOut testkit.Buffer
 		p, conn := startClient(t, t.TempDir(), &errOut)
 		if err := conn.Send(&protocol.Initialize{RequestID: "1", ProtocolVersion: 99, Client: protocol.ClientInfo{Name: "old", Version: "0"}}); err != nil {
 			t.Fatal(err)
@@ -106,7 +106,7 @@ func TestClientMapsTheServersExitCodes(t *testing.T) {
 		if err := os.WriteFile(home+"/config.toml", []byte("[provider]\nactve = 1\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var errOut lockedBuffer
+		var errOut testkit.Buffer
 		p, _ := startClient(t, home, &errOut)
 		<-p.Exited()
 		var ee *client.ExitError
@@ -117,23 +117,4 @@ func TestClientMapsTheServersExitCodes(t *testing.T) {
 			t.Errorf("stderr %q does not name the configuration", errOut.String())
 		}
 	})
-}
-
-// lockedBuffer collects a process's stderr for a test that may read it
-// while os/exec's copier writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

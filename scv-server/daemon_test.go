@@ -32,6 +32,16 @@ type daemonProc struct {
 	done   chan struct{}
 }
 
+// daemonFixture starts the scripted model and a daemon (with args) on a
+// fresh SCV_HOME configured for it, and gives a workspace.
+func daemonFixture(t *testing.T, args ...string) (f *fo.Server, home, ws string, d *daemonProc) {
+	t.Helper()
+	f = fo.Start(t)
+	home, ws = t.TempDir(), t.TempDir()
+	writeFakeConfig(t, home, f.URL())
+	return f, home, ws, startDaemon(t, home, nil, args...)
+}
+
 // startDaemon starts a daemon on home and waits until it listens.
 func startDaemon(t testing.TB, home string, env []string, args ...string) *daemonProc {
 	t.Helper()
@@ -193,11 +203,7 @@ func (dc *dclient) closed(d time.Duration) bool {
 // and A's late answer is refused.
 func TestDaemonTwoClientsOneSession(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	defer f.Close()
-	home, ws := t.TempDir(), t.TempDir()
-	writeFakeConfig(t, home, f.URL())
-	startDaemon(t, home, nil)
+	f, home, ws, _ := daemonFixture(t)
 	f.Enqueue(fo.Script(fo.ToolCall("call_1", "bash", `{"command":"echo shared-$((6*7))"}`)), fo.Script(fo.Text("Done: ", "42.")))
 
 	a := dial(t, home, "client-a")
@@ -284,11 +290,7 @@ func TestDaemonTwoClientsOneSession(t *testing.T) {
 // the second client missed.
 func TestDaemonClientKilledTurnGoesOn(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	defer f.Close()
-	home, ws := t.TempDir(), t.TempDir()
-	writeFakeConfig(t, home, f.URL())
-	startDaemon(t, home, nil)
+	f, home, ws, _ := daemonFixture(t)
 	f.Enqueue(fo.Script(fo.Text("slow "), fo.Delay(1500*time.Millisecond), fo.Text("but finished")))
 
 	watcher := dial(t, home, "watcher")
@@ -633,11 +635,7 @@ func orphanRun(t *testing.T, home string) <-chan struct{} {
 // prompt; a client re-attaching by id sees it.
 func TestDaemonPlannedRestart(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	defer f.Close()
-	home, ws := t.TempDir(), t.TempDir()
-	writeFakeConfig(t, home, f.URL())
-	d := startDaemon(t, home, nil)
+	f, home, ws, d := daemonFixture(t)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(d.log())
@@ -748,11 +746,7 @@ func TestConnectRelay(t *testing.T) {
 // with the entry as it is now, and both see queue.updated.
 func TestDaemonQueueEditsFromTwoClients(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	defer f.Close()
-	home, ws := t.TempDir(), t.TempDir()
-	writeFakeConfig(t, home, f.URL())
-	startDaemon(t, home, nil)
+	f, home, ws, _ := daemonFixture(t)
 	f.Enqueue(fo.Script(fo.Hang()))
 	a := dial(t, home, "a")
 	a.init(protocol.Version4)

@@ -1,39 +1,21 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/scv-cli/scv/shared/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// syncBuffer is a bytes.Buffer safe for os/exec's copier and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func sh(t *testing.T, script string, stderr io.Writer) *Process {
 	t.Helper()
@@ -46,7 +28,7 @@ func sh(t *testing.T, script string, stderr io.Writer) *Process {
 
 func TestProcessEchoAndStop(t *testing.T) {
 	t.Parallel()
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	p := sh(t, "cat; echo bye >&2", &stderr)
 	if _, err := io.WriteString(p.Stdin(), "hello\n"); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/scv-cli/scv/shared/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -43,7 +45,7 @@ func (g *gate) String() string {
 
 func TestWritesArriveInOrder(t *testing.T) {
 	t.Parallel()
-	var dst syncBuffer
+	var dst testkit.Buffer
 	w := New(&dst, 0)
 	for i := range 100 {
 		fmt.Fprintf(w, "line %d\n", i)
@@ -132,20 +134,3 @@ func TestCloseGivesUpOnAStuckDestination(t *testing.T) {
 type failing struct{}
 
 func (failing) Write([]byte) (int, error) { return 0, syscall.EPIPE }
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}

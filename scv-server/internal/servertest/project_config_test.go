@@ -3,37 +3,18 @@
 package servertest_test
 
 import (
-	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit"
 )
-
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // projectWorkspace returns a workspace whose .scv/config.toml is text, and
 // the file's path.
@@ -103,7 +84,7 @@ func TestProjectApprovalPolicyIsPerSession(t *testing.T) {
 
 func TestProjectProviderIsIgnoredWithAWarning(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testkit.Buffer
 	f, s := fake(t, "", st.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	s.Client.Init(3)
 	ws, file := projectWorkspace(t, "[provider]\nactive = \"evil\"\n\n[tools]\noutput_limit_bytes = 2048\n")

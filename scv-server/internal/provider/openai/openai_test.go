@@ -18,34 +18,17 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 	f "github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const testKey = "sk-test-0123456789abcdef-SECRET"
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type fixture struct {
 	srv   *f.Server
 	p     *Provider
-	logs  *syncBuffer
+	logs  *testkit.Buffer
 	mu    sync.Mutex
 	waits []time.Duration
 }
@@ -55,7 +38,7 @@ type fixture struct {
 // and instant.
 func newFixture(t *testing.T, mut func(*Config)) *fixture {
 	t.Helper()
-	fx := &fixture{srv: f.Start(t), logs: &syncBuffer{}}
+	fx := &fixture{srv: f.Start(t), logs: &testkit.Buffer{}}
 	cfg := Config{
 		Name:           "openai",
 		BaseURL:        fx.srv.URL(),
