@@ -859,12 +859,17 @@ func TestDaemonKilledBashTreeReaped(t *testing.T) {
 		t.Fatalf("the SIGKILL already ended the tree (%d processes): nothing to reap", n)
 	}
 	second := startDaemon(t, home, nil)
-	for deadline := time.Now().Add(10 * time.Second); len(proctag.Find(tag)) > 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the new daemon left %d processes of the dead one's bash tree\n%s", len(proctag.Find(tag)), second.log())
+	// The reconcile kills the tree first and removes its record after, so
+	// wait for both rather than reading the records the moment the
+	// processes are gone.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		left := len(proctag.Find(tag))
+		trees, err := records.Trees(records.TreesDir(home))
+		if left == 0 && err == nil && len(trees) == 0 {
+			return
 		}
-	}
-	if trees, err := records.Trees(records.TreesDir(home)); err != nil || len(trees) != 0 {
-		t.Fatalf("tree records after the reap: %+v, %v", trees, err)
+		if time.Now().After(deadline) {
+			t.Fatalf("the new daemon left %d processes of the dead one's bash tree and tree records %+v (%v)\n%s", left, trees, err, second.log())
+		}
 	}
 }
