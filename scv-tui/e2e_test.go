@@ -378,10 +378,17 @@ func TestE2ETUI(t *testing.T) {
 	tm.waitText("1. second queued", "2. first queued")
 	tm.keys("Escape") // leave the queue panel
 
-	// Esc cancels the slow turn; the queue then runs in its new order.
+	// Esc cancels the slow turn and pauses the queue; resumed (Tab, p),
+	// the queue runs in its new order.
 	tm.waitGone("K/J move")
 	tm.keys("Escape")
-	tm.waitText("The turn was cancelled.")
+	tm.waitText("The turn was cancelled.", "paused: no prompt starts until you resume")
+	time.Sleep(300 * time.Millisecond) // a queue that was not paused would start now
+	if n := len(srv.Requests()); n != 6 {
+		t.Fatalf("the paused queue sent %d requests, want 6 until resumed", n)
+	}
+	tm.keys("Tab")
+	tm.keys("p")
 	tm.waitText("Reply to the second.", "Reply to the first.")
 	waitRequests(t, srv, 8)
 	if got := promptsSent(srv)[6:8]; got[0] != "second queued" || got[1] != "first queued" {
@@ -593,6 +600,49 @@ func TestE2EConfigFixedThenRestart(t *testing.T) {
 // TestE2EMCPView: the real server, with two MCP servers configured (one
 // disabled, one whose program does not exist), lists them in
 // session.started to the v4 TUI, and /mcp shows them; Esc closes it.
+// TestE2EPasteAndCtrlC: a bracketed paste whose lines end in CR keeps its
+// lines; Ctrl+C interrupts a running turn, pausing the queue, and a second
+// Ctrl+C quits.
+func TestE2EPasteAndCtrlC(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(
+		fakeopenai.Script(fakeopenai.Text("Got three lines.")),
+		fakeopenai.Script(fakeopenai.Text("Thinking hard"), fakeopenai.Hang()),
+	)
+	home, ws := fakeHome(t, srv), t.TempDir()
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+
+	// -r: paste the bytes as they are (tmux otherwise turns LF into CR);
+	// -p: bracketed, as a terminal pastes when the program asks.
+	tm.tmux("set-buffer", "-b", "p", "alpha\rbeta\r\ngamma")
+	tm.tmux("paste-buffer", "-r", "-p", "-b", "p", "-t", "e2e")
+	tm.waitText("alpha", "beta", "gamma")
+	tm.keys("Enter")
+	tm.waitText("Got three lines.")
+	waitRequests(t, srv, 1)
+	if got := promptsSent(srv)[0]; got != "alpha\nbeta\ngamma" {
+		t.Errorf("the pasted prompt reached the model as %q, want its three lines", got)
+	}
+	tm.waitIdle()
+
+	tm.submit("a long one")
+	tm.waitText("Thinking hard▍")
+	tm.submit("queued after")
+	tm.waitText("1. queued after")
+	tm.keys("C-c")
+	tm.waitText("The turn was cancelled.", "Press Ctrl+C again to quit", "paused")
+	tm.keys("C-c")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("the model got %d requests, want 2: the queued prompt must wait while paused", n)
+	}
+}
+
 func TestE2EMCPView(t *testing.T) {
 	needTmux(t)
 	bin := binaries(t)

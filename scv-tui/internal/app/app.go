@@ -173,8 +173,9 @@ type Model struct {
 	editing *protocol.QueueEntry // the queue entry being edited, if any
 	draft   string               // the editor's text before editing began
 
-	quitArmed bool
-	flash     string // a one-line message that the next key clears
+	quitArmed   bool
+	quitArmedAt time.Time // when Ctrl+C interrupted a turn; zero when it armed on an idle prompt
+	flash       string    // a one-line message that the next key clears
 
 	// overflow records that the last frame's parts were taller than the
 	// screen and its top was cut (only a tiny terminal should do that).

@@ -695,6 +695,69 @@ func TestResumeRefusedAtStart(t *testing.T) {
 	}
 }
 
+// TestCtrlCInterrupts: Ctrl+C during a turn cancels it (pausing a
+// non-empty queue first) and a second one within the window quits.
+func TestCtrlCInterrupts(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	clock := time.Unix(1_000_000, 0)
+	h.m.now = func() time.Time { return clock }
+	h.connect("gpt-4.1-mini")
+	rid := h.prompt("long task").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.event(sessionEvent("queue.enqueued", "77", `"entry":{"queue_id":"qa","revision":1,"prompt":"next one","submitter":"scv-tui","position":0}`))
+	n := len(h.sent)
+	if cmd := h.msg(keyMsg("ctrl+c")); cmd != nil {
+		t.Fatal("Ctrl+C during a turn quit instead of interrupting it")
+	}
+	if len(h.sent) != n+2 {
+		t.Fatalf("Ctrl+C sent %d frames, want session.pause then turn.cancel", len(h.sent)-n)
+	}
+	if p, ok := h.sent[n].(*protocol.SessionPause); !ok || !p.Paused {
+		t.Errorf("first frame after Ctrl+C = %s, want session.pause paused:true", encode(h.sent[n]))
+	}
+	if tc, ok := h.sent[n+1].(*protocol.TurnCancel); !ok || tc.TurnID != tid {
+		t.Errorf("second frame after Ctrl+C = %s, want turn.cancel", encode(h.sent[n+1]))
+	}
+	if !strings.Contains(h.screen(), "Press Ctrl+C again to quit") {
+		t.Errorf("no hint after the interrupt:\n%s", h.screen())
+	}
+	clock = clock.Add(quitWindow + time.Second)
+	if cmd := h.msg(keyMsg("ctrl+c")); cmd != nil {
+		t.Error("a Ctrl+C long after the interrupt quit at once")
+	}
+	if cmd := h.msg(keyMsg("ctrl+c")); cmd == nil || cmd() != (tea.QuitMsg{}) {
+		t.Error("a second Ctrl+C on the idle prompt did not quit")
+	}
+}
+
+// TestEscPausesQueue: Esc cancels the turn and pauses a non-empty queue so
+// the next prompt waits for the user.
+func TestEscPausesQueue(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	rid := h.prompt("long task").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	n := len(h.sent)
+	h.key("esc")
+	if len(h.sent) != n+1 {
+		t.Fatalf("Esc with an empty queue sent %d frames, want turn.cancel only", len(h.sent)-n)
+	}
+	h.event(turnEvent("turn.cancelled", rid, tid, ""))
+	rid = h.prompt("second task").RequestID
+	h.event(turnEvent("turn.started", rid, tid2, ""))
+	h.event(sessionEvent("queue.enqueued", "78", `"entry":{"queue_id":"qb","revision":1,"prompt":"third","submitter":"scv-tui","position":0}`))
+	n = len(h.sent)
+	h.key("esc")
+	if p, ok := h.sent[n].(*protocol.SessionPause); !ok || !p.Paused {
+		t.Fatalf("Esc with a queue sent %s first, want session.pause", encode(h.sent[n]))
+	}
+	if !strings.Contains(h.screen(), "the queue is paused") {
+		t.Errorf("no word of the paused queue:\n%s", h.screen())
+	}
+}
+
 func TestHistoryRecallAndPaste(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

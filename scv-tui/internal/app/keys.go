@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -22,12 +23,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	// ("ctrl+c", "shift+up") for the others.
 	ks := k.String()
 	if ks == "ctrl+c" {
-		if m.quitArmed {
-			return tea.Quit
-		}
-		m.quitArmed = true
-		m.flash = "Press Ctrl+C again to quit."
-		return nil
+		return m.ctrlC()
 	}
 	m.quitArmed = false
 	m.flash = ""
@@ -174,6 +170,45 @@ func (m *Model) globalKey(ks string) (tea.Cmd, bool) {
 	return nil, true
 }
 
+// quitWindow is how long after Ctrl+C interrupted a turn a second Ctrl+C
+// quits; on an idle prompt the second press quits whenever it comes.
+const quitWindow = 2 * time.Second
+
+// ctrlC interrupts the running turn, or arms quitting: a second Ctrl+C
+// quits, as in Claude Code and Codex, so one press never loses the session.
+func (m *Model) ctrlC() tea.Cmd {
+	running := m.turnID != "" && m.turnState != stateCancelling
+	if m.quitArmed && !running && (m.quitArmedAt.IsZero() || m.now().Sub(m.quitArmedAt) <= quitWindow) {
+		return tea.Quit
+	}
+	m.quitArmed = true
+	m.quitArmedAt = time.Time{}
+	if running {
+		m.interrupt()
+		m.quitArmedAt = m.now()
+		m.flash = "Turn interrupted. Press Ctrl+C again to quit."
+		return nil
+	}
+	m.flash = "Press Ctrl+C again to quit."
+	return nil
+}
+
+// interrupt cancels the running turn. A non-empty queue is paused first,
+// in the same ordered stream, so the next prompt does not start the moment
+// the cancel lands: the user decides whether to go on (p in the queue
+// panel resumes it).
+func (m *Model) interrupt() {
+	if m.queue.Len() > 0 && !m.queue.Paused() {
+		m.send(&protocol.SessionPause{RequestID: m.newID(), SessionID: m.sessionID, Paused: true}, request{kind: reqPause})
+	}
+	if m.send(&protocol.TurnCancel{RequestID: m.newID(), SessionID: m.sessionID, TurnID: m.turnID}, request{kind: reqTurnCancel}) {
+		m.turnState = stateCancelling
+		if m.queue.Len() > 0 {
+			m.flash = "Turn cancelled; the queue is paused: Tab, then p resumes it."
+		}
+	}
+}
+
 // editorKey handles a key for the editor: Esc abandons an edit, cancels
 // the running turn or dismisses a problem; Enter submits; any other key
 // edits.
@@ -187,9 +222,7 @@ func (m *Model) editorKey(k tea.KeyPressMsg, ks string) tea.Cmd {
 			m.editor.SetPrompt("> ")
 			m.flash = "Edit abandoned; the queued prompt is unchanged."
 		case m.turnID != "" && m.turnState != stateCancelling:
-			if m.send(&protocol.TurnCancel{RequestID: m.newID(), SessionID: m.sessionID, TurnID: m.turnID}, request{kind: reqTurnCancel}) {
-				m.turnState = stateCancelling
-			}
+			m.interrupt()
 		case m.problem != "" && m.phase == ready:
 			// A problem the connection survived can be dismissed; the
 			// status-bar warning stays until a restart.

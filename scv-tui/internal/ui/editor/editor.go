@@ -97,9 +97,13 @@ func (e *Editor) Reset() {
 }
 
 // Insert inserts text at the cursor (typed or pasted). Text is sanitized:
-// CRLF becomes LF, tabs become spaces, control characters are dropped.
+// CRLF and a lone CR (what many terminals and old editors put at line ends)
+// become LF, tabs become spaces, other control characters are dropped.
 func (e *Editor) Insert(s string) {
 	e.ver++
+	if strings.IndexByte(s, '\r') >= 0 {
+		s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+	}
 	s = wrap.Sanitize(s)
 	if s == "" {
 		return

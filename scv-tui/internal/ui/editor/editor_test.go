@@ -130,6 +130,24 @@ func TestEditing(t *testing.T) {
 	}
 }
 
+// TestInsertLineEndings keeps the lines of a paste whatever ends them:
+// LF, CRLF, or a lone CR as many terminals and old editors send.
+func TestInsertLineEndings(t *testing.T) {
+	t.Parallel()
+	for name, in := range map[string]string{
+		"lf":    "one\ntwo\nthree",
+		"crlf":  "one\r\ntwo\r\nthree",
+		"cr":    "one\rtwo\rthree",
+		"mixed": "one\r\ntwo\rthree",
+	} {
+		e := New(5)
+		e.Insert(in)
+		if e.Value() != "one\ntwo\nthree" {
+			t.Errorf("%s: %q became %q", name, in, e.Value())
+		}
+	}
+}
+
 func TestHistory(t *testing.T) {
 	t.Parallel()
 	e := New(5)
