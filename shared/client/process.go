@@ -7,9 +7,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Exit codes of scv-server a client tells apart (docs/cli.md).
@@ -216,9 +219,18 @@ func exitError(st *os.ProcessState, waitErr error) error {
 	}
 	ee := &ExitError{Code: st.ExitCode(), State: st, Err: waitErr}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		ee.Signal = ws.Signal().String()
+		ee.Signal = signalName(ws.Signal())
 	}
 	return ee
+}
+
+// signalName is sig as people write it ("SIGKILL"); syscall.Signal's String
+// is a description ("killed") that reads badly after "killed by signal".
+func signalName(sig syscall.Signal) string {
+	if name := unix.SignalName(sig); name != "" {
+		return name
+	}
+	return "signal " + strconv.Itoa(int(sig))
 }
 
 // Error is the process state as os/exec words it ("exit status 3",

@@ -65,7 +65,8 @@ func TestProcessExitCodes(t *testing.T) {
 		{script: "exit 1", code: 1, text: "exit status 1"},
 		{script: "exit 3", code: 3, text: "exit status 3", version: true},
 		{script: "echo 'config.toml:2: bad' >&2; exit 78", code: 78, text: "exit status 78", config: true},
-		{script: "kill -TERM $$", code: -1, signal: "terminated", text: "signal: terminated"},
+		{script: "kill -TERM $$", code: -1, signal: "SIGTERM", text: "signal: terminated"},
+		{script: "kill -KILL $$", code: -1, signal: "SIGKILL", text: "signal: killed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.script, func(t *testing.T) {

@@ -33,8 +33,12 @@ package procgroup
 import (
 	"errors"
 	"io"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TagVar is the environment variable that marks every process of a run.
@@ -142,4 +146,14 @@ type Status struct {
 	StderrBytes int64
 	// Elapsed is the time from start to the leader's exit.
 	Elapsed time.Duration
+}
+
+// SignalName is the status's signal as people write it without the SIG
+// prefix ("KILL", "TERM"); syscall.Signal's own String is a description
+// ("killed") that reads badly after "killed by signal".
+func (st Status) SignalName() string {
+	if name := unix.SignalName(st.Signal); name != "" {
+		return strings.TrimPrefix(name, "SIG")
+	}
+	return strconv.Itoa(int(st.Signal))
 }

@@ -579,3 +579,14 @@ func TestMemoryLimit(t *testing.T) {
 		t.Fatalf("status %+v, output %q", st, out)
 	}
 }
+
+// TestSignalName: a status names its signal as people write it, never as
+// syscall.Signal's description ("killed by signal killed").
+func TestSignalName(t *testing.T) {
+	t.Parallel()
+	for sig, want := range map[syscall.Signal]string{syscall.SIGKILL: "KILL", syscall.SIGTERM: "TERM", syscall.Signal(77): "77"} {
+		if got := (Status{Signal: sig}).SignalName(); got != want {
+			t.Errorf("SignalName(%d) = %q, want %q", sig, got, want)
+		}
+	}
+}

@@ -731,6 +731,25 @@ func TestCtrlCInterrupts(t *testing.T) {
 	}
 }
 
+// TestCancelledCallKeepsOutput: a call running when its turn is cancelled
+// gets no tool.completed; its card stops and keeps the output it showed.
+func TestCancelledCallKeepsOutput(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	rid := h.prompt("build it").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.event(turnEvent("tool.proposed", rid, tid, `"call_id":"c1","name":"bash","arguments":{"command":"make"}`))
+	h.event(turnEvent("tool.started", rid, tid, `"call_id":"c1","name":"bash"`))
+	h.event(turnEvent("tool.progress", rid, tid, `"call_id":"c1","name":"bash","line":"compiling pkg/a"`))
+	h.key("esc")
+	h.event(turnEvent("turn.cancelled", rid, tid, ""))
+	s := h.screen()
+	if !strings.Contains(s, "stopped: the turn was cancelled") || !strings.Contains(s, "compiling pkg/a") {
+		t.Errorf("the cancelled call's card lost its output or did not stop:\n%s", s)
+	}
+}
+
 // TestEscPausesQueue: Esc cancels the turn and pauses a non-empty queue so
 // the next prompt waits for the user.
 func TestEscPausesQueue(t *testing.T) {

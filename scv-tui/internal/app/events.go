@@ -181,6 +181,16 @@ func (m *Model) turnEnded(turn string, level transcript.Level, notice string) {
 	}
 	m.take(m.turnReq)
 	m.endTurn()
+	// A call the turn ended under gets no tool.completed: stop its card,
+	// keeping what it showed.
+	why := "stopped: the turn ended before the call completed"
+	switch {
+	case level == transcript.Error:
+		why = "stopped: the turn failed"
+	case notice != "":
+		why = "stopped: the turn was cancelled"
+	}
+	m.transcript.UpdateCards(cardKey(turn, ""), func(c *toolcard.Card) { c.Stop(why) })
 	if notice != "" {
 		m.transcript.AddNotice(level, notice)
 	}

@@ -568,7 +568,7 @@ func TestExitErrorMessages(t *testing.T) {
 	}{
 		{ExitError{Code: 78, Stderr: "bad key"}, "scv-server could not start because of a configuration error:\nbad key"},
 		{ExitError{Code: 1, LogPath: "/l"}, "scv-server exited with status 1; see /l"},
-		{ExitError{Code: -1, Signal: "killed", Stderr: "x"}, "scv-server was killed by signal killed:\nx"},
+		{ExitError{Code: -1, Signal: "SIGKILL", Stderr: "x"}, "scv-server was killed by signal SIGKILL:\nx"},
 		{ExitError{Code: -1, Err: errors.New("wait failed")}, "scv-server ended (wait failed)"},
 	}
 	for _, tt := range tests {

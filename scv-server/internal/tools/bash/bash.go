@@ -22,11 +22,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/sys/unix"
 
 	"github.com/scv-cli/scv/scv-server/internal/procgroup"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
@@ -298,16 +296,9 @@ func status(st procgroup.Status, timeout time.Duration) string {
 	case st.Exited:
 		return "exit " + strconv.Itoa(st.Code)
 	case st.Signal != 0:
-		return "killed by signal " + signalName(st.Signal)
+		return "killed by signal " + st.SignalName()
 	}
 	return "ended without an exit status"
-}
-
-func signalName(sig syscall.Signal) string {
-	if name := unix.SignalName(sig); name != "" {
-		return strings.TrimPrefix(name, "SIG")
-	}
-	return strconv.Itoa(int(sig))
 }
 
 // render is the result the model reads: the status line, the bounded

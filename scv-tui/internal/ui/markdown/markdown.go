@@ -23,6 +23,7 @@ type Renderer struct {
 	style string
 	byW   map[int]*glamour.TermRenderer
 	order []int
+	code  *glamour.TermRenderer
 }
 
 // New returns a renderer using the glamour style name ("dark", "light",
@@ -37,11 +38,42 @@ func New(style string) *Renderer {
 // Render renders text (already sanitized) to lines no wider than width.
 // If glamour fails, the text is wrapped plainly instead: a reply is never
 // lost to a rendering problem.
+//
+// Top-level fenced code blocks are rendered apart, without glamour's word
+// wrap (which restarts a wrapped code line at the margin), and cut to the
+// width at their own indentation instead.
 func (r *Renderer) Render(text string, width int) []string {
 	if width < 1 {
 		width = 1
 	}
+	segs := splitFences(text)
+	if len(segs) == 1 {
+		return r.renderPart(text, width, segs[0].code)
+	}
+	var out []string
+	for _, sg := range segs {
+		lines := r.renderPart(sg.text, width, sg.code)
+		if len(lines) == 1 && lines[0] == "" {
+			continue
+		}
+		if len(out) > 0 {
+			out = append(out, "")
+		}
+		out = append(out, lines...)
+	}
+	if len(out) == 0 {
+		return []string{""}
+	}
+	return out
+}
+
+// renderPart renders one part of a reply: a fenced code block (code) or
+// the Markdown between them.
+func (r *Renderer) renderPart(text string, width int, code bool) []string {
 	tr := r.renderer(width)
+	if code {
+		tr = r.codeRenderer()
+	}
 	if tr == nil {
 		return wrap.Lines(text, width)
 	}
@@ -61,18 +93,128 @@ func (r *Renderer) Render(text string, width int) []string {
 	}
 	var res []string
 	for _, l := range lines[start:end] {
+		l = TrimStyledRight(l)
 		// Code blocks and tables are not wrapped by glamour; cut them into
 		// lines that fit rather than letting the terminal wrap them.
 		if ansi.StringWidth(l) > width {
-			res = append(res, strings.Split(ansi.Hardwrap(l, width, true), "\n")...)
+			res = append(res, cutIndented(l, width)...)
 			continue
 		}
-		res = append(res, TrimStyledRight(l))
+		res = append(res, l)
 	}
 	if len(res) == 0 {
 		return []string{""}
 	}
 	return res
+}
+
+// segment is a part of a reply: a top-level fenced code block or the
+// Markdown between two of them.
+type segment struct {
+	text string
+	code bool
+}
+
+// splitFences splits text at its top-level fenced code blocks (a fence of
+// three or more backticks or tildes indented at most three spaces, closed
+// by a fence of the same character at least as long, or by the end of the
+// text, as CommonMark has it). Fences inside list items stay with their
+// Markdown.
+func splitFences(text string) []segment {
+	var segs []segment
+	lines := strings.SplitAfter(text, "\n")
+	start, open := 0, ""
+	flush := func(end int, code bool) {
+		if end > start {
+			segs = append(segs, segment{text: strings.Join(lines[start:end], ""), code: code})
+		}
+		start = end
+	}
+	for i, l := range lines {
+		f := fence(l)
+		switch {
+		case open == "" && f != "":
+			flush(i, false)
+			open = f
+		case open != "" && f != "" && f[0] == open[0] && len(f) >= len(open) && strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), f[:1])) == "":
+			flush(i+1, true)
+			open = ""
+		}
+	}
+	flush(len(lines), open != "")
+	if len(segs) == 0 {
+		return []segment{{text: text}}
+	}
+	return segs
+}
+
+// fence returns the fence that opens or closes a code block on line l
+// ("```", "~~~~"), or "".
+func fence(l string) string {
+	t := strings.TrimLeft(l, " ")
+	if len(l)-len(t) > 3 || len(t) < 3 || (t[0] != '`' && t[0] != '~') {
+		return ""
+	}
+	n := len(t) - len(strings.TrimLeft(t, t[:1]))
+	if n < 3 {
+		return ""
+	}
+	return t[:n]
+}
+
+// codeWrap is the word-wrap width of the code renderer: wide enough that
+// glamour never wraps a real code line (Render cuts it to the screen), not
+// so wide that its padding of every line costs much.
+const codeWrap = 1024
+
+// codeRenderer returns the renderer of fenced code blocks, which does not
+// depend on the width.
+func (r *Renderer) codeRenderer() *glamour.TermRenderer {
+	if r.code == nil {
+		r.code, _ = glamour.NewTermRenderer(glamour.WithStandardStyle(r.style), glamour.WithWordWrap(codeWrap))
+	}
+	return r.code
+}
+
+// cutIndented cuts a styled line wider than width into lines that fit,
+// continuing at the line's own indentation so wrapped code keeps its
+// shape (an indentation over half the width is not kept: the text would
+// barely fit beside it). Each piece carries on the colour the line had
+// where it was cut.
+func cutIndented(l string, width int) []string {
+	parts := strings.Split(ansi.Hardwrap(l, width, true), "\n")
+	plain := ansi.Strip(l)
+	indent := len(plain) - len(strings.TrimLeft(plain, " "))
+	if len(parts) < 2 || indent == 0 || indent > width/2 {
+		return carryStyle(parts, "")
+	}
+	rest := strings.Split(ansi.Hardwrap(strings.Join(parts[1:], ""), width-indent, true), "\n")
+	return carryStyle(append(parts[:1], rest...), strings.Repeat(" ", indent))
+}
+
+var sgr = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
+// carryStyle starts every piece after the first with pad and the style
+// in force where the previous one ended, and closes a piece whose style is
+// still open, so each line stands on its own on the screen.
+func carryStyle(parts []string, pad string) []string {
+	active := ""
+	for i, p := range parts {
+		if i > 0 {
+			parts[i] = pad + active + p
+		}
+		for _, m := range sgr.FindAllString(p, -1) {
+			if m == "\x1b[0m" || m == "\x1b[m" {
+				active = ""
+			} else {
+				active = m
+			}
+		}
+		if active != "" {
+			parts[i] += "\x1b[m"
+		}
+	}
+	return parts
 }
 
 func (r *Renderer) renderer(width int) *glamour.TermRenderer {
@@ -81,7 +223,10 @@ func (r *Renderer) renderer(width int) *glamour.TermRenderer {
 	}
 	// glamour's margins take 2 cells on each side of the word-wrap width.
 	ww := max(width-4, 8)
-	tr, err := glamour.NewTermRenderer(glamour.WithStandardStyle(r.style), glamour.WithWordWrap(ww))
+	tr, err := glamour.NewTermRenderer(glamour.WithStandardStyle(r.style), glamour.WithWordWrap(ww),
+		// A model's single line breaks are meant (a listing, an address):
+		// keep them rather than joining the lines as CommonMark would.
+		glamour.WithPreservedNewLines())
 	if err != nil {
 		return nil
 	}

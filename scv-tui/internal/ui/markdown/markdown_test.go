@@ -32,6 +32,41 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// TestLineBreaksAndWrappedCode: single line breaks of the model's text
+// stay line breaks, and a code line cut to the width continues at its
+// indentation.
+func TestLineBreaksAndWrappedCode(t *testing.T) {
+	t.Parallel()
+	r := New("dark")
+	out := r.Render("files:\nalpha.go\nbeta.go", 40)
+	plain := make([]string, len(out))
+	for i, l := range out {
+		plain[i] = strings.TrimSpace(ansi.Strip(l))
+	}
+	if strings.Join(plain, "|") != "files:|alpha.go|beta.go" {
+		t.Errorf("line breaks were merged: %q", plain)
+	}
+	code := "```\nfunc f() {\n        return aVeryLongIdentifierThatCannotFitOnOneLine + anotherLongOne\n}\n```"
+	out = r.Render(code, 40)
+	var ret []string
+	for i, l := range out {
+		p := ansi.Strip(l)
+		if strings.Contains(p, "return") {
+			ret = out[i:]
+			break
+		}
+	}
+	if len(ret) < 2 {
+		t.Fatalf("the long code line was not cut:\n%s", strings.Join(out, "\n"))
+	}
+	first, next := ansi.Strip(ret[0]), ansi.Strip(ret[1])
+	indent := len(first) - len(strings.TrimLeft(first, " "))
+	if got := len(next) - len(strings.TrimLeft(next, " ")); got != indent {
+		t.Errorf("the continuation starts at column %d, want the line's indentation %d:\n%q\n%q", got, indent, first, next)
+	}
+	golden.RequireWidth(t, strings.Join(out, "\n"), 40)
+}
+
 func TestTrimStyledRight(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ in, want string }{

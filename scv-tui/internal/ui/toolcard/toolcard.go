@@ -24,6 +24,7 @@ const (
 	Running                // tool.started
 	Succeeded              // tool.completed, success
 	Failed                 // tool.completed, failure
+	Stopped                // the turn ended before the call completed (cancelled or failed)
 )
 
 // CollapsedLines is how many output lines a collapsed card shows.
@@ -126,6 +127,17 @@ func (c *Card) Complete(success bool, output string, truncated bool) {
 	c.Progress = nil
 }
 
+// Stop records that the turn ended before the call completed (a cancel
+// discards the call's result, so no tool.completed comes): the card stops
+// spinning and keeps the output it had shown, under why.
+func (c *Card) Stop(why string) {
+	if c.State >= Succeeded {
+		return
+	}
+	c.State = Stopped
+	c.Output = why
+}
+
 // Size is the bytes the card holds, for the transcript's memory bound.
 func (c *Card) Size() int {
 	n := len(c.Name) + len(c.Label) + len(c.Summary) + len(c.Arguments) + len(c.Output) + len(c.Rule) + 64
@@ -151,6 +163,8 @@ func (c *Card) Render(st styles.Styles, width int, frame string) []string {
 		icon = st.ToolOK.Render("✓")
 	case Failed:
 		icon = st.ToolFail.Render("✗")
+	case Stopped:
+		icon = st.ToolWait.Render("■")
 	}
 	head := icon + " " + st.ToolName.Render(c.Label)
 	if c.Summary != "" {
@@ -177,6 +191,11 @@ func (c *Card) Render(st styles.Styles, width int, frame string) []string {
 		for _, p := range c.Progress {
 			lines = append(lines, bar+st.Dim.Render(wrap.Truncate(p, inner)))
 		}
+	case Stopped:
+		body(c.Output, st.ToolWait.Render)
+		for _, p := range c.Progress {
+			lines = append(lines, bar+st.Dim.Render(wrap.Truncate(p, inner)))
+		}
 	case Succeeded, Failed:
 		if c.Rule != "" {
 			body("allowed by the session rule: "+c.Rule, st.Dim.Render)
@@ -197,7 +216,11 @@ func (c *Card) Render(st styles.Styles, width int, frame string) []string {
 			lines = append(lines, bar+style(l))
 		}
 		if len(shown) < len(out) {
-			body(fmt.Sprintf("… %d more lines (Ctrl+O expands)", len(out)-len(shown)), st.Dim.Render)
+			more := "lines"
+			if len(out)-len(shown) == 1 {
+				more = "line"
+			}
+			body(fmt.Sprintf("… %d more %s (Ctrl+O expands)", len(out)-len(shown), more), st.Dim.Render)
 		} else if c.Expanded && len(out) > CollapsedLines {
 			body("(Ctrl+O collapses)", st.Dim.Render)
 		}

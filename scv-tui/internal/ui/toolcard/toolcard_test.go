@@ -77,6 +77,19 @@ func TestRender(t *testing.T) {
 			c.Complete(false, "--- FAIL: TestSomethingLong (0.00s)\n    thing_test.go:12: got 1, want 2 and a long explanation follows", false)
 			return c
 		}},
+		{"one_more_line", 60, func() *Card {
+			c := New("c1", "bash", json.RawMessage(`{"command":"seq 5"}`))
+			c.Complete(true, "1\n2\n3\n4\n5", false)
+			return c
+		}},
+		{"stopped", 60, func() *Card {
+			c := New("c1", "bash", json.RawMessage(`{"command":"make test"}`))
+			c.Start("")
+			c.AddProgress("compiling pkg/a")
+			c.AddProgress("running 12 tests")
+			c.Stop("stopped: the turn was cancelled")
+			return c
+		}},
 		{"hostile_output", 40, func() *Card {
 			c := New("c1", "bash", json.RawMessage(`{"command":"printf"}`))
 			c.Complete(true, "\x1b[2J\x1b[31mred\x1b[0m\tcol\r\nnext", false)

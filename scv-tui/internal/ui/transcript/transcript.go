@@ -273,6 +273,16 @@ func (t *Transcript) UpdateCard(key string, f func(*toolcard.Card)) bool {
 	return true
 }
 
+// UpdateCards applies f to every card whose key starts with prefix (the
+// cards of one turn) and re-renders those it changed.
+func (t *Transcript) UpdateCards(prefix string, f func(*toolcard.Card)) {
+	for key := range t.cards {
+		if strings.HasPrefix(key, prefix) {
+			t.UpdateCard(key, f)
+		}
+	}
+}
+
 // ToggleLastCard expands or collapses a finished tool card: the lowest
 // one on screen, so scrolling to a card selects it, else the newest. It
 // reports whether there was one.

@@ -262,7 +262,7 @@ func (b *backend) failureMessage(st procgroup.Status, out output.Result, stderrT
 	switch {
 	case msg != "":
 	case !st.Exited:
-		msg = fmt.Sprintf("%s was killed by signal %s", b.a.Product, st.Signal)
+		msg = fmt.Sprintf("%s was killed by signal %s", b.a.Product, st.SignalName())
 	default:
 		msg = fmt.Sprintf("%s exited with code %d", b.a.Product, st.Code)
 	}
