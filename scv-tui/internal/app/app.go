@@ -173,6 +173,7 @@ type Model struct {
 	editing *protocol.QueueEntry // the queue entry being edited, if any
 	draft   string               // the editor's text before editing began
 
+	helpScroll  int // the first line of the help shown
 	quitArmed   bool
 	quitArmedAt time.Time // when Ctrl+C interrupted a turn; zero when it armed on an idle prompt
 	flash       string    // a one-line message that the next key clears

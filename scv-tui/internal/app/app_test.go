@@ -856,6 +856,51 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestOverlaysAtSmallSizes: the help scrolls when it does not fit, and
+// every overlay (help, session picker, /mcp, an approval) keeps the
+// screen's exact height and width down to 40x12.
+func TestOverlaysAtSmallSizes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	h.msg(tea.WindowSizeMsg{Width: 60, Height: 20})
+	h.typeText("/help")
+	h.key("enter")
+	if s := h.screen(); !strings.Contains(s, "Keys") || !strings.Contains(s, "scroll") {
+		t.Fatalf("the top of the help, with how to scroll, is not shown at 60x20:\n%s", s)
+	}
+	h.key("end")
+	if s := h.screen(); !strings.Contains(s, "Any key closes this help.") || strings.Contains(s, "Keys\n") {
+		t.Errorf("End did not scroll the help to its last line:\n%s", s)
+	}
+	h.key("home", "down")
+	if !h.m.help || h.m.helpScroll != 1 {
+		t.Errorf("Home, Down: help open %v at line %d, want open at 1", h.m.help, h.m.helpScroll)
+	}
+	check := func(what string) {
+		t.Helper()
+		for _, sz := range [][2]int{{60, 20}, {40, 12}} {
+			h.msg(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+			out := h.m.render()
+			if n := strings.Count(out, "\n") + 1; n != sz[1] {
+				t.Errorf("%s at %dx%d: %d lines", what, sz[0], sz[1], n)
+			}
+			golden.RequireWidth(t, out, sz[0])
+		}
+	}
+	check("help")
+	h.key("esc")
+	h.typeText("/mcp")
+	h.key("enter")
+	check("/mcp")
+	h.key("esc")
+	rid := h.prompt("go").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.event(turnEvent("tool.proposed", rid, tid, `"call_id":"c1","name":"bash","arguments":{"command":"rm -rf build && make all && make test && make install PREFIX=/usr/local"}`))
+	h.event(turnEvent("approval.requested", rid, tid, `"approval_id":"a1","call_id":"c1","name":"bash","risk":"execute","summary":"rm -rf build && make all && make test","arguments":{"command":"rm -rf build"}`))
+	check("approval")
+}
+
 // TestHandshakeWire: the TUI's initialize is shared/client's Hello, with
 // the bytes the TUI always sent (version 3, its name, SCV's version).
 func TestHandshakeWire(t *testing.T) {

@@ -29,6 +29,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	m.flash = ""
 	defer m.layout()
 
+	if m.help && m.helpKey(ks) {
+		return nil
+	}
 	if m.scrollKey(ks) {
 		return nil
 	}
@@ -57,6 +60,29 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return m.queueKey(ks)
 	}
 	return m.editorKey(k, ks)
+}
+
+// helpKey scrolls the open help; it reports whether ks was a scrolling
+// key. Any other key closes the help (in key).
+func (m *Model) helpKey(ks string) bool {
+	page := max(m.height/2, 1)
+	switch ks {
+	case "up", "k":
+		m.helpScroll--
+	case "down", "j":
+		m.helpScroll++
+	case "pgup":
+		m.helpScroll -= page
+	case "pgdown", "space":
+		m.helpScroll += page
+	case "home":
+		m.helpScroll = 0
+	case "end":
+		m.helpScroll = 1 << 20 // helpView clamps it
+	default:
+		return false
+	}
+	return true
 }
 
 // scrollKey scrolls the open arguments view of a dialog, which takes the
@@ -332,7 +358,7 @@ func (m *Model) command(line string) tea.Cmd {
 	case "/quit", "/exit":
 		return tea.Quit
 	case "/help":
-		m.help = true
+		m.help, m.helpScroll = true, 0
 		done()
 	case "/clear":
 		if !m.needSession() {

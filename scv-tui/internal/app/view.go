@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -83,7 +84,7 @@ func (m *Model) render() string {
 		var over string
 		switch {
 		case m.help:
-			over = m.helpText()
+			over = m.helpView(h)
 		case m.picker != nil:
 			over = m.picker.View(m.st, m.width, h)
 		default:
@@ -180,6 +181,22 @@ func (m *Model) statusBar() status.Bar {
 		b.Turn = "editing a queued prompt · " + b.Turn
 	}
 	return b
+}
+
+// helpView is the help cut to h lines from the scroll position, with a
+// last line saying how to see the rest when it does not fit.
+func (m *Model) helpView(h int) string {
+	lines := strings.Split(m.helpText(), "\n")
+	if len(lines) <= h || h < 2 {
+		m.helpScroll = 0
+		return strings.Join(lines, "\n")
+	}
+	room := h - 1
+	m.helpScroll = min(max(m.helpScroll, 0), len(lines)-room)
+	end := m.helpScroll + room
+	hint := fmt.Sprintf("lines %d-%d of %d · Up/Down, PgUp/PgDn scroll · Esc closes", m.helpScroll+1, end, len(lines))
+	out := append(append([]string(nil), lines[m.helpScroll:end]...), m.st.Dim.Render(wrap.Truncate(hint, m.width)))
+	return strings.Join(out, "\n")
 }
 
 func (m *Model) helpText() string {

@@ -13,7 +13,8 @@ import (
 // TestHelpWrapsAtNarrowWidths checks the frame the program draws (View,
 // after fit): a terminal cuts lines wider than itself, so every help line
 // must be within the width and the log path must be whole once the lines
-// are joined.
+// are joined (scrolled to the end where the help is taller than the
+// screen).
 func TestHelpWrapsAtNarrowWidths(t *testing.T) {
 	t.Parallel()
 	const logPath = "/tmp/audit-home/logs/tui-server-with-a-long-name.log"
@@ -24,6 +25,7 @@ func TestHelpWrapsAtNarrowWidths(t *testing.T) {
 		h.msg(tea.WindowSizeMsg{Width: w, Height: 40})
 		h.typeText("/help")
 		h.key("enter")
+		h.key("end") // where the help is taller than the screen, it scrolls
 		out := h.m.View().Content
 		golden.RequireWidth(t, out, w)
 		joined := strings.ReplaceAll(golden.Plain(out), "\n", "")
