@@ -222,6 +222,27 @@ func TestBadConfigIsReportedBeforeInput(t *testing.T) {
 	}
 }
 
+// TestMissingKeySaysWhatToChange: a provider whose key variable is unset
+// stops the server at start with what to change and where it was set, not
+// an offer to restart (which inherits the same environment).
+func TestMissingKeySaysWhatToChange(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	cfg := "[provider]\nactive = \"work\"\n\n[providers.work]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"SCV_TEST_UNSET_KEY\"\nmodel = \"m\"\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runBeforeInput(t, home)
+	for _, want := range []string{`provider "work"`, "SCV_TEST_UNSET_KEY", "config.toml:7", "export SCV_TEST_UNSET_KEY=<your key>", "[providers.work]", "demo model"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if code != 78 {
+		t.Errorf("exit %d, want 78 (a configuration error)", code)
+	}
+}
+
 func TestBrokenStdoutDoesNotKillWithSIGPIPE(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command(bin, "--stdio")

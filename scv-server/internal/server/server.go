@@ -241,6 +241,18 @@ func NewProvider(cfg *config.Config, env paths.Env, log *slog.Logger) (provider.
 		return nil, fmt.Errorf("provider %q has kind %q, which this server cannot run; use kind = \"openai\"", name, pc.Kind)
 	}
 	key, err := config.ResolveAPIKey(pc, env)
+	if errors.Is(err, config.ErrAPIKeyMissing) {
+		// Restarting the server cannot help: it inherits the same
+		// environment. Say what to change, and where it was configured.
+		src := cfg.Sources["providers."+name+".api_key_env"]
+		file := src.File
+		if h, herr := paths.Home(env); file == "" && herr == nil {
+			file = paths.ConfigFile(h)
+		}
+		return nil, fmt.Errorf("provider %q needs an API key in the environment variable %s (api_key_env, from %s), which is not set where SCV was started. "+
+			"Quit, export %s=<your key> and start SCV again; or set api_key = \"<your key>\" in [providers.%s] of %s (chmod 600 it); "+
+			"or remove [provider] active to use the demo model (%w)", name, pc.APIKeyEnv, src, pc.APIKeyEnv, name, file, config.ErrAPIKeyMissing)
+	}
 	if err != nil {
 		return nil, err
 	}
