@@ -454,6 +454,7 @@ var events = map[string]func() Event{
 	TypeSessionDetached:    func() Event { return new(SessionDetached) },
 	TypeApprovalResolved:   func() Event { return new(ApprovalResolved) },
 	TypeDaemonStatusIs:     func() Event { return new(DaemonStatusReported) },
+	TypeTurnRetrying:       func() Event { return new(TurnRetrying) },
 }
 
 // NewEvent returns a zero value of the event type t, or nil.

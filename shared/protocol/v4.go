@@ -19,6 +19,7 @@ const (
 	TypeSessionDetached  = "session.detached"
 	TypeApprovalResolved = "approval.resolved"
 	TypeDaemonStatusIs   = "daemon.status_reported"
+	TypeTurnRetrying     = "turn.retrying"
 )
 
 // Version4 adds session.attach, session.detach, daemon.status and
@@ -92,6 +93,25 @@ type ApprovalResolved struct {
 	By string `json:"by,omitempty"`
 }
 
+// TurnRetrying says that a model request failed and will be sent again
+// (v4 sessions): the provider's own status and message, which attempt
+// comes next of how many, and after how long. It is not part of the
+// model's history or the session log.
+type TurnRetrying struct {
+	TurnHeader
+	// Attempt is the attempt about to be made (2 for the first retry) and
+	// MaxAttempts how many there are in all.
+	Attempt     int `json:"attempt"`
+	MaxAttempts int `json:"max_attempts"`
+	// DelayMS is how long the server waits before that attempt.
+	DelayMS int64 `json:"delay_ms"`
+	// Status is the HTTP status of the failed attempt; 0 when none came
+	// (a connection error or a timeout).
+	Status int `json:"status,omitempty"`
+	// Message is the provider's own error message, redacted and bounded.
+	Message string `json:"message"`
+}
+
 // LiveSession describes a session a daemon holds open.
 type LiveSession struct {
 	SessionID string `json:"session_id"`
@@ -141,11 +161,13 @@ func (*SessionAttached) Kind() string      { return TypeSessionAttached }
 func (*SessionDetached) Kind() string      { return TypeSessionDetached }
 func (*ApprovalResolved) Kind() string     { return TypeApprovalResolved }
 func (*DaemonStatusReported) Kind() string { return TypeDaemonStatusIs }
+func (*TurnRetrying) Kind() string         { return TypeTurnRetrying }
 
 func (*SessionAttached) isEvent()      {}
 func (*SessionDetached) isEvent()      {}
 func (*ApprovalResolved) isEvent()     {}
 func (*DaemonStatusReported) isEvent() {}
+func (*TurnRetrying) isEvent()         {}
 
 // MCP server states (MCPServer.State).
 const (

@@ -80,6 +80,9 @@ type Config struct {
 	// a failed emission. It is no protocol event: dialects that show
 	// reasoning get it from the session (session.ReasoningObserver).
 	OnReasoning func(ctx context.Context, text string) error
+	// Retries emits turn.retrying before a failed model request is sent
+	// again (v4 sessions).
+	Retries bool
 
 	// ContextMaxTokens is the model's context window; 0 disables
 	// compaction and the context check.
@@ -213,11 +216,9 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 			HostedWebSearch: l.cfg.HostedWebSearch && l.cfg.Tools != nil}
 		held := len(l.out.Messages)
 
-		var h provider.Handler = provider.HandlerFunc(func(text string) error {
-			return l.sink.Emit(ctx, &protocol.AssistantDelta{Content: text})
-		})
+		var h provider.Handler = deltaHandler{l: l, ctx: ctx}
 		if l.cfg.OnReasoning != nil {
-			h = reasoningHandler{Handler: h, ctx: ctx, on: l.cfg.OnReasoning}
+			h = reasoningHandler{deltaHandler: deltaHandler{l: l, ctx: ctx}, on: l.cfg.OnReasoning}
 		}
 		resp, err := l.cfg.Provider.Stream(ctx, req, h)
 		if err != nil {
@@ -255,11 +256,32 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 	return &Failure{Code: protocol.FailStepLimit, Message: fmt.Sprintf("agent reached %d steps", l.cfg.MaxSteps)}
 }
 
+// deltaHandler streams the model's text as assistant.delta and, in v4
+// sessions, tells the clients of each retry (turn.retrying).
+type deltaHandler struct {
+	l   *loop
+	ctx context.Context
+}
+
+func (d deltaHandler) OnDelta(text string) error {
+	return d.l.sink.Emit(d.ctx, &protocol.AssistantDelta{Content: text})
+}
+
+// OnRetry emits turn.retrying. A client that cannot take it does not fail
+// the request being retried: the event is information, not part of the
+// turn.
+func (d deltaHandler) OnRetry(r provider.Retry) {
+	if !d.l.cfg.Retries {
+		return
+	}
+	_ = d.l.sink.Emit(d.ctx, &protocol.TurnRetrying{Attempt: r.Attempt, MaxAttempts: r.MaxAttempts,
+		DelayMS: r.Wait.Milliseconds(), Status: r.Status, Message: r.Message})
+}
+
 // reasoningHandler adds Config.OnReasoning to a delta handler.
 type reasoningHandler struct {
-	provider.Handler
-	ctx context.Context
-	on  func(ctx context.Context, text string) error
+	deltaHandler
+	on func(ctx context.Context, text string) error
 }
 
 func (r reasoningHandler) OnReasoning(text string) error { return r.on(r.ctx, text) }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Role is the author of a message in the history.
@@ -119,6 +120,28 @@ type Handler interface {
 type ReasoningHandler interface {
 	Handler
 	OnReasoning(text string) error
+}
+
+// Retry describes a failed model request that is about to be sent again.
+type Retry struct {
+	// Attempt is the attempt about to be made (2 for the first retry) of
+	// MaxAttempts in all.
+	Attempt, MaxAttempts int
+	// Wait is the delay before that attempt.
+	Wait time.Duration
+	// Status is the failed attempt's HTTP status, 0 when none came.
+	Status int
+	// Message is the provider's own message, redacted and bounded.
+	Message string
+}
+
+// RetryHandler is a Handler that is told before a failed request is sent
+// again, so a person sees the wait rather than a silent pause. Providers
+// call OnRetry only on handlers that implement it, on the goroutine of
+// Stream; it must not block.
+type RetryHandler interface {
+	Handler
+	OnRetry(Retry)
 }
 
 // HandlerFunc adapts a function to Handler.

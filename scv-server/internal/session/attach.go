@@ -95,6 +95,8 @@ func eventSize(ev protocol.Sequenced) int {
 		return envelope + len(e.Summary) + len(e.Cwd) + 128
 	case *protocol.TurnFailed:
 		return envelope + len(e.Message)
+	case *protocol.TurnRetrying:
+		return envelope + len(e.Message)
 	case *protocol.QueueSnapshot:
 		n := envelope
 		for _, q := range e.Entries {

@@ -416,6 +416,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 		WiderRules:      s.version >= protocol.Version4,
 		MaxSteps:        m.opts.MaxSteps,
 		Progress:        s.version >= protocol.Version3,
+		Retries:         s.version >= protocol.Version4,
 		OnReasoning: func(ctx context.Context, text string) error {
 			return s.observeReasoning(ctx, t, text)
 		},

@@ -488,6 +488,29 @@ func TestFailureNotices(t *testing.T) {
 	}
 }
 
+// TestRetryingShown: turn.retrying shows the provider's status and message
+// and the wait until the model answers; a failure leads with the
+// provider's message.
+func TestRetryingShown(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	rid := h.prompt("go").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.event(turnEvent("turn.retrying", rid, tid, `"attempt":2,"max_attempts":5,"delay_ms":3500,"status":429,"message":"openai: Rate limit reached"`))
+	if s := h.screen(); !strings.Contains(s, "Retrying (2/5) in 4 s: HTTP 429, openai: Rate limit reached") {
+		t.Errorf("the retry is not shown:\n%s", s)
+	}
+	h.event(turnEvent("assistant.delta", rid, tid, `"content":"Here"`))
+	if strings.Contains(h.screen(), "Retrying") {
+		t.Errorf("the retry notice stayed after the model answered:\n%s", h.screen())
+	}
+	want := "The turn failed: openai: HTTP 401: invalid key. Likely cause: the model provider failed"
+	if got := failureText(protocol.FailProviderError, "openai: HTTP 401: invalid key"); !strings.HasPrefix(got, want) {
+		t.Errorf("failure text = %q, want it to start %q", got, want)
+	}
+}
+
 func TestOtherNotices(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

@@ -123,7 +123,12 @@ func (m *Model) turnEvent(e protocol.Event) tea.Cmd {
 		return m.turnStarted(e)
 	case *protocol.AssistantDelta:
 		if e.TurnID == m.turnID {
+			m.retrying = ""
 			m.transcript.Delta(e.Content)
+		}
+	case *protocol.TurnRetrying:
+		if e.TurnID == m.turnID {
+			m.retrying = retryText(e)
 		}
 	case *protocol.AssistantCompleted:
 		if e.TurnID == m.turnID {
@@ -328,12 +333,32 @@ func (m *Model) turnStarted(e *protocol.TurnStarted) tea.Cmd {
 // endTurn forgets the running turn: its live reply stays as a preview, an
 // open approval closes.
 func (m *Model) endTurn() {
+	m.retrying = ""
 	m.transcript.Interrupt()
 	m.dialog = nil
 	m.turnID = ""
 	m.turnReq = ""
 	m.turnState = ""
 	m.compacting = false
+}
+
+// retryText says that the model request is being retried, with the
+// provider's own status and message first.
+func retryText(e *protocol.TurnRetrying) string {
+	secs := (e.DelayMS + 999) / 1000
+	text := fmt.Sprintf("Retrying (%d/%d) in %d s", e.Attempt, e.MaxAttempts, secs)
+	if e.Status != 0 {
+		text += fmt.Sprintf(": HTTP %d", e.Status)
+	}
+	if msg := wrap.OneLine(e.Message); msg != "" {
+		if e.Status != 0 {
+			text += ","
+		} else {
+			text += ":"
+		}
+		text += " " + msg
+	}
+	return text
 }
 
 func cardKey(turnID, callID string) string { return turnID + "/" + callID }

@@ -234,13 +234,15 @@ func failureText(code protocol.FailureCode, msg string) string {
 	case protocol.FailInternal:
 		why = "the server hit an internal error"
 	default:
-		why = "of an error this client does not know (" + string(code) + ")"
+		why = "the server reported an error this client does not know (" + string(code) + ")"
 	}
-	text := "The turn failed because " + why + "."
+	// The server's message (for a provider error, the provider's own
+	// status and text) says what happened; the code's meaning is the
+	// likely cause, so it comes second.
 	if msg = wrap.OneLine(msg); msg != "" {
-		text += " The server said: " + msg
+		return "The turn failed: " + strings.TrimSuffix(msg, ".") + ". Likely cause: " + why + "."
 	}
-	return text
+	return "The turn failed because " + why + "."
 }
 
 func sizeWords(n int64) string {

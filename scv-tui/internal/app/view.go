@@ -48,6 +48,11 @@ func (m *Model) messageLines() []string {
 			out = append(out, m.st.Error.Render(l))
 		}
 	}
+	if m.retrying != "" {
+		for _, l := range wrap.Lines(m.retrying, m.width) {
+			out = append(out, m.st.Warning.Render(l))
+		}
+	}
 	if m.flash != "" {
 		for _, l := range wrap.Lines(m.flash, m.width) {
 			out = append(out, m.st.Warning.Render(l))

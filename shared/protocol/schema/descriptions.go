@@ -29,6 +29,7 @@ var messageDescriptions = map[string]string{
 	protocol.TypeSessionDetached:  "Answers session.detach (v4).",
 	protocol.TypeApprovalResolved: "Tells every client of a session that an approval was answered, and by whom (v4).",
 	protocol.TypeDaemonStatusIs:   "Answers daemon.status with the daemon's state and live sessions (v4).",
+	protocol.TypeTurnRetrying:     "Says a model request failed and will be sent again: the provider's status and message, the next attempt of how many, and the delay (v4).",
 
 	// Server events.
 	protocol.TypeInitialized:        "Answers initialize, echoing the client's protocol version.",
@@ -62,6 +63,11 @@ var messageDescriptions = map[string]string{
 // "<path>", then the member's own name; a path joins nested names with ".".
 var fieldDescriptions = map[string]string{
 	// Protocol v4 (the daemon).
+	"turn.retrying/attempt":              "The attempt about to be made: 2 for the first retry.",
+	"turn.retrying/max_attempts":         "How many attempts there are in all (provider max_retries plus one).",
+	"turn.retrying/delay_ms":             "How long the server waits before that attempt, in milliseconds.",
+	"turn.retrying/status":               "The HTTP status of the failed attempt; absent when none came (a connection error or a timeout).",
+	"turn.retrying/message":              "The provider's own error message, redacted and bounded.",
 	"after_seq":                          "Replay the session's events after this seq from its ring of recent events; absent replays nothing.",
 	"live":                               "The sessions the server holds open, with their clients (v4).",
 	"queued":                             "How many prompts are queued.",

@@ -291,6 +291,7 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, h provider.
 			return nil, nil, err
 		}
 		c := &call{}
+		c.onRetry, _ = h.(provider.RetryHandler)
 		resp, err := p.doer.do(c, hreq)
 		if err != nil {
 			return nil, nil, p.classify(ctx, sctx, c, err)

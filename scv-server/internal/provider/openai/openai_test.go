@@ -640,6 +640,36 @@ func TestRetries(t *testing.T) {
 	}
 }
 
+// retries is a handler that records the retries it is told of.
+type retries struct {
+	deltas
+	r []provider.Retry
+}
+
+func (h *retries) OnRetry(r provider.Retry) { h.r = append(h.r, r) }
+
+// TestRetryHandlerTold: a handler that listens is told of each retry with
+// the provider's status, its message, the attempt and the wait.
+func TestRetryHandlerTold(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, func(c *Config) { c.MaxRetries = 3 })
+	fx.srv.Enqueue(f.Script(f.APIError(429, "Rate limit reached"), f.Header("Retry-After", "2")), f.Script(f.APIError(500, "oops")), f.Script(f.Text("ok")))
+	var h retries
+	if _, err := fx.p.Stream(context.Background(), userReq, &h); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.r) != 2 {
+		t.Fatalf("told of %d retries, want 2: %+v", len(h.r), h.r)
+	}
+	first := h.r[0]
+	if first.Attempt != 2 || first.MaxAttempts != 4 || first.Status != 429 || first.Wait != 2*time.Second || !strings.Contains(first.Message, "Rate limit reached") {
+		t.Errorf("first retry = %+v", first)
+	}
+	if h.r[1].Attempt != 3 || h.r[1].Status != 500 {
+		t.Errorf("second retry = %+v", h.r[1])
+	}
+}
+
 func TestRetryKeepsRequest(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, nil)

@@ -27,7 +27,8 @@ const maxDetailBytes = 768
 
 // call is the state one Stream shares with its HTTP layer.
 type call struct {
-	body *streamBody // the accepted response body, once there is one
+	body    *streamBody           // the accepted response body, once there is one
+	onRetry provider.RetryHandler // told before each retry; nil when the handler does not listen
 }
 
 // doer sends the request of a Stream: it adds headers, retries before any
@@ -72,6 +73,9 @@ func (d *doer) do(c *call, req *http.Request) (*http.Response, error) {
 		}
 		p.log.Warn("provider request failed; retrying",
 			"status", f.status, "error", p.message(f.msg), "attempt", attempt+1, "wait", wait)
+		if c.onRetry != nil {
+			c.onRetry.OnRetry(provider.Retry{Attempt: attempt + 2, MaxAttempts: p.cfg.MaxRetries + 1, Wait: wait, Status: f.status, Message: p.message(f.msg)})
+		}
 		if err := p.sleep(ctx, wait); err != nil {
 			return nil, err
 		}
