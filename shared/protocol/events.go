@@ -85,6 +85,9 @@ type SessionStarted struct {
 	// MCPServers are the configured MCP servers as the session starts,
 	// by name (v4 only; absent when none is configured).
 	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+	// Warnings are what a person should know of the configuration the
+	// session runs with, one sentence each (v4 only; absent when none).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // OriginBackground is the origin kind of a turn that reports finished

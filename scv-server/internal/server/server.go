@@ -72,6 +72,10 @@ type Options struct {
 	AgentEnv []string
 }
 
+// autoPolicyWarning is logged, and shown to v4 clients, when every call
+// runs without asking.
+const autoPolicyWarning = "Approval policy is auto: every tool call runs without asking; use it only for trusted automation"
+
 // ErrConfig marks a configuration the server cannot start with.
 var ErrConfig = errors.New("configuration error")
 
@@ -105,8 +109,10 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	var warnings []string
 	for _, d := range diags {
 		log.Warn(d.String())
+		warnings = append(warnings, d.String())
 	}
 	policyName := string(cfg.Tools.ApprovalPolicy)
 	if opts.ApprovalPolicy != "" {
@@ -117,7 +123,8 @@ func New(opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if policy == approval.Auto {
-		log.Warn("Approval policy is auto: every tool call runs without asking; use it only for trusted automation")
+		log.Warn(autoPolicyWarning)
+		warnings = append(warnings, autoPolicyWarning)
 	}
 	prov, err := NewProvider(cfg, opts.Env, log)
 	if err != nil {
@@ -141,6 +148,7 @@ func New(opts Options) (*Runtime, error) {
 		ext.mcp.Start(context.Background())
 	}
 	base := sk.withSkills(workspaceConfig(home, cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil)
+	base.Warnings = warnings
 	mgr := session.NewManager(session.Options{
 		Provider: prov,
 		Tools:    base.Tools,
@@ -174,8 +182,10 @@ func projectConfig(home, ws string, opts Options, base session.WorkspaceConfig, 
 		return base, nil
 	}
 	cfg, diags, err := config.Load(config.LoadOptions{Home: home, Workspace: ws, Env: opts.Env})
+	var warnings []string
 	for _, d := range diags {
 		log.Warn(d.String(), "workspace", ws)
+		warnings = append(warnings, d.String())
 	}
 	if err != nil {
 		return session.WorkspaceConfig{}, fmt.Errorf("the configuration of the workspace %s is invalid, so the session was not started: %w", ws, err)
@@ -196,7 +206,12 @@ func projectConfig(home, ws string, opts Options, base session.WorkspaceConfig, 
 		}
 	}
 	log.Info("Project configuration applied", "workspace", ws, "file", file, "policy", policy)
-	return sk.withSkills(workspaceConfig(home, cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil), nil
+	if policy == approval.Auto {
+		warnings = append(warnings, autoPolicyWarning)
+	}
+	wc := sk.withSkills(workspaceConfig(home, cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil)
+	wc.Warnings = warnings
+	return wc, nil
 }
 
 // strictness orders approval policies from the loosest (auto) to the

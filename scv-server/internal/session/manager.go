@@ -53,6 +53,11 @@ type WorkspaceConfig struct {
 	// HostedWebSearch offers the endpoint's hosted web search to
 	// tool-enabled sessions (web.search = "provider").
 	HostedWebSearch bool
+	// Warnings are what a person should know of the configuration the
+	// session runs with (a key file others can read, an option a project
+	// file may not set, the auto policy): v4 clients get them in
+	// session.started, and the log has them too.
+	Warnings []string
 }
 
 // SessionInfo describes a new session to an ExtendFunc.
@@ -267,6 +272,7 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 		root:         root,
 		tools:        reg,
 		hostedSearch: reg != nil && wc.HostedWebSearch,
+		warnings:     wc.Warnings,
 		policy:       policy,
 		toolEnv:      tools.Env{Timeout: wc.ToolTimeout, MaxTimeout: wc.MaxToolTimeout, OutputLimit: wc.ToolOutputLimit},
 		autoApprove:  opts.AutoApprove,

@@ -57,6 +57,7 @@ type Session struct {
 	tools   *tools.Registry
 	// hostedSearch offers the endpoint's hosted web search.
 	hostedSearch bool
+	warnings     []string // of the configuration, for session.started
 	policy       approval.Policy // guarded by mu once the session has started
 	// toolEnv holds the session's tool timeouts and output limit.
 	toolEnv tools.Env
@@ -254,6 +255,10 @@ func (s *Session) EmitSnapshot(ctx context.Context, requestID string) error {
 	// the queue: the client learns it is paused right after the snapshot.
 	return s.emitLocked(ctx, &protocol.SessionPaused{SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id}, Paused: true})
 }
+
+// Warnings returns what a person should know of the session's
+// configuration (WorkspaceConfig.Warnings).
+func (s *Session) Warnings() []string { return s.warnings }
 
 // CheckPrompt validates a prompt for turn.start and queue.update.
 func CheckPrompt(prompt string) error {

@@ -511,6 +511,18 @@ func TestRetryingShown(t *testing.T) {
 	}
 }
 
+// TestConfigWarningsShown: the configuration warnings in session.started
+// (a key file others can read) are shown in the transcript, not only in
+// the server's log.
+func TestConfigWarningsShown(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.connectWith("gpt-4.1-mini", `,"warnings":["/home/ana/.scv/config.toml: this file holds an API key but other users can read it (mode -rw-r--r--); run chmod 600 /home/ana/.scv/config.toml"]`)
+	if s := h.screen(); !strings.Contains(s, "Configuration warning:") || !strings.Contains(s, "other users can read it") {
+		t.Errorf("the configuration warning is not shown:\n%s", s)
+	}
+}
+
 func TestOtherNotices(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

@@ -257,6 +257,9 @@ func (m *Model) sessionStarted(e *protocol.SessionStarted) {
 	if m.demo {
 		m.transcript.AddNotice(transcript.Warn, demoBanner)
 	}
+	for _, w := range e.Warnings {
+		m.transcript.AddNotice(transcript.Warn, "Configuration warning: "+wrap.OneLine(w))
+	}
 }
 
 // demoBanner tells a user of the demo provider how to get a real one.

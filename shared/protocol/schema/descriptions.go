@@ -68,6 +68,7 @@ var fieldDescriptions = map[string]string{
 	"turn.retrying/delay_ms":             "How long the server waits before that attempt, in milliseconds.",
 	"turn.retrying/status":               "The HTTP status of the failed attempt; absent when none came (a connection error or a timeout).",
 	"turn.retrying/message":              "The provider's own error message, redacted and bounded.",
+	"session.started/warnings":           "What a person should know of the configuration the session runs with, one sentence each (v4; absent when none).",
 	"after_seq":                          "Replay the session's events after this seq from its ring of recent events; absent replays nothing.",
 	"live":                               "The sessions the server holds open, with their clients (v4).",
 	"queued":                             "How many prompts are queued.",

@@ -230,6 +230,9 @@ func (c *conn) startSession(m *protocol.SessionStart) error {
 		// Older clients get exactly the bytes they always did.
 		started.MCPServers = c.opts.MCPServers()
 	}
+	if c.version >= protocol.Version4 {
+		started.Warnings = s.Warnings()
+	}
 	if err := c.send(started); err != nil {
 		return err
 	}
