@@ -57,7 +57,7 @@ type Session struct {
 	tools   *tools.Registry
 	// hostedSearch offers the endpoint's hosted web search.
 	hostedSearch bool
-	warnings     []string // of the configuration, for session.started
+	warnings     []string        // of the configuration, for session.started
 	policy       approval.Policy // guarded by mu once the session has started
 	// toolEnv holds the session's tool timeouts and output limit.
 	toolEnv tools.Env
