@@ -638,6 +638,8 @@ func TestE2EPasteAndCtrlC(t *testing.T) {
 	if code := tm.exitCode(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
+	// The scrollback keeps the session's id and how to resume it.
+	tm.waitText("Resume it with: scv -C "+ws+" --resume ", "Session ")
 	if n := len(srv.Requests()); n != 2 {
 		t.Errorf("the model got %d requests, want 2: the queued prompt must wait while paused", n)
 	}

@@ -173,8 +173,10 @@ type Model struct {
 	editing *protocol.QueueEntry // the queue entry being edited, if any
 	draft   string               // the editor's text before editing began
 
-	helpScroll  int    // the first line of the help shown
-	retrying    string // the running turn's last turn.retrying, until the model answers
+	helpScroll  int            // the first line of the help shown
+	usage       protocol.Usage // the session's token totals (a resumed session's from before too)
+	turnsDone   int            // turns completed in this view of the session
+	retrying    string         // the running turn's last turn.retrying, until the model answers
 	quitArmed   bool
 	quitArmedAt time.Time // when Ctrl+C interrupted a turn; zero when it armed on an idle prompt
 	flash       string    // a one-line message that the next key clears

@@ -523,6 +523,30 @@ func TestConfigWarningsShown(t *testing.T) {
 	}
 }
 
+// TestCostAndExitSummary: /cost sums the session's tokens (a resumed
+// session's earlier ones included) and the exit summary names the session
+// and the command that resumes it.
+func TestCostAndExitSummary(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	if h.m.ExitSummary() != "" {
+		t.Error("an exit summary before any session")
+	}
+	h.connectWith("gpt-4.1-mini", `,"resumed":true,"usage":{"input_tokens":10000,"output_tokens":500}`)
+	rid := h.prompt("go").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.event(turnEvent("turn.completed", rid, tid, `"steps":2,"usage":{"input_tokens":2400,"output_tokens":100}`))
+	h.typeText("/cost")
+	h.key("enter")
+	if s := strings.Join(strings.Fields(h.screen()), " "); !strings.Contains(s, "12k input and 600 output tokens (1 turn completed here)") || !strings.Contains(s, "of 128k tokens") {
+		t.Errorf("/cost:\n%s", s)
+	}
+	want := "Session " + sid + ": 12k input and 600 output tokens.\nResume it with: scv -C " + ws + " --resume " + sid + "\n"
+	if got := h.m.ExitSummary(); got != want {
+		t.Errorf("ExitSummary = %q, want %q", got, want)
+	}
+}
+
 func TestOtherNotices(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

@@ -158,6 +158,13 @@ func (m *Model) turnEvent(e protocol.Event) tea.Cmd {
 			// is the context then in use.
 			steps := int64(max(e.Steps, 1))
 			m.ctxUsed = e.Usage.InputTokens/steps + e.Usage.OutputTokens
+			if e.SessionID == m.sessionID {
+				m.usage.InputTokens += e.Usage.InputTokens
+				m.usage.OutputTokens += e.Usage.OutputTokens
+			}
+		}
+		if e.SessionID == m.sessionID {
+			m.turnsDone++
 		}
 		m.turnEnded(e.TurnID, transcript.Info, "")
 	case *protocol.TurnCancelled:
@@ -236,6 +243,10 @@ func (m *Model) sessionStarted(e *protocol.SessionStarted) {
 	m.cwd = e.Cwd
 	m.ctxMax = e.ContextMaxTokens
 	m.ctxUsed = 0
+	m.usage, m.turnsDone = protocol.Usage{}, 0
+	if e.Usage != nil {
+		m.usage = *e.Usage
+	}
 	m.lastSeq = 0
 	m.phase = ready
 	m.queue.Clear()

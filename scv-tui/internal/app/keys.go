@@ -397,6 +397,12 @@ func (m *Model) command(line string) tea.Cmd {
 		if m.send(&protocol.SessionRules{RequestID: m.newID(), SessionID: m.sessionID}, request{kind: reqRules}) {
 			done()
 		}
+	case "/cost":
+		if !m.needSession() {
+			return nil
+		}
+		done()
+		m.transcript.AddNotice(transcript.Info, m.costText())
 	case "/mcp":
 		if !m.needSession() {
 			return nil

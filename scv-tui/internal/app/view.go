@@ -220,7 +220,8 @@ func (m *Model) helpText() string {
 		"Commands",
 		"  /clear    clear the conversation     /compact  compact the context now",
 		"  /resume   continue a stored session  /rules    list the session rules",
-		"  /mcp      the MCP servers and tools  /help     this help",
+		"  /mcp      the MCP servers and tools  /cost     tokens used so far",
+		"  /help     this help",
 		"  /quit     quit",
 		"Server log: " + wrap.Sanitize(m.logPath()),
 		"Any key closes this help.",
@@ -232,4 +233,58 @@ func (m *Model) helpText() string {
 		out = wrap.AppendLines(out, l, m.width)
 	}
 	return strings.Join(out, "\n")
+}
+
+// costText is /cost: the session's tokens so far and the context in use.
+// SCV knows no prices, so it counts tokens; the provider's dashboard
+// turns them into money.
+func (m *Model) costText() string {
+	text := fmt.Sprintf("This session has used %s input and %s output tokens", tokenWords(m.usage.InputTokens), tokenWords(m.usage.OutputTokens))
+	switch {
+	case m.turnsDone == 1:
+		text += " (1 turn completed here)"
+	case m.turnsDone > 1:
+		text += fmt.Sprintf(" (%d turns completed here)", m.turnsDone)
+	}
+	text += "."
+	if m.ctxMax > 0 {
+		text += fmt.Sprintf(" The context holds about %s of %s tokens (%d%%).", tokenWords(m.ctxUsed), tokenWords(m.ctxMax), m.ctxUsed*100/m.ctxMax)
+	}
+	return text
+}
+
+// tokenWords writes n tokens the way people read them: 950, 12.4k, 1.2M.
+func tokenWords(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 10_000:
+		return fmt.Sprintf("%dk", n/1000)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+// ExitSummary is what the TUI prints when it has quit, so the session can
+// be found again from the terminal's scrollback: its id, what it used and
+// the command that resumes it. Empty before a session started.
+func (m *Model) ExitSummary() string {
+	if m.sessionID == "" {
+		return ""
+	}
+	cd := ""
+	if m.cwd != "" {
+		cd = " -C " + shellQuote(m.cwd)
+	}
+	return fmt.Sprintf("Session %s: %s input and %s output tokens.\nResume it with: scv%s --resume %s\n",
+		m.sessionID, tokenWords(m.usage.InputTokens), tokenWords(m.usage.OutputTokens), cd, m.sessionID)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -159,6 +159,7 @@ func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err err
 	pu := newPump(s.client)
 	var (
 		p        *tea.Program
+		final    tea.Model
 		pumping  bool
 		panicked any
 	)
@@ -185,7 +186,7 @@ func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err err
 		pumping = true
 		go pu.run(p.Send, p.Kill)
 		stopSignals := s.quitOnSignal(p)
-		_, err = p.Run()
+		final, err = p.Run()
 		stopSignals()
 	}()
 
@@ -226,6 +227,13 @@ func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err err
 	// that the screen is back, for a configuration error above all.
 	if ee := pu.lastExit(); ee != nil {
 		return &cli.ExitError{Code: cli.Failure, Err: ee}
+	}
+	// The alternate screen is gone with the transcript: leave the session's
+	// id and how to resume it in the scrollback.
+	if sm, ok := final.(interface{ ExitSummary() string }); ok {
+		if text := sm.ExitSummary(); text != "" {
+			_, _ = io.WriteString(out, text)
+		}
 	}
 	return nil
 }
