@@ -72,6 +72,9 @@ type ApprovalResolve struct {
 	// call the request's rule covers; from v4 also "session_wider", the
 	// same with the request's wider_rule.
 	Scope string `json:"scope,omitempty"`
+	// Feedback goes with a denial (v4): the user's reason, which the model
+	// reads in the denied call's result (at most 4 KiB are kept).
+	Feedback string `json:"feedback,omitempty"`
 }
 
 // Approval scopes.

@@ -143,6 +143,9 @@ type ApprovalRequested struct {
 	// would allow instead (v4), such as every tool of one MCP server;
 	// absent when there is none.
 	WiderRule *Rule `json:"wider_rule,omitempty"`
+	// Diff is the change a write or edit call would make, as a unified
+	// diff bounded to about 200 lines (v4); absent for other calls.
+	Diff string `json:"diff,omitempty"`
 }
 
 // Rule is an approval rule: the calls a session approval covers.

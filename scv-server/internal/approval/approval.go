@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // Policy is the tools.approval_policy setting.
@@ -105,6 +106,9 @@ type request struct {
 	// wider is the broader rule scope "session_wider" grants (v4); nil
 	// when there is none.
 	wider *protocol.Rule
+	// feedback is the user's reason for a denial (v4), guarded by
+	// Pending.mu.
+	feedback string
 }
 
 // NewPending returns an empty set.
@@ -131,22 +135,50 @@ func (p *Pending) OpenWithRules(rule, wider *protocol.Rule) string {
 // Wait blocks until id is resolved or ctx ends. On ctx's end the request is
 // forgotten, so a later Resolve fails.
 func (p *Pending) Wait(ctx context.Context, id string) (bool, error) {
+	approved, _, err := p.WaitFeedback(ctx, id)
+	return approved, err
+}
+
+// WaitFeedback is Wait that also returns the user's reason for a denial
+// (DenyWithFeedback); empty when none was given.
+func (p *Pending) WaitFeedback(ctx context.Context, id string) (bool, string, error) {
 	p.mu.Lock()
 	r, ok := p.waiting[id]
 	p.mu.Unlock()
 	if !ok {
-		return false, ErrNotFound
+		return false, "", ErrNotFound
 	}
 	select {
 	case approved := <-r.answer:
+		p.mu.Lock()
+		feedback := r.feedback
+		p.mu.Unlock()
 		p.Forget(id)
-		return approved, nil
+		return approved, feedback, nil
 	case <-ctx.Done():
 		p.Forget(id)
 		// An answer may have raced the cancellation; the turn is over either
 		// way, so the cancellation wins.
-		return false, ctx.Err()
+		return false, "", ctx.Err()
 	}
+}
+
+// MaxFeedbackBytes bounds the reason kept with a denial.
+const MaxFeedbackBytes = 4 << 10
+
+// DenyWithFeedback denies id and keeps the user's reason for the waiter,
+// cut to MaxFeedbackBytes. It fails as Resolve does.
+func (p *Pending) DenyWithFeedback(id, feedback string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.waiting[id]
+	if !ok || r.resolved {
+		return ErrNotFound
+	}
+	r.resolved = true
+	r.feedback = textcut.Prefix(feedback, MaxFeedbackBytes)
+	r.answer <- false // buffered, sent once; never blocks
+	return nil
 }
 
 // Forget drops id without an answer.

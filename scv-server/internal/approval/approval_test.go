@@ -467,3 +467,25 @@ func TestUnattended(t *testing.T) {
 		}
 	}
 }
+
+// TestDenyWithFeedback: the waiter gets the denial and the reason, cut to
+// MaxFeedbackBytes; a second answer is refused.
+func TestDenyWithFeedback(t *testing.T) {
+	t.Parallel()
+	p := NewPending()
+	id := p.Open()
+	long := strings.Repeat("é", MaxFeedbackBytes)
+	if err := p.DenyWithFeedback(id, long); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Resolve(id, true); err == nil {
+		t.Error("a second answer was accepted")
+	}
+	ok, fb, err := p.WaitFeedback(context.Background(), id)
+	if err != nil || ok || len(fb) > MaxFeedbackBytes || !strings.HasPrefix(long, fb) || fb == "" {
+		t.Fatalf("WaitFeedback = %v, %d bytes, %v", ok, len(fb), err)
+	}
+	if err := p.DenyWithFeedback("nope", "x"); err == nil {
+		t.Error("feedback for an unknown request was accepted")
+	}
+}

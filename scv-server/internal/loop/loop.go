@@ -70,7 +70,7 @@ type Config struct {
 	// its plan's proposed rule in approval.requested.
 	Rules func(keys []string) (protocol.Rule, bool)
 	// WiderRules makes approval.requested carry the plan's wider rule
-	// too (protocol v4).
+	// and its preview diff too (protocol v4).
 	WiderRules bool
 	MaxSteps   int
 	// Progress enables tool.progress events (protocol v3).
@@ -427,13 +427,19 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 		id := l.cfg.Approvals.OpenWithRules(proposed, wider)
 		ev := &protocol.ApprovalRequested{ApprovalID: id, CallID: call.ID, Name: call.Name,
 			Risk: plan.Risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: plan.Summary, Rule: proposed, WiderRule: wider}
+		if l.cfg.WiderRules {
+			ev.Diff = plan.Preview // v4, like wider rules
+		}
 		if err := l.sink.Emit(ctx, ev); err != nil {
 			l.cfg.Approvals.Forget(id)
 			return tools.Result{}, false, err
 		}
-		ok, err := l.cfg.Approvals.Wait(ctx, id)
+		ok, feedback, err := l.cfg.Approvals.WaitFeedback(ctx, id)
 		if err != nil {
 			return tools.Result{}, false, err
+		}
+		if !ok && feedback != "" {
+			return tools.Failed(fmt.Sprintf("denied: the user did not approve this %s call and said why:\n%s\nTake that into account; do not retry the same call unless the user asks", call.Name, feedback)), false, nil
 		}
 		if !ok {
 			return tools.Failed(fmt.Sprintf("denied: the user did not approve this %s call; do not retry it unless the user asks", call.Name)), false, nil

@@ -217,8 +217,21 @@ func (s *Session) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
 // call's next event: the first answer wins, and a later one gets
 // approval_not_found. by names the answering client.
 func (s *Session) ResolveApprovalBy(ctx context.Context, approvalID string, approved bool, scope, by string) error {
+	return s.resolveBy(ctx, approvalID, approved, scope, by, func() error { return s.ResolveApproval(approvalID, approved, scope) })
+}
+
+// DenyWithFeedbackBy denies an approval request with the user's reason,
+// which the model reads in the denied call's result, and tells every
+// client as ResolveApprovalBy does (v4 sessions).
+func (s *Session) DenyWithFeedbackBy(ctx context.Context, approvalID, feedback, by string) error {
+	return s.resolveBy(ctx, approvalID, false, protocol.ScopeOnce, by, func() error { return s.denyWithFeedback(approvalID, feedback) })
+}
+
+// resolveBy answers an approval request with resolve and, in a v4
+// session, emits approval.resolved to every client.
+func (s *Session) resolveBy(ctx context.Context, approvalID string, approved bool, scope, by string, resolve func() error) error {
 	if s.version < protocol.Version4 {
-		return s.ResolveApproval(approvalID, approved, scope)
+		return resolve()
 	}
 	if err := s.lock(ctx); err != nil {
 		return err
@@ -230,7 +243,7 @@ func (s *Session) ResolveApprovalBy(ctx context.Context, approvalID string, appr
 			req = p
 		}
 	}
-	if err := s.ResolveApproval(approvalID, approved, scope); err != nil {
+	if err := resolve(); err != nil {
 		return err
 	}
 	if scope == "" {

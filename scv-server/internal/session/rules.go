@@ -18,6 +18,15 @@ import (
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
+// denyWithFeedback denies an approval request and keeps the user's
+// reason for the model (approval.resolve feedback, v4).
+func (s *Session) denyWithFeedback(approvalID, feedback string) error {
+	if err := s.approvals.DenyWithFeedback(approvalID, feedback); err != nil {
+		return errorf(protocol.ErrApprovalNotFound, "approval %q is unknown or already resolved", approvalID)
+	}
+	return nil
+}
+
 // ResolveApproval answers an approval request. From protocol v3, scope is
 // "once" (or empty) for this call only, or "session" to approve it and
 // grant the request's rule; before v3 it is ignored.

@@ -85,6 +85,10 @@ type Plan struct {
 	// one namespace across tools ("bash:", "fs:"); a tool uses only its
 	// own family's. Empty: no rule covers the call, it always asks.
 	Keys []string
+	// Preview is the change the call would make as a bounded unified diff
+	// (write and edit), shown with the approval request; empty for other
+	// calls.
+	Preview string
 	// Run executes the call. It must return when ctx is cancelled. A
 	// failure the model should read is a Result with Success false; an
 	// error means the infrastructure broke.

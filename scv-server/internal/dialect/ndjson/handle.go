@@ -111,6 +111,12 @@ func (c *conn) dispatch(msg protocol.ClientMessage) error {
 		})
 	case *protocol.ApprovalResolve:
 		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
+			if m.Feedback != "" && c.version >= protocol.Version4 {
+				if m.Approved || (m.Scope != "" && m.Scope != protocol.ScopeOnce) {
+					return &session.Error{Code: protocol.ErrInvalidRequest, Message: "feedback goes with a denial of this call: send \"approved\":false and scope \"once\" (or none) with it"}
+				}
+				return s.DenyWithFeedbackBy(ctx, m.ApprovalID, m.Feedback, c.client.Name)
+			}
 			return s.ResolveApprovalBy(ctx, m.ApprovalID, m.Approved, m.Scope, c.client.Name)
 		})
 	case *protocol.SessionAttach:

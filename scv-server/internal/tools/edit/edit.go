@@ -109,11 +109,16 @@ func (*Tool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) {
 	}
 	summary += fmt.Sprintf(" (%s, +%d -%d lines)", replacements(e.count), ins, del)
 	rule, keys := workspace.WriteRule(c.rel, t.Real)
+	preview, cut := workspace.Unified(t.Real, e.a, e.b, e.changes, workspace.PreviewLimits)
+	if cut {
+		preview += "[the diff goes on; the call's result shows the change]\n"
+	}
 	return &tools.Plan{
 		Risk:    protocol.RiskFilesystem,
 		Summary: summary,
 		Rule:    rule,
 		Keys:    keys,
+		Preview: preview,
 		Run: func(ctx context.Context) (tools.Result, error) {
 			return c.run(ctx, env, e)
 		},

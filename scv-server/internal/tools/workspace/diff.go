@@ -268,3 +268,18 @@ func clipLine(s string, n int) string {
 	kept := textcut.Prefix(s, n)
 	return fmt.Sprintf("%s…[%d more bytes]", kept, len(s)-len(kept))
 }
+
+// PreviewLimits bound the diff shown with an approval request: enough to
+// judge a change, small enough for any screen and frame.
+var PreviewLimits = DiffLimits{Context: 3, MaxLines: 200, MaxBytes: 16 << 10, MaxLineBytes: 400}
+
+// Preview is the unified diff of old → new for an approval request, cut at
+// PreviewLimits with a last line saying so; "" when nothing changes.
+func Preview(name, old, new string) string {
+	a, b := SplitLines(old), SplitLines(new)
+	diff, cut := Unified(name, a, b, Diff(a, b), PreviewLimits)
+	if cut {
+		diff += "[the diff goes on; the call's result shows the change]\n"
+	}
+	return diff
+}

@@ -87,6 +87,7 @@ func (*Tool) Prepare(env tools.Env, raw json.RawMessage) (*tools.Plan, error) {
 		Summary: c.summary(t, stat),
 		Rule:    rule,
 		Keys:    keys,
+		Preview: c.preview(t),
 		Run: func(ctx context.Context) (tools.Result, error) {
 			return c.run(ctx, env, t.SHA256, stat)
 		},
@@ -159,6 +160,21 @@ func (c *call) summary(t *workspace.Target, stat string) string {
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+// preview is the diff shown with the approval request: the whole new
+// file against the old one (or against nothing for a new file, so its
+// first lines show); "" when the old file is too large to diff or the
+// content is not text.
+func (c *call) preview(t *workspace.Target) string {
+	if t.Large || !utf8.Valid(c.content) {
+		return ""
+	}
+	old := ""
+	if t.Exists {
+		old = string(t.Content)
+	}
+	return workspace.Preview(t.Real, old, string(c.content))
 }
 
 // diffStat is the line diff stat of a replace ("+12 -3 lines"), or "".
