@@ -170,8 +170,9 @@ type Model struct {
 	compacting bool
 	dequeued   map[string]string // request id → prompt as dequeued
 
-	editing *protocol.QueueEntry // the queue entry being edited, if any
-	draft   string               // the editor's text before editing began
+	editing   *protocol.QueueEntry // the queue entry being edited, if any
+	reasonFor *approval.Dialog     // the approval a denial reason is being typed for, if any
+	draft     string               // the editor's text before editing began
 
 	helpScroll  int            // the first line of the help shown
 	usage       protocol.Usage // the session's token totals (a resumed session's from before too)

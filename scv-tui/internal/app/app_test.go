@@ -547,6 +547,47 @@ func TestCostAndExitSummary(t *testing.T) {
 	}
 }
 
+// TestApprovalDiffAndReason: an edit's approval shows its diff; r takes a
+// reason in the editor (Esc goes back to the dialog) and Enter denies the
+// call with it.
+func TestApprovalDiffAndReason(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	rid := h.prompt("change x").RequestID
+	h.typeText("draft")
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.event(turnEvent("tool.proposed", rid, tid, `"call_id":"e1","name":"edit","arguments":{"path":"main.go","old_string":"var x = 1","new_string":"var x = 2"}`))
+	h.event(turnEvent("approval.requested", rid, tid, `"approval_id":"a1","call_id":"e1","name":"edit","risk":"filesystem","cwd":"/w","summary":"Edit main.go (1 replacement, +1 -1 lines)","diff":"--- a/main.go\n+++ b/main.go\n@@ -3 +3 @@\n-var x = 1\n+var x = 2\n"`))
+	s := h.screen()
+	if !strings.Contains(s, "-var x = 1") || !strings.Contains(s, "+var x = 2") || !strings.Contains(s, "r deny") {
+		t.Fatalf("the dialog does not show the diff and the reason key:\n%s", s)
+	}
+	golden.RequireStyled(t, h.m.render())
+	h.key("r")
+	if h.m.dialog != nil || !strings.Contains(h.screen(), "reason>") {
+		t.Fatalf("r did not open the reason prompt:\n%s", h.screen())
+	}
+	h.key("esc")
+	if h.m.dialog == nil || h.m.editor.Value() != "draft" {
+		t.Fatalf("Esc did not go back to the dialog with the draft kept (editor %q)", h.m.editor.Value())
+	}
+	h.key("r")
+	h.typeText("keep x; change y")
+	n := len(h.sent)
+	h.key("enter")
+	if len(h.sent) != n+1 {
+		t.Fatalf("Enter sent %d frames", len(h.sent)-n)
+	}
+	ar, ok := h.sent[n].(*protocol.ApprovalResolve)
+	if !ok || ar.Approved || ar.Feedback != "keep x; change y" || ar.ApprovalID != "a1" {
+		t.Fatalf("sent %s, want a denial with the reason", encode(h.sent[n]))
+	}
+	if h.m.editor.Value() != "draft" || strings.Contains(h.screen(), "reason>") {
+		t.Errorf("the editor did not come back (value %q):\n%s", h.m.editor.Value(), h.screen())
+	}
+}
+
 func TestOtherNotices(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

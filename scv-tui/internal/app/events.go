@@ -348,6 +348,7 @@ func (m *Model) turnStarted(e *protocol.TurnStarted) tea.Cmd {
 // open approval closes.
 func (m *Model) endTurn() {
 	m.retrying = ""
+	m.dropReason()
 	m.transcript.Interrupt()
 	m.dialog = nil
 	m.turnID = ""
@@ -403,6 +404,18 @@ func (m *Model) approvalRequested(e *protocol.ApprovalRequested) {
 	m.transcript.End() // the dialog's card is at the bottom
 }
 
+// dropReason abandons a reason being typed for a request that no longer
+// waits (answered by another client, or its turn ended).
+func (m *Model) dropReason() {
+	if m.reasonFor == nil {
+		return
+	}
+	m.reasonFor = nil
+	m.editor.SetValue(m.draft)
+	m.editor.SetPrompt("> ")
+	m.flash = "The approval no longer waits; the reason was not sent."
+}
+
 func (m *Model) closeDialogFor(callID string) {
 	if m.dialog != nil && m.dialog.Request.CallID == callID {
 		m.dialog = nil
@@ -413,6 +426,9 @@ func (m *Model) closeDialogFor(callID string) {
 // by another client of the session (v4), and says who answered. An answer
 // of this client finds the dialog already closed by resolve.
 func (m *Model) approvalResolved(e *protocol.ApprovalResolved) {
+	if m.reasonFor != nil && m.reasonFor.Request.ApprovalID == e.ApprovalID {
+		m.dropReason()
+	}
 	d := m.dialog
 	if d == nil || d.Request.ApprovalID != e.ApprovalID {
 		return
@@ -442,7 +458,22 @@ func (m *Model) approvalResolved(e *protocol.ApprovalResolved) {
 
 // resolve answers the open approval.
 func (m *Model) resolve(approved bool, scope string) {
-	d := m.dialog
+	m.answer(m.dialog, approved, scope, "")
+}
+
+// denyWithReason denies the approval whose reason the editor held and
+// gives the model the reason (v4 feedback).
+func (m *Model) denyWithReason(reason string) {
+	d := m.reasonFor
+	m.reasonFor = nil
+	m.editor.SetValue(m.draft)
+	m.editor.SetPrompt("> ")
+	m.answer(d, false, "", reason)
+}
+
+// answer sends the answer to d's request; the dialog stays open when it
+// cannot be sent.
+func (m *Model) answer(d *approval.Dialog, approved bool, scope, feedback string) {
 	if d == nil {
 		return
 	}
@@ -453,6 +484,7 @@ func (m *Model) resolve(approved bool, scope string) {
 		ApprovalID: d.Request.ApprovalID,
 		Approved:   approved,
 		Scope:      scope,
+		Feedback:   feedback,
 	}, request{kind: reqApproval, dialog: d})
 	if !ok {
 		m.dialog = d // still unanswered

@@ -133,10 +133,17 @@ func (m *Model) dialogKey(ks string) {
 		}
 	case "n", "N", "esc":
 		m.resolve(false, "")
+	case "r", "R":
+		// The editor takes the reason; the dialog comes back on Esc.
+		m.reasonFor, m.dialog = m.dialog, nil
+		m.draft = m.editor.Value()
+		m.editor.SetValue("")
+		m.editor.SetPrompt("reason> ")
+		m.flash = "Why do you deny it? Enter denies the call and tells the model; Esc goes back to the approval."
 	case "v", "V":
 		m.dialog.ToggleArgs()
 	default:
-		m.flash = "Answer the approval first: y approves, n denies."
+		m.flash = "Answer the approval first: y approves, n denies, r denies with a reason."
 	}
 }
 
@@ -242,6 +249,10 @@ func (m *Model) editorKey(k tea.KeyPressMsg, ks string) tea.Cmd {
 	switch ks {
 	case "esc":
 		switch {
+		case m.reasonFor != nil:
+			m.dialog, m.reasonFor = m.reasonFor, nil
+			m.editor.SetValue(m.draft)
+			m.editor.SetPrompt("> ")
 		case m.editing != nil:
 			m.editing = nil
 			m.editor.SetValue(m.draft)
@@ -311,6 +322,10 @@ func (m *Model) queueKey(ks string) tea.Cmd {
 func (m *Model) submit() tea.Cmd {
 	text := m.editor.Value()
 	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	if m.reasonFor != nil {
+		m.denyWithReason(text)
 		return nil
 	}
 	if m.editing == nil && strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "//") && !strings.Contains(text, "\n") {

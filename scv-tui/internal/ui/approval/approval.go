@@ -37,10 +37,20 @@ type Dialog struct {
 }
 
 // New opens a dialog for req; args are the call's arguments as the tool
-// card holds them.
+// card holds them. A request with a diff (a write or an edit, v4) opens
+// with the diff shown in place of the arguments: the change is what the
+// user judges.
 func New(req protocol.ApprovalRequested, args string) *Dialog {
-	return &Dialog{Request: req, Arguments: args}
+	d := &Dialog{Request: req, Arguments: args}
+	if req.Diff != "" {
+		d.Arguments = strings.TrimRight(wrap.Sanitize(req.Diff), "\n")
+		d.ShowArgs = true
+	}
+	return d
 }
+
+// HasDiff reports whether the dialog shows a diff rather than arguments.
+func (d *Dialog) HasDiff() bool { return d.Request.Diff != "" }
 
 // CanApproveSession reports whether the request proposes a session rule.
 func (d *Dialog) CanApproveSession() bool { return d.Request.Rule != nil }
@@ -165,8 +175,13 @@ func (d *Dialog) View(st styles.Styles, width, height int) string {
 	}
 	emit(head)
 	if d.ShowArgs {
-		for _, l := range d.argWindow(args, budget-rest, inner) {
-			lines = append(lines, st.Dim.Render(l))
+		window := d.argWindow(args, budget-rest, inner)
+		for i, l := range window {
+			style := st.Dim.Render
+			if d.HasDiff() && (i < len(window)-1 || len(window) == len(args)) {
+				style = diffStyle(st, l)
+			}
+			lines = append(lines, style(l))
 		}
 	}
 	emit(tail)
@@ -193,6 +208,20 @@ func summaryLinesOf(summary string, inner int) []string {
 
 func plain(s ...string) string { return strings.Join(s, " ") }
 
+// diffStyle colours a diff line: added lines as success, removed ones as
+// failure, headers and hunk lines dim.
+func diffStyle(st styles.Styles, l string) func(...string) string {
+	switch {
+	case strings.HasPrefix(l, "+++") || strings.HasPrefix(l, "---") || strings.HasPrefix(l, "@@"):
+		return st.Dim.Render
+	case strings.HasPrefix(l, "+"):
+		return st.ToolOK.Render
+	case strings.HasPrefix(l, "-"):
+		return st.ToolFail.Render
+	}
+	return st.Assistant.Render
+}
+
 // argWindow is the part of args shown in rows rows: all of them when they
 // fit, else a window from argTop and a position line.
 func (d *Dialog) argWindow(args []string, rows, inner int) []string {
@@ -210,7 +239,10 @@ func (d *Dialog) argWindow(args []string, rows, inner int) []string {
 }
 
 func (d *Dialog) marker() string {
-	if d.ShowArgs {
+	switch {
+	case d.ShowArgs && d.HasDiff():
+		return "… (v shows the arguments)"
+	case d.ShowArgs:
 		return "… (the arguments below show it all)"
 	}
 	return Marker
@@ -221,7 +253,12 @@ func (d *Dialog) marker() string {
 // (level 1) or, when even that does not fit, without it (level 2).
 func (d *Dialog) hints(inner, level int) []string {
 	v := "v show the full arguments"
-	if d.ShowArgs {
+	switch {
+	case d.HasDiff() && d.ShowArgs:
+		v = "v hide the diff"
+	case d.HasDiff():
+		v = "v show the diff"
+	case d.ShowArgs:
 		v = "v hide the arguments"
 	}
 	if level > 0 {
@@ -232,14 +269,14 @@ func (d *Dialog) hints(inner, level int) []string {
 				keys += " (" + wrap.OneLine(r.Description) + ")"
 			}
 		}
-		keys += " · n/Esc deny · v arguments"
+		keys += " · n/Esc deny · r deny with a reason · v " + map[bool]string{true: "diff", false: "arguments"}[d.HasDiff()]
 		return wrap.Lines(keys, inner)
 	}
 	out := wrap.Lines("y/Enter approve once", inner)
 	if r := d.Request.Rule; r != nil {
 		out = wrap.AppendLines(out, "a approve for this session: "+wrap.OneLine(r.Description), inner)
 	}
-	out = wrap.AppendLines(out, "n/Esc deny", inner)
+	out = wrap.AppendLines(out, "n/Esc deny · r deny and tell the model why", inner)
 	return wrap.AppendLines(out, v, inner)
 }
 
