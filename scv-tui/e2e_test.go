@@ -645,6 +645,45 @@ func TestE2EPasteAndCtrlC(t *testing.T) {
 	}
 }
 
+// TestE2EApprovalDiffAndReason: an edit's approval shows its diff in a
+// real terminal, and a denial with a reason reaches the model.
+func TestE2EApprovalDiffAndReason(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(
+		fakeopenai.Script(fakeopenai.ToolCall("e1", "edit", `{"path":"main.go","old_string":"var x = 1","new_string":"var x = 2"}`)),
+		fakeopenai.Script(fakeopenai.Text("I will leave x alone.")),
+	)
+	home, ws := fakeHome(t, srv), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n\nvar x = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	tm.submit("set x to 2")
+	tm.waitText("Allow edit?", "-var x = 1", "+var x = 2", "r deny")
+	tm.keys("r")
+	tm.waitText("reason>")
+	tm.typeText("x must stay 1")
+	tm.keys("Enter")
+	tm.waitText("I will leave x alone.")
+	waitRequests(t, srv, 2)
+	var tool string
+	for _, m := range srv.Requests()[1].Messages {
+		if m.Role == "tool" {
+			tool = m.Content
+		}
+	}
+	if !strings.Contains(tool, "x must stay 1") {
+		t.Errorf("the model read %q, want the user's reason", tool)
+	}
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
 func TestE2EMCPView(t *testing.T) {
 	needTmux(t)
 	bin := binaries(t)
