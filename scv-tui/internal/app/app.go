@@ -16,6 +16,7 @@ import (
 	"github.com/scv-cli/scv/shared/protocol"
 
 	"github.com/scv-cli/scv/scv-tui/internal/ui/approval"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/complete"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/editor"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/markdown"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/mcpview"
@@ -116,6 +117,7 @@ const (
 type request struct {
 	kind   reqKind
 	prompt string // turn.start, queue.update: the text, to restore on refusal
+	shown  string // turn.start: the prompt as the transcript shows it, when not prompt
 	resume string // session.start: the session it resumes
 	// switching marks a /resume from an open session.
 	switching bool
@@ -174,10 +176,13 @@ type Model struct {
 	reasonFor *approval.Dialog     // the approval a denial reason is being typed for, if any
 	draft     string               // the editor's text before editing began
 
-	helpScroll  int            // the first line of the help shown
-	usage       protocol.Usage // the session's token totals (a resumed session's from before too)
-	turnsDone   int            // turns completed in this view of the session
-	retrying    string         // the running turn's last turn.retrying, until the model answers
+	helpScroll  int             // the first line of the help shown
+	usage       protocol.Usage  // the session's token totals (a resumed session's from before too)
+	turnsDone   int             // turns completed in this view of the session
+	retrying    string          // the running turn's last turn.retrying, until the model answers
+	files       *complete.Index // the workspace's files for @ mentions, built on the first "@"
+	fileWord    string          // the "@" word fileHits match
+	fileHits    []string        // its matches
 	quitArmed   bool
 	quitArmedAt time.Time // when Ctrl+C interrupted a turn; zero when it armed on an idle prompt
 	flash       string    // a one-line message that the next key clears

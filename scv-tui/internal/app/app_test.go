@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -585,6 +587,46 @@ func TestApprovalDiffAndReason(t *testing.T) {
 	}
 	if h.m.editor.Value() != "draft" || strings.Contains(h.screen(), "reason>") {
 		t.Errorf("the editor did not come back (value %q):\n%s", h.m.editor.Value(), h.screen())
+	}
+}
+
+// TestCompletionAndMentions: "/co" offers /compact and /cost and Tab
+// completes the first; "@" offers workspace files; a mentioned file is
+// attached to the prompt and shown as one line.
+func TestCompletionAndMentions(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.connect("gpt-4.1-mini")
+	h.m.cwd = dir // as if session.started had named it
+	h.typeText("/co")
+	if s := h.screen(); !strings.Contains(s, "▸ /compact") || !strings.Contains(s, "/cost") {
+		t.Fatalf("no command menu for /co:\n%s", s)
+	}
+	h.key("tab")
+	if h.m.editor.Value() != "/compact " {
+		t.Errorf("Tab completed to %q", h.m.editor.Value())
+	}
+	h.m.editor.Reset()
+	h.typeText("explain @ma")
+	if !strings.Contains(h.screen(), "▸ @main.go") {
+		t.Fatalf("no file suggestion for @ma:\n%s", h.screen())
+	}
+	h.key("tab")
+	if h.m.editor.Value() != "explain @main.go " {
+		t.Fatalf("Tab completed to %q", h.m.editor.Value())
+	}
+	h.key("enter")
+	ts := last[*protocol.TurnStart](h)
+	if !strings.Contains(ts.Prompt, "<attached path=\"main.go\">\npackage main\n</attached>") {
+		t.Fatalf("the prompt sent lacks the attached file: %q", ts.Prompt)
+	}
+	h.event(turnEvent("turn.started", ts.RequestID, tid, ""))
+	if s := h.screen(); !strings.Contains(s, "[attached: main.go]") || strings.Contains(s, "package main") {
+		t.Errorf("the transcript does not show the attachment as one line:\n%s", s)
 	}
 }
 

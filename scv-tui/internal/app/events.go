@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/scv-cli/scv/shared/protocol"
 
 	"github.com/scv-cli/scv/scv-tui/internal/ui/approval"
+	"github.com/scv-cli/scv/scv-tui/internal/ui/complete"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/toolcard"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/transcript"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/wrap"
@@ -239,6 +241,7 @@ func (m *Model) sessionStarted(e *protocol.SessionStarted) {
 	m.model = e.Model
 	m.mcpServers = e.MCPServers
 	m.mcpView = nil // it showed the previous session's servers
+	m.files = nil   // the workspace may differ; listed again on the next "@"
 	m.demo = e.Model == demoModel
 	m.cwd = e.Cwd
 	m.ctxMax = e.ContextMaxTokens
@@ -283,7 +286,7 @@ func (m *Model) replay(items []protocol.ReplayItem) {
 	for i, it := range items {
 		switch it.Kind {
 		case "user":
-			m.transcript.AddUser(it.Text)
+			m.transcript.AddUser(complete.Shown(it.Text))
 		case "assistant":
 			m.transcript.AddReply(it.Text)
 		case "tool":
@@ -335,10 +338,10 @@ func (m *Model) turnStarted(e *protocol.TurnStarted) tea.Cmd {
 		if ok {
 			delete(m.dequeued, e.RequestID)
 		} else {
-			prompt = r.prompt
+			prompt = cmp.Or(r.shown, r.prompt)
 		}
 		if prompt != "" {
-			m.transcript.AddUser(prompt)
+			m.transcript.AddUser(complete.Shown(prompt))
 		}
 	}
 	return m.startTicking()

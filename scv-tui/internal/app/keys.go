@@ -9,6 +9,7 @@ import (
 
 	"github.com/scv-cli/scv/shared/protocol"
 
+	"github.com/scv-cli/scv/scv-tui/internal/ui/complete"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/mcpview"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/picker"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/transcript"
@@ -194,6 +195,9 @@ func (m *Model) globalKey(ks string) (tea.Cmd, bool) {
 			m.flash = "No tool output to expand yet."
 		}
 	case "tab":
+		if !m.queue.Focused() && m.complete() {
+			return nil, true
+		}
 		if m.queue.Len() > 0 {
 			m.queue.Focus(!m.queue.Focused())
 		}
@@ -201,6 +205,61 @@ func (m *Model) globalKey(ks string) (tea.Cmd, bool) {
 		return nil, false
 	}
 	return nil, true
+}
+
+// suggestions are the completions of the word at the cursor: slash
+// commands while the editor holds only a command's start, workspace files
+// after "@". Each is the text that replaces the word, and a hint.
+func (m *Model) suggestions() (words, hints []string) {
+	if m.dialog != nil || m.editing != nil || m.reasonFor != nil {
+		return nil, nil
+	}
+	word := m.editor.WordAtCursor()
+	switch {
+	case strings.HasPrefix(word, "/") && m.editor.Value() == word:
+		for _, c := range complete.MatchCommands(word) {
+			words, hints = append(words, c.Name), append(hints, c.Help)
+		}
+	case strings.HasPrefix(word, "@"):
+		if m.files == nil {
+			m.files = complete.NewIndex(m.workspace())
+			m.fileWord, m.fileHits = "", nil
+		}
+		// Every frame asks; the match is redone only when the word changes.
+		if word != m.fileWord || m.fileHits == nil {
+			m.fileWord, m.fileHits = word, m.files.Match(word[1:], maxSuggestions)
+		}
+		for _, f := range m.fileHits {
+			words, hints = append(words, "@"+f), append(hints, "")
+		}
+	}
+	if len(words) == 1 && words[0] == word {
+		return nil, nil // complete already
+	}
+	return words, hints
+}
+
+// maxSuggestions bounds the completion menu.
+const maxSuggestions = 5
+
+// complete replaces the word at the cursor with its first suggestion; it
+// reports whether there was one.
+func (m *Model) complete() bool {
+	words, _ := m.suggestions()
+	if len(words) == 0 {
+		return false
+	}
+	m.editor.ReplaceWordAtCursor(words[0] + " ")
+	return true
+}
+
+// workspace is the session's workspace (the server's canonical path once
+// the session started), where @ mentions are found.
+func (m *Model) workspace() string {
+	if m.cwd != "" {
+		return m.cwd
+	}
+	return m.opts.Workspace
 }
 
 // quitWindow is how long after Ctrl+C interrupted a turn a second Ctrl+C
@@ -351,7 +410,15 @@ func (m *Model) submit() tea.Cmd {
 		}
 		return nil
 	}
-	if !m.send(&protocol.TurnStart{RequestID: m.newID(), SessionID: m.sessionID, Prompt: text}, request{kind: reqTurnStart, prompt: text}) {
+	sent := text
+	if strings.Contains(text, "@") {
+		var notes []string
+		sent, notes = complete.Attach(m.workspace(), text, protocol.MaxPromptBytes)
+		if len(notes) > 0 {
+			m.flash = strings.Join(notes, "; ") + "."
+		}
+	}
+	if !m.send(&protocol.TurnStart{RequestID: m.newID(), SessionID: m.sessionID, Prompt: sent}, request{kind: reqTurnStart, prompt: text, shown: complete.Shown(sent)}) {
 		return nil
 	}
 	if m.opts.History != nil {

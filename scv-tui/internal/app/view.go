@@ -53,6 +53,18 @@ func (m *Model) messageLines() []string {
 			out = append(out, m.st.Warning.Render(l))
 		}
 	}
+	if words, hints := m.suggestions(); len(words) > 0 {
+		for i, w := range words {
+			line := "  " + w
+			if hints[i] != "" {
+				line += "  " + m.st.Dim.Render(hints[i])
+			}
+			if i == 0 {
+				line = "▸ " + w + "  " + m.st.Dim.Render(strings.TrimSpace(hints[i]+"  Tab completes"))
+			}
+			out = append(out, wrap.Truncate(line, m.width))
+		}
+	}
 	if m.flash != "" {
 		for _, l := range wrap.Lines(m.flash, m.width) {
 			out = append(out, m.st.Warning.Render(l))

@@ -402,5 +402,31 @@ func (e *Editor) View(st styles.Styles, width int, placeholder string) string {
 	return b.String()
 }
 
+// WordAtCursor returns the word that ends at the cursor on its line (the
+// runes back to the last space), for completion.
+func (e *Editor) WordAtCursor() string {
+	l := e.lines[e.row]
+	i := e.col
+	for i > 0 && l[i-1] != ' ' {
+		i--
+	}
+	return string(l[i:e.col])
+}
+
+// ReplaceWordAtCursor replaces the word WordAtCursor returns with s, the
+// cursor after it.
+func (e *Editor) ReplaceWordAtCursor(s string) {
+	e.ver++
+	l := e.lines[e.row]
+	i := e.col
+	for i > 0 && l[i-1] != ' ' {
+		i--
+	}
+	ins := []rune(s)
+	tail := append([]rune(nil), l[e.col:]...)
+	e.lines[e.row] = append(append(l[:i:i], ins...), tail...)
+	e.col = i + len(ins)
+}
+
 // Position says where the cursor is, for a "line 3/40" hint on long input.
 func (e *Editor) Position() (line, lines int) { return e.row + 1, len(e.lines) }
