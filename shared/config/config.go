@@ -153,6 +153,10 @@ type ToolsConfig struct {
 	// MemoryLimitMB is the address-space limit (RLIMIT_AS) of every
 	// process of a bash call, in MiB; 0 sets none.
 	MemoryLimitMB int64 `toml:"memory_limit_mb"`
+	// Allow are approval rules in force in every session, in the keys of
+	// session rules ("bash:go test", "fs:src/", "mcp:tracker/"): calls
+	// they cover run without asking. Only the user's file sets them.
+	Allow []string `toml:"allow"`
 }
 
 // AgentConfig is the [agent] table.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -192,6 +193,18 @@ func TestLoadErrors(t *testing.T) {
 			user: "[tools]\nmax_processes = 2\n",
 			want: `$USER:2: key "tools.max_processes" is 2, out of range: it must be a number of processes from 8 to 65536`,
 			line: 2, key: "tools.max_processes",
+		},
+		{
+			name: "allow rule of an unknown family",
+			user: "[tools]\nallow = [\"bash:go test\", \"net:example.com\"]\n",
+			want: `$USER:2: key "tools.allow" has "net:example.com", whose family "net" is unknown; use bash, fs or mcp`,
+			line: 2, key: "tools.allow",
+		},
+		{
+			name: "allow rule outside the workspace",
+			user: "[tools]\nallow = [\"fs:../up/\"]\n",
+			want: `$USER:2: key "tools.allow" has "fs:../up/", which is not a directory of the workspace; fs rules name one relative to it, ending in /, such as "fs:src/" (or "fs:./" for the whole workspace)`,
+			line: 2, key: "tools.allow",
 		},
 		{
 			name: "negative memory limit",
@@ -439,7 +452,7 @@ func TestLoadDefaultsAndDemo(t *testing.T) {
 	f := newFixture(t, "", "")
 	c, _ := mustLoad(t, f, nil)
 	d := Defaults()
-	if c.Tools != d.Tools || !reflect.DeepEqual(c.Agent, d.Agent) || c.Provider != d.Provider || !reflect.DeepEqual(c.Web, d.Web) {
+	if !reflect.DeepEqual(c.Tools, d.Tools) || !reflect.DeepEqual(c.Agent, d.Agent) || c.Provider != d.Provider || !reflect.DeepEqual(c.Web, d.Web) {
 		t.Errorf("Load with no files = %+v, want the defaults %+v", c, d)
 	}
 	if c.Tools.ApprovalPolicy != ApprovalOnRisk || c.Tools.OutputLimitBytes != 65536 || c.Tools.CommandTimeoutSeconds != 600 ||
@@ -604,7 +617,7 @@ compact_keep_turns = 3
 		MaxProcesses: 64, MemoryLimitMB: 1024}
 	wantAgent := Defaults().Agent
 	wantAgent.MaxSteps, wantAgent.SystemPrompt, wantAgent.CompactThresholdPercent, wantAgent.CompactKeepTurns = 8, "Be brief.", 70, 3
-	if c.Tools != wantTools || !reflect.DeepEqual(c.Agent, wantAgent) {
+	if !reflect.DeepEqual(c.Tools, wantTools) || !reflect.DeepEqual(c.Agent, wantAgent) {
 		t.Errorf("tools %+v agent %+v", c.Tools, c.Agent)
 	}
 	wantSources := map[string]string{
@@ -801,6 +814,21 @@ func TestProjectCannotLoosenApprovals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProjectCannotAllowCalls: tools.allow in a project file is ignored
+// with a warning, so a cloned repository approves nothing; the user's own
+// rules stand.
+func TestProjectCannotAllowCalls(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "[tools]\nallow = [\"bash:go test\"]\n", "[tools]\nallow = [\"bash:rm\", \"fs:./\"]\n")
+	c, diags := mustLoad(t, f, nil)
+	if !slices.Equal(c.Tools.Allow, []string{"bash:go test"}) {
+		t.Errorf("tools.allow = %q, want the user's rules only", c.Tools.Allow)
+	}
+	if len(diags) != 1 || diags[0].Key != "tools.allow" || diags[0].File != f.projectFile || !strings.Contains(diags[0].Message, "may not approve calls") {
+		t.Fatalf("diagnostics = %v, want one about tools.allow in the project file", diags)
 	}
 }
 

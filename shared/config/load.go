@@ -331,6 +331,15 @@ func (l *loader) allowProjectValue(p *layer, path []string, pf *projectFile) boo
 		return l.allowProjectLimit(p, path, int64(l.cfg.Tools.MaxProcesses), int64(pf.Tools.MaxProcesses), "processes")
 	case "tools.memory_limit_mb":
 		return l.allowProjectLimit(p, path, l.cfg.Tools.MemoryLimitMB, pf.Tools.MemoryLimitMB, "MiB")
+	case "tools.allow":
+		// A repository must not be able to approve calls for whoever
+		// opens it.
+		e, _ := p.ix.first(path...)
+		l.diags = append(l.diags, Diagnostic{
+			File: p.file, Line: e.line, Key: "tools.allow",
+			Message: "tools.allow is ignored: a project may not approve calls for whoever opens it; put the rules in your user config if you trust them",
+		})
+		return false
 	default:
 		return true
 	}

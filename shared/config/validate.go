@@ -175,6 +175,11 @@ func (l *loader) validate() []error {
 	v.intRange("tools.spill_max_bytes", t.SpillMaxBytes, 0, maxSpill, "a number of bytes")
 	v.intRange("tools.max_processes", int64(t.MaxProcesses), 8, 65536, "a number of processes")
 	v.intRange("tools.memory_limit_mb", t.MemoryLimitMB, 0, 1<<24, "a number of MiB (0 for no limit)")
+	for _, key := range t.Allow {
+		if msg := checkAllowRule(key); msg != "" {
+			v.fail("tools.allow", "has %q, %s", key, msg)
+		}
+	}
 	if t.CommandTimeoutSeconds > 0 && t.MaxTimeoutSeconds > 0 && t.MaxTimeoutSeconds < t.CommandTimeoutSeconds {
 		// Blame the value set last.
 		if rank(c.Sources["tools.command_timeout_seconds"]) > rank(c.Sources["tools.max_timeout_seconds"]) {
@@ -264,4 +269,30 @@ func validHeaderName(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkAllowRule says what is wrong with a tools.allow entry, or "": it
+// must be a session rule key of a known family, as approval.requested
+// shows them (docs/protocol.md, Session rules).
+func checkAllowRule(key string) string {
+	family, rest, ok := strings.Cut(key, ":")
+	switch {
+	case !ok || rest == "" || strings.TrimSpace(rest) != rest || strings.ContainsAny(rest, "\n\r\t\x00"):
+		return "which is not a rule key; write the family and what it covers, such as \"bash:go test\", \"fs:src/\" or \"mcp:tracker/\""
+	case family == "bash":
+		if strings.Contains(rest, "  ") {
+			return "which has two spaces in a row; bash rules are the command's leading words, such as \"bash:go test\""
+		}
+	case family == "fs":
+		if !strings.HasSuffix(rest, "/") || strings.HasPrefix(rest, "/") || strings.Contains(rest, "..") {
+			return "which is not a directory of the workspace; fs rules name one relative to it, ending in /, such as \"fs:src/\" (or \"fs:./\" for the whole workspace)"
+		}
+	case family == "mcp":
+		if !strings.Contains(rest, "/") || strings.HasPrefix(rest, "/") {
+			return "which names no MCP server; write \"mcp:<server>/\" for every tool of a server or \"mcp:<server>/<tool>\" for one"
+		}
+	default:
+		return fmt.Sprintf("whose family %q is unknown; use bash, fs or mcp", family)
+	}
+	return ""
 }

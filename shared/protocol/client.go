@@ -209,6 +209,7 @@ var clientMessages = map[string]struct {
 	TypeSessionAttach:   {Version4, func() ClientMessage { return new(SessionAttach) }},
 	TypeSessionDetach:   {Version4, func() ClientMessage { return new(SessionDetach) }},
 	TypeDaemonStatus:    {Version4, func() ClientMessage { return new(DaemonStatus) }},
+	TypeRuleRevoke:      {Version4, func() ClientMessage { return new(RuleRevoke) }},
 }
 
 // ClientMessageSince reports the first protocol version that has the client

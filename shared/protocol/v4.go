@@ -11,6 +11,7 @@ const (
 	TypeSessionAttach = "session.attach"
 	TypeSessionDetach = "session.detach"
 	TypeDaemonStatus  = "daemon.status"
+	TypeRuleRevoke    = "rule.revoke"
 )
 
 // Server event types of version 4.
@@ -40,6 +41,16 @@ type SessionAttach struct {
 type SessionDetach struct {
 	RequestID string `json:"request_id"`
 	SessionID string `json:"session_id"`
+}
+
+// RuleRevoke removes an approval rule from a session (v4): one granted with
+// scope "session", or one of the configuration's (tools.allow) for this
+// session only. It is answered by session.rules_listed with the rules
+// left.
+type RuleRevoke struct {
+	RequestID string `json:"request_id"`
+	SessionID string `json:"session_id"`
+	Key       string `json:"key"`
 }
 
 // DaemonStatus asks a daemon for its state (v4).
@@ -148,14 +159,17 @@ type DaemonStatusReported struct {
 func (*SessionAttach) Kind() string { return TypeSessionAttach }
 func (*SessionDetach) Kind() string { return TypeSessionDetach }
 func (*DaemonStatus) Kind() string  { return TypeDaemonStatus }
+func (*RuleRevoke) Kind() string    { return TypeRuleRevoke }
 
 func (m *SessionAttach) Request() string { return m.RequestID }
 func (m *SessionDetach) Request() string { return m.RequestID }
 func (m *DaemonStatus) Request() string  { return m.RequestID }
+func (m *RuleRevoke) Request() string    { return m.RequestID }
 
 func (*SessionAttach) isClientMessage() {}
 func (*SessionDetach) isClientMessage() {}
 func (*DaemonStatus) isClientMessage()  {}
+func (*RuleRevoke) isClientMessage()    {}
 
 func (*SessionAttached) Kind() string      { return TypeSessionAttached }
 func (*SessionDetached) Kind() string      { return TypeSessionDetached }

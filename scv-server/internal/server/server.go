@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
@@ -243,7 +244,36 @@ func workspaceConfig(home string, cfg *config.Config, policy approval.Policy, op
 		Extend:          ext.extendFunc(cfg),
 		Tools:           ext.withMCP(toolsFn),
 		HostedWebSearch: cfg.Web.Search == config.SearchProvider,
+		Allow:           allowRules(cfg),
 	}
+}
+
+// allowRules are the rules of tools.allow as sessions hold them, with
+// where they come from in their description.
+func allowRules(cfg *config.Config) []protocol.Rule {
+	var out []protocol.Rule
+	from := cfg.Sources["tools.allow"].String()
+	for _, key := range cfg.Tools.Allow {
+		family, rest, _ := strings.Cut(key, ":")
+		var tool, what string
+		switch family {
+		case "bash":
+			tool, what = "bash", "bash commands that start with `"+rest+"`"
+		case "fs":
+			tool, what = "write", "writes and edits under "+rest+" (write, edit)"
+			if key == "fs:./" {
+				what = "writes and edits anywhere in the workspace (write, edit)"
+			}
+		case "mcp":
+			server, name, _ := strings.Cut(rest, "/")
+			tool, what = "mcp", "calls of "+name+" from MCP server "+server
+			if name == "" {
+				what = "calls of every tool from MCP server " + server
+			}
+		}
+		out = append(out, protocol.Rule{Tool: tool, Key: key, Description: what + ", from tools.allow (" + from + ")"})
+	}
+	return out
 }
 
 // NewProvider builds the active provider of cfg.

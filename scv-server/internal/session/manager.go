@@ -58,6 +58,9 @@ type WorkspaceConfig struct {
 	// file may not set, the auto policy): v4 clients get them in
 	// session.started, and the log has them too.
 	Warnings []string
+	// Allow are the rules of the configuration (tools.allow), in force in
+	// every session from protocol v3 as if granted, until revoked.
+	Allow []protocol.Rule
 }
 
 // SessionInfo describes a new session to an ExtendFunc.
@@ -273,6 +276,7 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 		tools:        reg,
 		hostedSearch: reg != nil && wc.HostedWebSearch,
 		warnings:     wc.Warnings,
+		allow:        wc.Allow,
 		policy:       policy,
 		toolEnv:      tools.Env{Timeout: wc.ToolTimeout, MaxTimeout: wc.MaxToolTimeout, OutputLimit: wc.ToolOutputLimit},
 		autoApprove:  opts.AutoApprove,
@@ -281,6 +285,11 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 	}
 	if opts.ProtocolVersion >= protocol.Version4 {
 		s.ring = &ring{}
+	}
+	if opts.ProtocolVersion >= protocol.Version3 {
+		s.rules = slices.Clone(wc.Allow)
+	} else {
+		s.allow = nil // rules are a v3 feature
 	}
 	s.touch()
 	if err := m.persist(s, opts.Resume); err != nil {

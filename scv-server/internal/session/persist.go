@@ -128,7 +128,7 @@ func (m *Manager) persist(s *Session, resume string) error {
 	s.id = resume
 	s.history = stored.History
 	s.usage = stored.Usage
-	s.rules = stored.Rules
+	s.rules = withAllow(stored.Rules, s.allow, stored.Revoked)
 	kept, bytes := 0, 0
 	for _, q := range stored.Queue {
 		// Earlier servers had no bound: what a bounded queue cannot hold
@@ -360,4 +360,16 @@ func sameMessage(a, b provider.Message) bool {
 		}
 	}
 	return true
+}
+
+// withAllow is a resumed session's rules: those it granted, then the
+// configuration's it does not hold and did not revoke.
+func withAllow(granted, allow []protocol.Rule, revoked []string) []protocol.Rule {
+	out := slices.Clone(granted)
+	for _, r := range allow {
+		if !slices.Contains(revoked, r.Key) && !slices.ContainsFunc(out, func(g protocol.Rule) bool { return g.Key == r.Key }) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

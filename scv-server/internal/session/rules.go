@@ -86,6 +86,25 @@ func (s *Session) grantRule(r protocol.Rule) {
 	}
 }
 
+// RevokeRule removes the rule key from the session (granted, or one of
+// the configuration's for this session only) and records it, so a resumed
+// session stays without it.
+func (s *Session) RevokeRule(key string) error {
+	s.mu.Lock()
+	n := len(s.rules)
+	s.rules = slices.DeleteFunc(s.rules, func(r protocol.Rule) bool { return r.Key == key })
+	found := len(s.rules) < n
+	s.mu.Unlock()
+	if !found {
+		return errorf(protocol.ErrInvalidRequest, "the session has no rule %q; session.rules lists its rules", key)
+	}
+	s.mgr.log.Info("Approval rule revoked for the session", "session", s.id, "rule", key)
+	if s.rec != nil {
+		s.record("a revoked approval rule", func(l *sessionstore.Log) error { return l.RuleRevoked(key) })
+	}
+	return nil
+}
+
 // matchRule returns the granted rule whose key is one of keys, trying the
 // keys in order (the most specific first).
 func (s *Session) matchRule(keys []string) (protocol.Rule, bool) {

@@ -58,6 +58,7 @@ type Session struct {
 	// hostedSearch offers the endpoint's hosted web search.
 	hostedSearch bool
 	warnings     []string        // of the configuration, for session.started
+	allow        []protocol.Rule // the configuration's rules (tools.allow), in force unless revoked
 	policy       approval.Policy // guarded by mu once the session has started
 	// toolEnv holds the session's tool timeouts and output limit.
 	toolEnv tools.Env
@@ -650,7 +651,7 @@ func (s *Session) Clear(ctx context.Context, requestID string) error {
 	s.usage = protocol.Usage{}
 	s.queue = nil
 	s.serverTurns = slices.DeleteFunc(s.serverTurns, func(st serverTurn) bool { return st.build == nil })
-	s.rules = nil
+	s.rules = slices.Clone(s.allow) // the configuration's rules stay
 	s.mu.Unlock()
 	s.recordClear()
 	return s.emitLocked(ctx, &protocol.SessionCleared{SessionHeader: protocol.SessionHeader{RequestID: requestID, SessionID: s.id}})

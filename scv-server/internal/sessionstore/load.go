@@ -100,6 +100,7 @@ func load(id, path string, f *os.File) (*Session, []*record, int64, error) {
 		Replay:      r.items,
 		Interrupted: interrupted,
 		Rules:       r.rules,
+		Revoked:     r.revoked,
 		Queue:       r.queue,
 	}
 	if s.Replay == nil {
@@ -275,10 +276,11 @@ type replayer struct {
 	title   string
 	items   []protocol.ReplayItem
 	// calls are tool calls of the transcript still waiting for a result.
-	calls []pendingCall
-	open  *openTurn
-	rules []protocol.Rule
-	queue []Queued
+	calls   []pendingCall
+	open    *openTurn
+	rules   []protocol.Rule
+	revoked []string // rule keys revoked and not granted again since
+	queue   []Queued
 }
 
 type openTurn struct {
@@ -316,7 +318,7 @@ func (r *replayer) apply(rec *record) error {
 		r.end(rec)
 	case recClear:
 		r.interruptOpen()
-		r.history, r.usage, r.calls, r.rules, r.queue = nil, protocol.Usage{}, nil, nil, nil
+		r.history, r.usage, r.calls, r.rules, r.queue, r.revoked = nil, protocol.Usage{}, nil, nil, nil, nil
 		r.items = []protocol.ReplayItem{{Kind: ItemNotice, Text: NoticeCleared}}
 	case recCompact:
 		if rec.From < 0 || rec.Removed < 0 || rec.From+rec.Removed > len(r.history) {
@@ -345,6 +347,11 @@ func (r *replayer) apply(rec *record) error {
 			return errors.New("a rule record without a rule key")
 		}
 		r.grant(*rec.Rule)
+	case recUnrule:
+		if rec.Rule == nil || rec.Rule.Key == "" {
+			return errors.New("an unrule record without a rule key")
+		}
+		r.revoke(rec.Rule.Key)
 	default:
 		// A record type of a later format: skipped.
 	}
@@ -390,7 +397,17 @@ func (r *replayer) queueChange(rec *record) {
 }
 
 // grant adds rule, replacing a rule with the same key.
+// revoke drops the rule key and remembers that it was revoked, so a rule
+// of the configuration with that key stays off in the resumed session.
+func (r *replayer) revoke(key string) {
+	r.rules = slices.DeleteFunc(r.rules, func(g protocol.Rule) bool { return g.Key == key })
+	if !slices.Contains(r.revoked, key) {
+		r.revoked = append(r.revoked, key)
+	}
+}
+
 func (r *replayer) grant(rule protocol.Rule) {
+	r.revoked = slices.DeleteFunc(r.revoked, func(k string) bool { return k == rule.Key })
 	for i := range r.rules {
 		if r.rules[i].Key == rule.Key {
 			r.rules[i] = rule

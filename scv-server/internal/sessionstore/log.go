@@ -26,6 +26,7 @@ const (
 	recCompact = "compact" // part of the history is replaced: from, removed, messages, at
 	recResume  = "resume"  // a server resumed the session: model, at
 	recRule    = "rule"    // a session approval rule was granted: rule, at
+	recUnrule  = "unrule"  // a session approval rule was revoked: rule (its key), at
 	// recQueue is the record of earlier servers, which wrote the whole
 	// queue at every change (quadratic in the queue's size); it is still
 	// read. Queue changes are now written as one record each, below.
@@ -315,6 +316,13 @@ func (l *Log) QueueRemoved(id string) error {
 // fsyncs: a resumed session keeps it (until a clear).
 func (l *Log) RuleGranted(r protocol.Rule) error {
 	return l.append(true, &record{T: recRule, At: stamp(now()), Rule: &r})
+}
+
+// RuleRevoked records that the user revoked the session rule key (one
+// granted, or one of tools.allow for this session only), and fsyncs: a
+// resumed session stays without it.
+func (l *Log) RuleRevoked(key string) error {
+	return l.append(true, &record{T: recUnrule, At: stamp(now()), Rule: &protocol.Rule{Key: key}})
 }
 
 // Cleared records that the history and the usage totals were dropped, and

@@ -162,6 +162,10 @@ type Session struct {
 	// Rules are the session approval rules granted since the last clear,
 	// in the order granted, one per key.
 	Rules []protocol.Rule
+	// Revoked are the rule keys the user revoked since the last clear and
+	// did not grant again: rules of the configuration with these keys stay
+	// off when the session is resumed.
+	Revoked []string
 	// Queue is the prompt queue as last recorded, in order.
 	Queue []Queued
 }

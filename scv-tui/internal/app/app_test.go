@@ -630,6 +630,24 @@ func TestCompletionAndMentions(t *testing.T) {
 	}
 }
 
+// TestRevokeRule: /revoke sends rule.revoke with the key; the answer lists
+// the rules left.
+func TestRevokeRule(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	h.typeText("/revoke bash:go test")
+	h.key("enter")
+	rr := last[*protocol.RuleRevoke](h)
+	if rr.Key != "bash:go test" || rr.SessionID != sid {
+		t.Fatalf("sent %s", encode(rr))
+	}
+	h.event(`{"type":"session.rules_listed","request_id":"` + rr.RequestID + `","session_id":"` + sid + `","rules":[]}`)
+	if !strings.Contains(h.screen(), "No session rules are granted") {
+		t.Errorf("the rules left are not shown:\n%s", h.screen())
+	}
+}
+
 func TestOtherNotices(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

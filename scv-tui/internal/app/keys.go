@@ -434,9 +434,22 @@ func (m *Model) submit() tea.Cmd {
 
 // command runs a slash command.
 func (m *Model) command(line string) tea.Cmd {
-	name, _, _ := strings.Cut(line, " ")
+	name, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
 	done := func() { m.editor.Reset() }
 	switch name {
+	case "/revoke":
+		if !m.needSession() {
+			return nil
+		}
+		if arg == "" {
+			m.flash = "Name the rule to revoke, as /rules lists it: /revoke bash:go test"
+			return nil
+		}
+		if m.send(&protocol.RuleRevoke{RequestID: m.newID(), SessionID: m.sessionID, Key: arg}, request{kind: reqRules}) {
+			done()
+			m.flash = "Revoked " + arg + "; the rules left follow."
+		}
 	case "/quit", "/exit":
 		return tea.Quit
 	case "/help":

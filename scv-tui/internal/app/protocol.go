@@ -207,7 +207,7 @@ func (m *Model) showRules(rules []protocol.Rule) {
 		return
 	}
 	var b strings.Builder
-	b.WriteString("Session rules (calls they cover run without asking):")
+	b.WriteString("Session rules (calls they cover run without asking; /revoke KEY removes one):")
 	for _, r := range rules {
 		b.WriteString("\n  " + r.Key + ": " + r.Description)
 	}

@@ -233,7 +233,7 @@ func (m *Model) helpText() string {
 		"  /clear    clear the conversation     /compact  compact the context now",
 		"  /resume   continue a stored session  /rules    list the session rules",
 		"  /mcp      the MCP servers and tools  /cost     tokens used so far",
-		"  /help     this help",
+		"  /revoke   remove a session rule      /help     this help",
 		"  /quit     quit",
 		"Server log: " + wrap.Sanitize(m.logPath()),
 		"Any key closes this help.",

@@ -151,6 +151,13 @@ func (c *conn) dispatch(msg protocol.ClientMessage) error {
 		return c.withSession(m.SessionID, func(_ context.Context, s *session.Session) error {
 			return c.send(&protocol.RulesListed{RequestID: m.RequestID, SessionID: s.ID(), Rules: s.Rules()})
 		})
+	case *protocol.RuleRevoke:
+		return c.withSession(m.SessionID, func(_ context.Context, s *session.Session) error {
+			if err := s.RevokeRule(m.Key); err != nil {
+				return err
+			}
+			return c.send(&protocol.RulesListed{RequestID: m.RequestID, SessionID: s.ID(), Rules: s.Rules()})
+		})
 	case *protocol.SessionCompact:
 		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
 			return s.Compact(ctx, m.RequestID)

@@ -269,7 +269,11 @@ func (d *Dialog) hints(inner, level int) []string {
 				keys += " (" + wrap.OneLine(r.Description) + ")"
 			}
 		}
-		keys += " · n/Esc deny · r deny with a reason · v " + map[bool]string{true: "diff", false: "arguments"}[d.HasDiff()]
+		keys += " · n/Esc deny"
+		if level == 1 {
+			keys += " · r with a reason"
+		}
+		keys += " · v " + map[bool]string{true: "diff", false: "arguments"}[d.HasDiff()]
 		return wrap.Lines(keys, inner)
 	}
 	out := wrap.Lines("y/Enter approve once", inner)

@@ -33,6 +33,7 @@ var Commands = []Command{
 	{"/mcp", "the MCP servers and tools"},
 	{"/quit", "quit"},
 	{"/resume", "continue a stored session"},
+	{"/revoke", "remove a session rule: /revoke KEY"},
 	{"/rules", "list the session rules"},
 }
 
