@@ -204,7 +204,9 @@ func (a *Attach) run(turn, given, real, name, caption string, checked fs.FileInf
 	if err != nil {
 		return tools.Failed(fmt.Sprintf("%s was not sent: %v", given, err))
 	}
-	if !os.SameFile(fi, checked) {
+	// Same inode, size and time: an inode freed and reused at once by
+	// another file still differs in one of them.
+	if !os.SameFile(fi, checked) || fi.Size() != checked.Size() || !fi.ModTime().Equal(checked.ModTime()) {
 		return tools.Failed(fmt.Sprintf("%s was not sent: it was replaced after it was checked; call chat_attach again", given))
 	}
 	if err := checkFile(given, fi); err != nil {
