@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/scv-cli/scv/shared/atomicfile"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/statefile"
 	"github.com/scv-cli/scv/shared/textcut"
@@ -185,9 +186,9 @@ func (w *Writer) openEpisode(id EpisodeID, create bool) error {
 		return fmt.Errorf("opening the chat log episode %s: %w", id, err)
 	}
 	if create {
-		if err := syncDir(dir); err != nil {
+		if err := atomicfile.SyncDir(dir); err != nil {
 			_ = f.Close()
-			return err
+			return fmt.Errorf("starting a chat log episode: syncing %s: %w", dir, err)
 		}
 	} else if err := endTornLine(f); err != nil {
 		_ = f.Close()
@@ -214,19 +215,6 @@ func endTornLine(f *os.File) error {
 		return err
 	}
 	return f.Sync()
-}
-
-// syncDir makes a new directory entry durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
-	}
-	return nil
 }
 
 func cutField(s string) string {

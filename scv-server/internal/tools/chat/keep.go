@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/atomicfile"
 	"github.com/scv-cli/scv/shared/chatlog"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -124,7 +125,7 @@ func (k *Keep) keep(p string, checked fs.FileInfo) (string, error) {
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("kept as %s, but removing the original failed: %w", to, err)
 	}
-	if err := syncDir(files); err != nil {
+	if err := atomicfile.SyncDir(files); err != nil {
 		return "", err
 	}
 	if err := chatlog.RecordKept(k.set.logDir, p, to); err != nil {
@@ -182,14 +183,4 @@ func copyAcross(src string, checked fs.FileInfo, dir string) (string, error) {
 		return "", fmt.Errorf("copying across file systems: %w", err)
 	}
 	return linkNew(tmp.Name(), dir, filepath.Base(src))
-}
-
-// syncDir makes the directory's new entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
