@@ -321,17 +321,19 @@ func eachLineBack(data []byte, fn func(Record) bool) {
 // eachRawLineBack calls fn with each line of data from the last, until fn
 // returns false.
 func eachRawLineBack(data []byte, fn func([]byte) bool) {
-	data = bytes.TrimRight(data, "\n")
-	for len(data) > 0 {
-		line := data
-		if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
-			line, data = data[i+1:], data[:i]
-		} else {
-			data = nil
-		}
-		if !fn(line) {
+	eachLineSpanBack(data, func(start, end int) bool { return fn(data[start:end]) })
+}
+
+// eachLineSpanBack calls fn with the bounds of each line of data, from the
+// last, until fn returns false.
+func eachLineSpanBack(data []byte, fn func(start, end int) bool) {
+	end := len(bytes.TrimRight(data, "\n"))
+	for end > 0 {
+		start := bytes.LastIndexByte(data[:end], '\n') + 1
+		if !fn(start, end) {
 			return
 		}
+		end = start - 1
 	}
 }
 

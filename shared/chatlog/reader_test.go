@@ -240,3 +240,19 @@ func FuzzParseEpisodeID(f *testing.F) {
 		}
 	})
 }
+
+// TestSearchUnicodeCase: a log whose lower-casing changes length (İ) is
+// still searched, without the byte prefilter.
+func TestSearchUnicodeCase(t *testing.T) {
+	t.Parallel()
+	dir, w := newLog(t)
+	_, _ = w.Append(Message{Time: at("2026-09-26 09:00:00"), Who: Owner, Text: "İstanbul trip, the BLUE door"})
+	_, _ = w.Append(Message{Time: at("2026-09-26 09:01:00"), Who: SCV, Text: "Größe notiert"})
+	r := NewReader(dir, ReaderOptions{Location: zone})
+	for q, want := range map[string]int{"blue door": 1, "GRÖSSE": 0, "größe": 1, "trip istanbul": 1, "trip door": 1} {
+		res, err := r.Search(SearchQuery{Query: q})
+		if err != nil || len(res.Hits) != want {
+			t.Errorf("%q: %d hits (%v), want %d", q, len(res.Hits), err, want)
+		}
+	}
+}

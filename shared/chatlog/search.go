@@ -59,14 +59,24 @@ func (r *Reader) Search(q SearchQuery) (SearchResult, error) {
 		}
 		budget -= int64(len(data))
 		full := false
-		eachRawLineBack(data, func(line []byte) bool {
+		// Lower-case the episode once for the prefilter; when that changes
+		// its length (rare Unicode), positions do not carry over and the
+		// prefilter is skipped.
+		var low []byte
+		if pre != nil {
+			if low = bytes.ToLower(data); len(low) != len(data) {
+				low = nil
+			}
+		}
+		eachLineSpanBack(data, func(start, end int) bool {
 			if len(res.Hits) == limit {
 				full = true
 				return false
 			}
-			if pre != nil && !pre(line) {
+			if low != nil && !pre(low[start:end]) {
 				return true
 			}
+			line := data[start:end]
 			rec, err := DecodeLine(line)
 			if err != nil || rec.End != "" {
 				return true
@@ -84,9 +94,9 @@ func (r *Reader) Search(q SearchQuery) (SearchResult, error) {
 	return res, nil
 }
 
-// prefilter returns a cheap test of a raw line that every match passes:
-// each word appears in the line's lower-cased bytes. Nil when a word has a
-// character JSON escapes, so it may not appear in the line as is.
+// prefilter returns a cheap test of a lower-cased raw line that every
+// match passes: each word appears in it. Nil when a word has a character
+// JSON escapes, so it may not appear in the line as is.
 func prefilter(words []string) func([]byte) bool {
 	bw := make([][]byte, len(words))
 	for i, w := range words {
@@ -100,8 +110,7 @@ func prefilter(words []string) func([]byte) bool {
 		}
 		bw[i] = []byte(w)
 	}
-	return func(line []byte) bool {
-		low := bytes.ToLower(line)
+	return func(low []byte) bool {
 		for _, w := range bw {
 			if !bytes.Contains(low, w) {
 				return false
