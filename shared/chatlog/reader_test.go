@@ -256,3 +256,21 @@ func TestSearchUnicodeCase(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDir: a log directory made of accepted names is always one level
+// per name below the archive.
+func FuzzDir(f *testing.F) {
+	f.Add("feishu", "default", "oc_1")
+	f.Add("..", "a", "b")
+	f.Add("a", "b/../../c", "d")
+	f.Fuzz(func(t *testing.T, ch, acct, conv string) {
+		dir, err := Dir("/archive", ch, acct, conv)
+		if err != nil {
+			return
+		}
+		rel, err := filepath.Rel("/archive", dir)
+		if err != nil || strings.Count(rel, string(filepath.Separator)) != 2 || strings.HasPrefix(rel, "..") || rel != filepath.Join(ch, acct, conv) {
+			t.Fatalf("Dir(%q, %q, %q) = %s", ch, acct, conv, dir)
+		}
+	})
+}
