@@ -114,7 +114,7 @@ func (s *Set) SystemSection() string {
 	} else {
 		b.WriteString("They are removed after a retention period.\n")
 	}
-	b.WriteString("Reports of background jobs reach the user as messages of their own, so say briefly what you started and let the report follow.")
+	b.WriteString("When a turn begins with [SCV background report], your answer reaches the user as an unprompted message, possibly long after they asked, so make it stand on its own: say which request it answers.")
 	return b.String()
 }
 
