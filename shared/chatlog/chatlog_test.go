@@ -218,3 +218,30 @@ func TestAppendRefusesBadMessages(t *testing.T) {
 		t.Fatal(ref)
 	}
 }
+
+func TestWriterConcurrentAppends(t *testing.T) {
+	t.Parallel()
+	dir, w := newLog(t)
+	const n = 50
+	done := make(chan Ref, n)
+	for i := range n {
+		go func() {
+			ref, err := w.Append(Message{Time: at("2026-09-26 09:00:00"), Who: Owner, Text: fmt.Sprint(i)})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- ref
+		}()
+	}
+	seen := map[int]bool{}
+	for range n {
+		seen[(<-done).Index] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct indexes for %d messages", len(seen), n)
+	}
+	res, err := NewReader(dir, ReaderOptions{}).Read(NewEpisodeID(at("2026-09-26 09:00:00")).String(), 0, 100)
+	if err != nil || res.Total != n {
+		t.Fatalf("total %d, %v", res.Total, err)
+	}
+}

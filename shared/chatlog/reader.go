@@ -137,24 +137,34 @@ func (r *Reader) Episodes(q EpisodesQuery) (EpisodesResult, error) {
 	return res, nil
 }
 
-// summarizeData describes an episode from its content.
+// summarizeData describes an episode from its content without decoding
+// every line: the first records (up to the owner's first message) and the
+// last ones (the end record and the last message). The count is the last
+// message's index plus one, as the writer numbers messages in order.
 func (r *Reader) summarizeData(id EpisodeID, data []byte) Episode {
 	e := Episode{ID: id.String()}
 	eachLine(data, func(rec Record) bool {
 		if rec.End != "" {
+			return true
+		}
+		if e.First == "" {
+			e.First = r.show(rec.Time)
+		}
+		if rec.Who == Owner {
+			e.OwnerStart = start(rec.Message)
+			return false
+		}
+		return true
+	})
+	eachLineBack(data, func(rec Record) bool {
+		if rec.End != "" {
 			e.Ended = true
 			return true
 		}
-		if e.Messages == 0 {
-			e.First = r.show(rec.Time)
-		}
 		e.Last = r.show(rec.Time)
-		e.Messages++
+		e.Messages = rec.Index + 1
 		e.nextIndex = rec.Index + 1
-		if e.OwnerStart == "" && rec.Who == Owner {
-			e.OwnerStart = start(rec.Message)
-		}
-		return true
+		return false
 	})
 	return e
 }

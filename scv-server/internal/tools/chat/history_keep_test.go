@@ -233,3 +233,47 @@ func assertKeptAlone(t *testing.T, dir, name, content string) {
 		t.Errorf("kept mode %v", fi.Mode())
 	}
 }
+
+// TestHistoryOn100kMessages: a log of 100,000 messages is searched,
+// listed and read within the output limit.
+func TestHistoryOn100kMessages(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	start := time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
+	// 100 episodes of 1,000 messages, written directly: the writer's
+	// fsync per message would make the set-up the test.
+	for e := range 100 {
+		var buf []byte
+		for i := range 1000 {
+			ti := start.Add(time.Duration(e*1000+i) * time.Minute)
+			// The line EncodeLine writes, built by hand: json.Marshal
+			// under -race would make the set-up the test.
+			buf = append(buf, `{"time":"`...)
+			buf = ti.AppendFormat(buf, time.RFC3339)
+			buf = fmt.Appendf(buf, `","who":"owner","text":"note %d on the blue door","i":%d}`+"\n", e*1000+i, i)
+		}
+		p := filepath.Join(f.set.logDir, chatlog.NewEpisodeID(start.Add(time.Duration(e*1000)*time.Minute)).Path())
+		_ = os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, buf, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &History{set: f.set}
+	f.env.OutputLimit = 8 << 10
+	for _, args := range []map[string]any{
+		{"action": "search", "query": "blue door", "limit": 100},
+		{"action": "episodes", "limit": 100},
+		{"action": "read", "episode": "2026/2026-01-05_2026-01-11/2026-01-05T08-00-00", "limit": 100},
+	} {
+		res, _, err := call(t, h, f.env, args)
+		if err != nil || !res.Success {
+			t.Fatalf("%v: %v %+v", args, err, res)
+		}
+		var v struct {
+			More bool `json:"more"`
+		}
+		if err := json.Unmarshal([]byte(res.Output), &v); err != nil || len(res.Output) > f.env.OutputLimit || !v.More {
+			t.Errorf("%v: %d bytes, more %v, %v", args, len(res.Output), v.More, err)
+		}
+	}
+}
