@@ -220,6 +220,22 @@ func TestAttachRefusals(t *testing.T) {
 			t.Errorf("%s: %v %+v", p, err, res)
 		}
 	}
+	// An archive outside SCV_HOME is refused the same way.
+	outside := t.TempDir()
+	s := &Set{opts: f.set.opts}
+	s.opts.Archive = outside
+	s.logDir = filepath.Join(outside, "feishu", "default", "oc_1")
+	s.attach = &Attach{set: s}
+	for p, want := range map[string]string{
+		write(t, filepath.Join(outside, "feishu", "default", "oc_2", "files", "a.txt"), "x"): "chat archive",
+		write(t, filepath.Join(s.logDir, "2026", "w", "e.jsonl"), "x"):                       "chat archive",
+		write(t, filepath.Join(s.logDir, "files", "mine.txt"), "x"):                          "",
+	} {
+		_, _, err := call(t, s.attach, f.env, map[string]any{"path": p})
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("archive outside SCV_HOME, %s: %v", p, err)
+		}
+	}
 	if _, _, err := call(t, f.set.attach, f.env, map[string]any{"path": "ok.txt", "caption": strings.Repeat("é", 600)}); err == nil {
 		t.Error("a caption over 1 KiB was accepted")
 	}

@@ -46,6 +46,15 @@ func (s *Set) refusal(p string) string {
 			}
 		}
 	}
+	if !exempt {
+		// Wherever the archive is, its logs and other chats' kept files
+		// stay on this machine, like SCV_HOME's.
+		for _, archive := range both(s.opts.Archive) {
+			if within(p, archive) {
+				return "it is in the chat archive (" + s.opts.Archive + "), whose logs and other chats' files are never sent; only this chat's kept files are"
+			}
+		}
+	}
 	if s.opts.UserHome != "" {
 		for _, home := range both(s.opts.UserHome) {
 			for _, c := range credentialPaths {
