@@ -21,6 +21,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/atomicfile"
+	"github.com/scv-cli/scv/shared/chatlog"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -172,25 +173,8 @@ func (a *Attach) release(turn string) {
 	}
 }
 
-// OutboxRecord is the durable delivery record chat_attach writes beside
-// each copy in the outbox, <outbox>/<id>.json, once the copy is complete
-// (docs/channels.md, "The outbox contract").
-type OutboxRecord struct {
-	ID           string    `json:"id"`
-	Platform     string    `json:"platform"`
-	Account      string    `json:"account,omitempty"`
-	Conversation string    `json:"conversation,omitempty"`
-	SessionID    string    `json:"session_id"`
-	TurnID       string    `json:"turn_id,omitempty"`
-	Name         string    `json:"name"`
-	Path         string    `json:"path"`
-	Source       string    `json:"source"`
-	Size         int64     `json:"size"`
-	SHA256       string    `json:"sha256"`
-	Kind         string    `json:"kind"`
-	Caption      string    `json:"caption,omitempty"`
-	Created      time.Time `json:"created"`
-}
+// OutboxRecord is the durable delivery record of a copy in the outbox.
+type OutboxRecord = chatlog.OutboxRecord
 
 // run opens the checked file without following a final symbolic link,
 // checks it again through the handle, and copies it into the outbox.

@@ -18,7 +18,6 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/chatlog"
-	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -29,18 +28,11 @@ const (
 	KeepName    = "chat_keep"
 )
 
-// MediaDirName is the chat media directory in SCV_HOME's state directory,
-// and OutboxDirName the outbox inside it.
-const (
-	MediaDirName  = "media"
-	OutboxDirName = "outbox"
-)
+// MediaRoot returns $SCV_HOME/state/media (chatlog.MediaRoot).
+func MediaRoot(home string) string { return chatlog.MediaRoot(home) }
 
-// MediaRoot returns $SCV_HOME/state/media.
-func MediaRoot(home string) string { return filepath.Join(paths.StateDir(home), MediaDirName) }
-
-// OutboxDir returns the channels' media outbox, $SCV_HOME/state/media/outbox.
-func OutboxDir(home string) string { return filepath.Join(MediaRoot(home), OutboxDirName) }
+// OutboxDir returns the channels' media outbox (chatlog.OutboxDir).
+func OutboxDir(home string) string { return chatlog.OutboxDir(home) }
 
 // Options configure the chat tools of one session.
 type Options struct {
@@ -84,7 +76,9 @@ func New(opts Options) (*Set, error) {
 			return nil, fmt.Errorf("the chat log of this channel: %w", err)
 		}
 		s.logDir = dir
-		s.media = filepath.Join(MediaRoot(opts.Home), opts.Channel.Platform, opts.Channel.Account, opts.Channel.Conversation)
+		if s.media, err = chatlog.MediaDir(opts.Home, opts.Channel.Platform, opts.Channel.Account, opts.Channel.Conversation); err != nil {
+			return nil, fmt.Errorf("the chat media of this channel: %w", err)
+		}
 	}
 	s.attach = &Attach{set: s}
 	return s, nil

@@ -80,7 +80,7 @@ func (s *Set) refusal(p string) string {
 func (s *Set) exempt(p string) bool {
 	for _, home := range both(s.opts.Home) {
 		media := MediaRoot(home)
-		if within(p, media) && p != media && !within(p, filepath.Join(media, OutboxDirName)) {
+		if within(p, media) && p != media && !within(p, filepath.Join(media, chatlog.OutboxDirName)) {
 			return true
 		}
 	}
