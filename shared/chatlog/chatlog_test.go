@@ -245,3 +245,48 @@ func TestWriterConcurrentAppends(t *testing.T) {
 		t.Fatalf("total %d, %v", res.Total, err)
 	}
 }
+
+func TestSweepMediaWithInjectedClock(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	now := time.Date(2026, 10, 31, 12, 0, 0, 0, time.UTC)
+	conv, err := MediaDir(home, "feishu", "default", "oc_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(p string, age time.Duration) string {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	day := 24 * time.Hour
+	old := file(filepath.Join(conv, "old.jpg"), 31*day)
+	fresh := file(filepath.Join(conv, "fresh.jpg"), 29*day)
+	outbox := file(filepath.Join(OutboxDir(home), "id", "out.png"), 90*day)
+	nested := file(filepath.Join(conv, "sub", "deep.jpg"), 90*day)
+	target := file(filepath.Join(t.TempDir(), "target"), 90*day)
+	link := filepath.Join(conv, "link.jpg")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chtimes(link, now.Add(-90*day), now.Add(-90*day)) // the target's times; the link's own stay new
+	n, err := SweepMedia(home, 30, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+	if n != 1 || exists(old) || !exists(fresh) || !exists(outbox) || !exists(nested) || !exists(target) {
+		t.Fatalf("removed %d; old %v fresh %v outbox %v nested %v target %v", n, exists(old), exists(fresh), exists(outbox), exists(nested), exists(target))
+	}
+	// A day later the fresh file's time is up too.
+	if n, _ := SweepMedia(home, 30, now.Add(2*day)); n != 1 || exists(fresh) {
+		t.Fatalf("a day later: removed %d, fresh still there: %v", n, exists(fresh))
+	}
+}

@@ -1,6 +1,9 @@
 package chatlog
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -51,4 +54,56 @@ type OutboxRecord struct {
 	Kind    string    `json:"kind"`
 	Caption string    `json:"caption,omitempty"`
 	Created time.Time `json:"created"`
+}
+
+// SweepMedia removes the files chat users sent that are older than
+// keepDays days at now: the entries of each conversation's media
+// directory, $SCV_HOME/state/media/<channel>/<account>/<conversation>/,
+// whose modification time is before now minus keepDays. Kept files have
+// moved out of the media (chat_keep), and the outbox is left alone.
+// Symbolic links are removed as entries, never followed; folders below a
+// conversation's are not entered. It returns how many files it removed;
+// an entry it cannot remove is reported in the error and the sweep goes
+// on.
+func SweepMedia(home string, keepDays int, now time.Time) (int, error) {
+	cutoff := now.Add(-time.Duration(keepDays) * 24 * time.Hour)
+	root := MediaRoot(home)
+	var removed int
+	var errs []error
+	for _, ch := range subdirs(root) {
+		if ch == OutboxDirName {
+			continue
+		}
+		for _, acct := range subdirs(filepath.Join(root, ch)) {
+			for _, conv := range subdirs(filepath.Join(root, ch, acct)) {
+				dir := filepath.Join(root, ch, acct, conv)
+				ents, err := os.ReadDir(dir)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				for _, e := range ents {
+					if e.IsDir() {
+						continue
+					}
+					fi, err := e.Info()
+					if err != nil || !fi.ModTime().Before(cutoff) {
+						continue
+					}
+					if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						errs = append(errs, err)
+						continue
+					}
+					removed++
+				}
+			}
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// subdirs lists the real directories in dir (none when it is missing).
+func subdirs(dir string) []string {
+	names, _ := readDirs(dir)
+	return names
 }
