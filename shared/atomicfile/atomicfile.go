@@ -116,16 +116,17 @@ func writeFile(path string, perm fs.FileMode, fill func(*os.File) error) error {
 		return fmt.Errorf("atomicfile: write %s: rename into place: %w", path, err)
 	}
 	renamed = true
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		return fmt.Errorf("atomicfile: write %s: the new content is in place but fsync of directory %s failed: %w", path, dir, err)
 	}
 	return nil
 }
 
-// syncDir makes a rename in dir durable. Filesystems that cannot fsync a
-// directory (EINVAL, ENOTSUP) are not an error, nor is Windows, where a
-// directory cannot be opened for syncing.
-func syncDir(dir string) error {
+// SyncDir makes a new entry or rename in dir durable. Filesystems that
+// cannot fsync a directory (EINVAL, ENOTSUP) are not an error, nor is
+// Windows, where a directory cannot be opened for syncing. Code that
+// creates or links files itself (the chat log, chat_keep) uses it too.
+func SyncDir(dir string) error {
 	if runtime.GOOS == "windows" {
 		return nil
 	}

@@ -16,6 +16,7 @@ package config
 
 import (
 	"maps"
+	"path/filepath"
 	"slices"
 	"time"
 )
@@ -84,6 +85,8 @@ type Config struct {
 	Web WebConfig `toml:"web"`
 	// Daemon configures the daemon (docs/daemon.md).
 	Daemon DaemonConfig `toml:"daemon"`
+	// Channels configures chat channels (docs/channels.md).
+	Channels ChannelsConfig `toml:"channels"`
 
 	// Sources tells where each value came from, by dotted key (for example
 	// "tools.approval_policy" or "providers.openai.model"). Every key of
@@ -267,6 +270,29 @@ const (
 	DaemonNever DaemonUse = "never"
 )
 
+// ChannelsConfig is the [channels] table's own keys (docs/channels.md):
+// what every chat channel shares.
+type ChannelsConfig struct {
+	// Archive is the directory of the chat logs and kept files of owners'
+	// direct chats, absolute; empty means ArchiveDirName in SCV_HOME.
+	Archive string `toml:"archive"`
+	// KeepDays is how long files chat users send stay in the chat media
+	// directory before they are removed, unless kept (chat_keep).
+	KeepDays int `toml:"keep_days"`
+}
+
+// ArchiveDirName is the default chat archive, inside SCV_HOME.
+const ArchiveDirName = "archive"
+
+// ArchiveDir returns the chat archive: channels.archive, or
+// $SCV_HOME/archive when it is not set.
+func (c ChannelsConfig) ArchiveDir(home string) string {
+	if c.Archive != "" {
+		return filepath.Clean(c.Archive)
+	}
+	return filepath.Join(home, ArchiveDirName)
+}
+
 // DaemonConfig is the [daemon] table.
 type DaemonConfig struct {
 	// Use says whether clients run their sessions in the daemon (auto,
@@ -338,8 +364,9 @@ func Defaults() *Config {
 			BraveAPIKeyEnv:      "BRAVE_API_KEY",
 			MaxSearchResults:    8,
 		},
-		Skills: SkillsConfig{MaxSkills: 64, MaxSkillBytes: 64 << 10},
-		Daemon: DaemonConfig{Use: DaemonAuto, SessionIdleSeconds: 3600, RestartTimeoutSeconds: 600},
+		Skills:   SkillsConfig{MaxSkills: 64, MaxSkillBytes: 64 << 10},
+		Daemon:   DaemonConfig{Use: DaemonAuto, SessionIdleSeconds: 3600, RestartTimeoutSeconds: 600},
+		Channels: ChannelsConfig{KeepDays: 30},
 	}
 	c.Sources = map[string]Source{}
 	for _, k := range c.Keys() {

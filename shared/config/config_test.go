@@ -268,6 +268,18 @@ func TestLoadErrors(t *testing.T) {
 			line: 2, key: "daemon.use",
 		},
 		{
+			name: "channels keep_days out of range",
+			user: "[channels]\nkeep_days = 0\n",
+			want: `$USER:2: key "channels.keep_days" is 0, out of range: it must be a number of days from 1 to 3650`,
+			line: 2, key: "channels.keep_days",
+		},
+		{
+			name: "relative channels archive",
+			user: "[channels]\narchive = \"chats\"\n",
+			want: `$USER:2: key "channels.archive" is "chats", which is not an absolute path; use one such as "/home/you/chat-archive", or leave the key out for $SCV_HOME/archive`,
+			line: 2, key: "channels.archive",
+		},
+		{
 			name: "unknown kind",
 			user: "[providers.claude]\nkind = \"anthropic\"\n",
 			want: `$USER:2: key "providers.claude.kind" is "anthropic", which is not a supported provider kind ("openai" covers any OpenAI-compatible endpoint); use "openai"`,

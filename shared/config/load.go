@@ -72,6 +72,7 @@ type projectFile struct {
 	Agents      any `toml:"agents"`
 	Web         any `toml:"web"`
 	Daemon      any `toml:"daemon"`
+	Channels    any `toml:"channels"`
 	Credentials any `toml:"credentials"`
 	MCPServers  any `toml:"mcp_servers"`
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -211,6 +212,12 @@ func (l *loader) validate() []error {
 	v.oneOf("daemon.use", string(c.Daemon.Use), daemonUses, "a daemon choice")
 	v.intRange("daemon.session_idle_seconds", int64(c.Daemon.SessionIdleSeconds), 60, maxSeconds, "a number of seconds")
 	v.intRange("daemon.restart_timeout_seconds", int64(c.Daemon.RestartTimeoutSeconds), 0, maxSeconds, "a number of seconds")
+
+	// [channels]
+	v.intRange("channels.keep_days", int64(c.Channels.KeepDays), 1, 3650, "a number of days")
+	if a := c.Channels.Archive; a != "" && !filepath.IsAbs(a) {
+		v.fail("channels.archive", "is %q, which is not an absolute path; use one such as \"/home/you/chat-archive\", or leave the key out for $SCV_HOME/archive", a)
+	}
 
 	// [skills]
 	v.intRange("skills.max_skills", int64(c.Skills.MaxSkills), 1, 1000, "a number of skills")

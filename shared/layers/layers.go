@@ -34,7 +34,7 @@ var Table = []Layer{
 	// them, tagged processes (the bash tool's process groups and
 	// delegated runs both use them), and the allow-listed environment of
 	// the programs SCV starts for the user (childenv).
-	{Name: "local state", Packages: []string{"paths", "atomicfile", "statefile", "proctag", "childenv", "daemonfile"}},
+	{Name: "local state", Packages: []string{"paths", "atomicfile", "statefile", "proctag", "childenv", "daemonfile", "chatlog"}},
 	// The table of delegated agent CLIs: data and pure functions over
 	// paths (command lines, private environments, the model and effort
 	// checks). The configuration validates [agents.<name>] against it,

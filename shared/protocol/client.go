@@ -24,11 +24,17 @@ type Initialize struct {
 }
 
 // Channel names the chat conversation a session serves (protocol v3). It
-// enables the chat tools.
+// enables chat_attach in a tool-enabled session.
 type Channel struct {
 	Platform     string `json:"platform"`
 	Account      string `json:"account,omitempty"`
 	Conversation string `json:"conversation,omitempty"`
+	// Log says the conversation keeps a chat log (protocol v4): an account
+	// owner's direct chat, whose log the server finds in the chat archive
+	// (channels.archive) under platform, account and conversation, each
+	// then a required plain name. It adds chat_history and chat_keep; a
+	// client never names a directory.
+	Log bool `json:"log,omitempty"`
 }
 
 // SessionStart starts a session in an absolute workspace directory. The

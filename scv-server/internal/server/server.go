@@ -241,7 +241,7 @@ func workspaceConfig(home string, cfg *config.Config, policy approval.Policy, op
 		ToolTimeout:     tc.CommandTimeout(),
 		MaxToolTimeout:  tc.MaxTimeout(),
 		ToolOutputLimit: int(tc.OutputLimitBytes),
-		Extend:          ext.extendFunc(cfg),
+		Extend:          combineExtend(ext.extendFunc(cfg), chatExtend(home, cfg, opts)),
 		Tools:           ext.withMCP(toolsFn),
 		HostedWebSearch: cfg.Web.Search == config.SearchProvider,
 		Allow:           allowRules(cfg),

@@ -79,6 +79,9 @@ type SessionInfo struct {
 	// Session is the session itself: its ScheduleServerTurn is the host of
 	// background reports.
 	Session *Session
+	// Channel is the chat conversation the session serves (session.start
+	// channel, checked); nil for none.
+	Channel *protocol.Channel
 }
 
 // Extension is what an ExtendFunc adds to a session.
@@ -213,7 +216,7 @@ func (m *Manager) workspaceConfig(cwd string) (WorkspaceConfig, error) {
 // reg. On failure the session is abandoned.
 func (m *Manager) extend(s *Session, reg *tools.Registry, extendFn ExtendFunc) (Extension, error) {
 	ext, err := extendFn(SessionInfo{ID: s.id, Workspace: s.cwd, Depth: s.depth, Version: s.version,
-		Policy: s.policy, AutoApprove: s.autoApprove, Session: s})
+		Policy: s.policy, AutoApprove: s.autoApprove, Session: s, Channel: s.channel})
 	if err == nil {
 		for _, t := range ext.Tools {
 			if err = reg.Register(t); err != nil {

@@ -433,6 +433,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 		HistoryTokens:    historyTokens,
 		ToolEnv: tools.Env{
 			StateDir:    s.stateDir(),
+			TurnID:      t.id,
 			Workspace:   s.cwd,
 			Root:        s.root,
 			Timeout:     s.toolEnv.Timeout,

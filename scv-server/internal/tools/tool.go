@@ -40,6 +40,9 @@ type Env struct {
 	// Progress reports one progress line of a running call (tool.progress);
 	// it may be nil.
 	Progress func(line string)
+	// TurnID is the turn the call belongs to (a tool that bounds what one
+	// reply carries, such as chat_attach, counts per turn).
+	TurnID string
 	// StateDir is the session's private state directory under SCV_HOME
 	// (state/sessions/<session id>). It may not exist yet: a tool that
 	// writes there creates it with mode 0700. Empty when the server keeps

@@ -127,6 +127,7 @@ var fieldDescriptions = map[string]string{
 	"channel.platform":                 "The chat platform.",
 	"channel.account":                  "The account on the platform.",
 	"channel.conversation":             "The conversation on the platform.",
+	"channel.log":                      "The conversation keeps a chat log in the server's chat archive (an account owner's direct chat): adds chat_history and chat_keep; platform, account and conversation are then required plain names (v4).",
 	"tools":                            "False starts a session without tools; true by default (v3).",
 	"context_max_tokens":               "The model's context window, in tokens.",
 	"max_server_frame_bytes":           "The largest server frame, in bytes without the newline.",

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"github.com/scv-cli/scv/scv-server/internal/session"
+	"github.com/scv-cli/scv/shared/chatlog"
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
@@ -196,6 +197,21 @@ func (c *conn) session(id string) (*session.Session, error) {
 	return c.mgr.Get(id)
 }
 
+// checkChannel checks a channel with a chat log (v4 channel.log): the
+// server finds the log under platform, account and conversation in its
+// chat archive, so each must be a plain name that cannot lead elsewhere.
+func checkChannel(ch protocol.Channel) error {
+	if !ch.Log {
+		return nil
+	}
+	for _, p := range [][2]string{{"platform", ch.Platform}, {"account", ch.Account}, {"conversation", ch.Conversation}} {
+		if err := chatlog.CheckSegment(p[1]); err != nil {
+			return &session.Error{Code: protocol.ErrInvalidRequest, Message: fmt.Sprintf("channel.%s %v: a channel with \"log\":true names its chat log by platform, account and conversation, so each must be a plain name", p[0], err)}
+		}
+	}
+	return nil
+}
+
 func (c *conn) startSession(m *protocol.SessionStart) error {
 	opts := session.StartOptions{Cwd: m.Cwd, ProtocolVersion: c.version}
 	if c.version >= protocol.Version3 {
@@ -214,6 +230,16 @@ func (c *conn) startSession(m *protocol.SessionStart) error {
 		}
 		if m.Channel != nil && m.Channel.Platform == "" {
 			return &session.Error{Code: protocol.ErrInvalidRequest, Message: "channel.platform is missing: name the chat platform, such as \"wechat\""}
+		}
+		if m.Channel != nil {
+			ch := *m.Channel
+			if c.version < protocol.Version4 {
+				ch.Log = false // a v4 member: older clients get what they always did
+			}
+			if err := checkChannel(ch); err != nil {
+				return err
+			}
+			opts.Channel = &ch
 		}
 	}
 	s, err := c.mgr.Start(opts)
