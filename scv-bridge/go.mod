@@ -2,16 +2,16 @@ module github.com/scv-cli/scv/scv-bridge
 
 go 1.26.0
 
-require github.com/scv-cli/scv/shared v0.0.0
+require (
+	github.com/coder/websocket v1.8.15
+	github.com/scv-cli/scv/shared v0.0.0
+	google.golang.org/protobuf v1.36.12
+)
 
 require (
-	github.com/coder/websocket v1.8.15 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )
 
 replace github.com/scv-cli/scv/shared => ../shared
