@@ -214,21 +214,21 @@ func (c *Client) Listen(ctx context.Context, o ListenOptions) error {
 	}
 }
 
-// reconnectWait is the pause before the next connection attempt: up to
-// ReconnectNonce at random after a connection that was up, then a backoff
-// from one second doubling per failure, capped by ReconnectInterval, plus
-// that jitter.
+// reconnectWait is the pause before the next connection attempt. After a
+// connection that was up it is random within ReconnectNonce, so that
+// clients dropped together do not return together. After failed attempts
+// it backs off from one second, doubling per failure up to
+// ReconnectInterval, plus up to half as much again at random.
 func reconnectWait(cc clientConfig, failures int) time.Duration {
-	jitter := time.Duration(0)
-	if cc.ReconnectNonce > 0 {
-		jitter = rand.N(time.Duration(cc.ReconnectNonce) * time.Second)
-	}
 	if failures == 0 {
-		return jitter
+		if cc.ReconnectNonce <= 0 {
+			return 0
+		}
+		return rand.N(time.Duration(cc.ReconnectNonce) * time.Second)
 	}
 	ceil := time.Duration(max(cc.ReconnectInterval, 1)) * time.Second
 	back := min(time.Second<<min(failures-1, 16), ceil)
-	return back + jitter
+	return back + rand.N(back/2+1)
 }
 
 func (o ListenOptions) withDefaults() ListenOptions {
@@ -403,7 +403,11 @@ func (s *session) ping(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case cc := <-s.pongs:
-			interval = cc.ping()
+			if next := cc.ping(); next != interval {
+				interval = next
+				t.Stop()
+				t.Reset(interval)
+			}
 			continue
 		case <-t.C:
 		}
