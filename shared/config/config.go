@@ -84,6 +84,9 @@ type Config struct {
 	Web WebConfig `toml:"web"`
 	// Daemon configures the daemon (docs/daemon.md).
 	Daemon DaemonConfig `toml:"daemon"`
+	// Channels configures the chat platforms of scv-bridge
+	// (docs/channels.md; user file only).
+	Channels ChannelsConfig `toml:"channels"`
 
 	// Sources tells where each value came from, by dotted key (for example
 	// "tools.approval_policy" or "providers.openai.model"). Every key of
@@ -334,8 +337,9 @@ func Defaults() *Config {
 			BraveAPIKeyEnv:      "BRAVE_API_KEY",
 			MaxSearchResults:    8,
 		},
-		Skills: SkillsConfig{MaxSkills: 64, MaxSkillBytes: 64 << 10},
-		Daemon: DaemonConfig{Use: DaemonAuto, SessionIdleSeconds: 3600, RestartTimeoutSeconds: 600},
+		Skills:   SkillsConfig{MaxSkills: 64, MaxSkillBytes: 64 << 10},
+		Daemon:   DaemonConfig{Use: DaemonAuto, SessionIdleSeconds: 3600, RestartTimeoutSeconds: 600},
+		Channels: ChannelsConfig{Feishu: map[string]FeishuAccount{}},
 	}
 	c.Sources = map[string]Source{}
 	for _, k := range c.Keys() {

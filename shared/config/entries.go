@@ -76,6 +76,22 @@ func (c *Config) Entries(env paths.Env) []Entry {
 			}
 			e.Value = h
 		}
+		if len(path) == 4 && path[0] == "channels" {
+			switch path[3] {
+			case "app_secret":
+				e.Redacted = true
+				e.Value = NotSet
+				if v.String() != "" {
+					e.Value = Set
+				}
+			case "app_secret_env":
+				if name := v.String(); name != "" {
+					val, _ := env.LookupEnv(name)
+					set := strings.TrimSpace(val) != ""
+					e.EnvSet = &set
+				}
+			}
+		}
 		if key == "web.brave_api_key_env" {
 			if name := v.String(); name != "" {
 				val, _ := env.LookupEnv(name)
