@@ -60,15 +60,7 @@ func ResolveFeishuSecret(a FeishuAccount, env paths.Env) (string, error) {
 	if a.AppSecretEnv == "" {
 		return "", fmt.Errorf("the Feishu app %s has no secret: set app_secret_env to the name of a variable holding it: %w", a.AppID, ErrAPIKeyMissing)
 	}
-	if env == nil {
-		env = paths.OSEnv()
-	}
-	v, _ := env.LookupEnv(a.AppSecretEnv)
-	if v = strings.TrimSpace(v); v == "" {
-		return "", fmt.Errorf("the environment variable %s (app_secret_env) is not set: export %s=<the app secret from the developer console>: %w",
-			a.AppSecretEnv, a.AppSecretEnv, ErrAPIKeyMissing)
-	}
-	return v, nil
+	return secretFromEnv(env, a.AppSecretEnv, "app_secret_env", "<the app secret from the developer console>")
 }
 
 // String describes a without its secret.

@@ -111,66 +111,70 @@ func (s *Server) cardOp(w http.ResponseWriter, id string, seq int) *Card {
 	return c
 }
 
-func (s *Server) cardContent(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Content  string `json:"content"`
-		Sequence int    `json:"sequence"`
-	}
-	_ = json.NewDecoder(r.Body).Decode(&req)
+// cardCall decodes a card operation's body into req (which has a
+// sequence), checks the card, the rate and the sequence, and lets apply
+// change the card; apply answers an error itself and returns false.
+func (s *Server) cardCall(w http.ResponseWriter, r *http.Request, req interface{ seq() int }, apply func(*Card) bool) {
+	_ = json.NewDecoder(r.Body).Decode(req)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.cardOp(w, r.PathValue("id"), req.Sequence)
-	if c == nil {
-		return
+	c := s.cardOp(w, r.PathValue("id"), req.seq())
+	if c != nil && apply(c) {
+		reply(w, http.StatusOK, 0, "success", nil)
 	}
-	if r.PathValue("eid") != "main" || !c.Streaming {
-		reply(w, http.StatusBadRequest, 300309, "the card is not streaming or has no such element", nil)
-		return
+}
+
+type sequenced struct {
+	Sequence int `json:"sequence"`
+}
+
+func (q *sequenced) seq() int { return q.Sequence }
+
+func (s *Server) cardContent(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		sequenced
+		Content string `json:"content"`
 	}
-	c.Text = req.Content
-	c.Updates = append(c.Updates, req.Content)
-	reply(w, http.StatusOK, 0, "success", nil)
+	s.cardCall(w, r, &req, func(c *Card) bool {
+		if r.PathValue("eid") != "main" || !c.Streaming {
+			reply(w, http.StatusBadRequest, 300309, "the card is not streaming or has no such element", nil)
+			return false
+		}
+		c.Text = req.Content
+		c.Updates = append(c.Updates, req.Content)
+		return true
+	})
 }
 
 func (s *Server) cardUpdate(w http.ResponseWriter, r *http.Request) {
 	var req struct {
+		sequenced
 		Card struct {
 			Type string `json:"type"`
 			Data string `json:"data"`
 		} `json:"card"`
-		Sequence int `json:"sequence"`
 	}
-	_ = json.NewDecoder(r.Body).Decode(&req)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.cardOp(w, r.PathValue("id"), req.Sequence)
-	if c == nil {
-		return
-	}
-	if req.Card.Type != "card_json" || !c.load(req.Card.Data) {
-		reply(w, http.StatusBadRequest, codeCardBuild, "card build failed", nil)
-		return
-	}
-	reply(w, http.StatusOK, 0, "success", nil)
+	s.cardCall(w, r, &req, func(c *Card) bool {
+		if req.Card.Type != "card_json" || !c.load(req.Card.Data) {
+			reply(w, http.StatusBadRequest, codeCardBuild, "card build failed", nil)
+			return false
+		}
+		return true
+	})
 }
 
 func (s *Server) cardSettings(w http.ResponseWriter, r *http.Request) {
 	var req struct {
+		sequenced
 		Settings string `json:"settings"`
-		Sequence int    `json:"sequence"`
 	}
-	_ = json.NewDecoder(r.Body).Decode(&req)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.cardOp(w, r.PathValue("id"), req.Sequence)
-	if c == nil {
-		return
-	}
-	var st cardJSON
-	if json.Unmarshal([]byte(req.Settings), &st) != nil {
-		reply(w, http.StatusBadRequest, 230001, "settings are not JSON", nil)
-		return
-	}
-	c.Streaming = st.Config.StreamingMode
-	reply(w, http.StatusOK, 0, "success", nil)
+	s.cardCall(w, r, &req, func(c *Card) bool {
+		var st cardJSON
+		if json.Unmarshal([]byte(req.Settings), &st) != nil {
+			reply(w, http.StatusBadRequest, 230001, "settings are not JSON", nil)
+			return false
+		}
+		c.Streaming = st.Config.StreamingMode
+		return true
+	})
 }
