@@ -144,3 +144,28 @@ func BenchmarkSend(b *testing.B) {
 		}
 	}
 }
+
+// The fake is strict about sequences, as the platform is: a repeated or
+// lower sequence is refused, so the stream tests prove the client's order.
+func TestFakeRefusesStaleSequence(t *testing.T) {
+	t.Parallel()
+	_, c := newFake(t, nil)
+	s, err := c.StartStream(t.Context(), Destination{To: Recipient{ByChatID, "oc_1"}}, "row-5")
+	if err != nil || s.Fallback() {
+		t.Fatal(err)
+	}
+	push := func(seq int) error {
+		return c.call(t.Context(), request{op: "update card", method: "PUT",
+			path:     "/open-apis/cardkit/v1/cards/" + s.CardID() + "/elements/main/content",
+			jsonBody: map[string]any{"content": "x", "sequence": seq}, noRetry: true}, nil)
+	}
+	if err := push(2); err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []int{2, 1} {
+		var ae *APIError
+		if err := push(seq); !errors.As(err, &ae) || ae.Retryable() {
+			t.Fatalf("sequence %d after 2: %v, want a final refusal", seq, err)
+		}
+	}
+}

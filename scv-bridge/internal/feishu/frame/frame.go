@@ -145,115 +145,121 @@ func Unmarshal(b []byte) (Frame, error) {
 	if len(b) > MaxFrameBytes {
 		return f, fmt.Errorf("%w: %d bytes, more than the %d allowed", ErrMalformed, len(b), MaxFrameBytes)
 	}
-	var seen uint8
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return f, fmt.Errorf("%w: bad tag: %w", ErrMalformed, protowire.ParseError(n))
+	// Fields 1-4 are varints, 5-9 bytes.
+	seen, err := eachField(b, "frame", func(num protowire.Number) protowire.Type {
+		switch {
+		case num >= 1 && num <= 4:
+			return protowire.VarintType
+		case num >= 5 && num <= 9:
+			return protowire.BytesType
 		}
-		b = b[n:]
-		if num >= 1 && num <= 4 {
-			if typ != protowire.VarintType {
-				return f, fmt.Errorf("%w: field %d has wire type %d, want varint", ErrMalformed, num, typ)
-			}
-			v, m := protowire.ConsumeVarint(b)
-			if m < 0 {
-				return f, fmt.Errorf("%w: field %d: %w", ErrMalformed, num, protowire.ParseError(m))
-			}
-			b = b[m:]
-			seen |= 1 << (num - 1)
-			switch num {
-			case 1:
-				f.SeqID = v
-			case 2:
-				f.LogID = v
-			case 3:
-				f.Service = int32(v)
-			case 4:
-				f.Method = int32(v)
-			}
-			continue
-		}
-		if num >= 5 && num <= 9 {
-			if typ != protowire.BytesType {
-				return f, fmt.Errorf("%w: field %d has wire type %d, want bytes", ErrMalformed, num, typ)
-			}
-			v, m := protowire.ConsumeBytes(b)
-			if m < 0 {
-				return f, fmt.Errorf("%w: field %d: %w", ErrMalformed, num, protowire.ParseError(m))
-			}
-			b = b[m:]
-			if err := f.setBytesField(num, v); err != nil {
-				return f, err
-			}
-			continue
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b)
-		if m < 0 {
-			return f, fmt.Errorf("%w: unknown field %d: %w", ErrMalformed, num, protowire.ParseError(m))
-		}
-		b = b[m:]
+		return -1
+	}, f.set)
+	if err != nil {
+		return f, err
 	}
-	if seen != 0b1111 {
+	if seen&0b1111 != 0b1111 {
 		return f, fmt.Errorf("%w: a required field (SeqID, LogID, service, method) is missing", ErrMalformed)
 	}
 	return f, nil
 }
 
-func (f *Frame) setBytesField(num protowire.Number, v []byte) error {
+// set stores field num: v for a varint, raw for bytes.
+func (f *Frame) set(num protowire.Number, v uint64, raw []byte) error {
 	switch num {
+	case 1:
+		f.SeqID = v
+	case 2:
+		f.LogID = v
+	case 3:
+		f.Service = int32(v)
+	case 4:
+		f.Method = int32(v)
 	case 5:
-		h, err := unmarshalHeader(v)
+		h, err := unmarshalHeader(raw)
 		if err != nil {
 			return err
 		}
 		f.Headers = append(f.Headers, h)
 	case 6:
-		f.PayloadEncoding = string(v)
+		f.PayloadEncoding = string(raw)
 	case 7:
-		f.PayloadType = string(v)
+		f.PayloadType = string(raw)
 	case 8:
-		f.Payload = append([]byte{}, v...)
+		f.Payload = append([]byte{}, raw...)
 	case 9:
-		f.LogIDNew = string(v)
+		f.LogIDNew = string(raw)
 	}
 	return nil
 }
 
 func unmarshalHeader(b []byte) (Header, error) {
 	var h Header
-	var seen uint8
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return h, fmt.Errorf("%w: header: bad tag: %w", ErrMalformed, protowire.ParseError(n))
-		}
-		b = b[n:]
-		if (num == 1 || num == 2) && typ == protowire.BytesType {
-			v, m := protowire.ConsumeString(b)
-			if m < 0 {
-				return h, fmt.Errorf("%w: header field %d: %w", ErrMalformed, num, protowire.ParseError(m))
-			}
-			b = b[m:]
-			seen |= 1 << (num - 1)
-			if num == 1 {
-				h.Key = v
-			} else {
-				h.Value = v
-			}
-			continue
-		}
+	seen, err := eachField(b, "header", func(num protowire.Number) protowire.Type {
 		if num == 1 || num == 2 {
-			return h, fmt.Errorf("%w: header field %d has wire type %d, want bytes", ErrMalformed, num, typ)
+			return protowire.BytesType
 		}
-		m := protowire.ConsumeFieldValue(num, typ, b)
-		if m < 0 {
-			return h, fmt.Errorf("%w: header: unknown field %d: %w", ErrMalformed, num, protowire.ParseError(m))
+		return -1
+	}, func(num protowire.Number, _ uint64, raw []byte) error {
+		if num == 1 {
+			h.Key = string(raw)
+		} else {
+			h.Value = string(raw)
 		}
-		b = b[m:]
+		return nil
+	})
+	if err != nil {
+		return h, err
 	}
-	if seen != 0b11 {
+	if seen&0b11 != 0b11 {
 		return h, fmt.Errorf("%w: a header lacks its key or value", ErrMalformed)
 	}
 	return h, nil
+}
+
+// eachField walks the fields of the message b. want gives the wire type of
+// a known field number (-1: unknown, skipped); set receives each known
+// field, a varint's value or a bytes field's contents (aliasing b). It
+// returns a bit set of the known fields seen (bit n-1 for field n < 64).
+func eachField(b []byte, what string, want func(protowire.Number) protowire.Type,
+	set func(num protowire.Number, v uint64, raw []byte) error) (uint64, error) {
+	var seen uint64
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return seen, fmt.Errorf("%w: %s: bad tag: %w", ErrMalformed, what, protowire.ParseError(n))
+		}
+		b = b[n:]
+		wt := want(num)
+		if wt < 0 {
+			m := protowire.ConsumeFieldValue(num, typ, b)
+			if m < 0 {
+				return seen, fmt.Errorf("%w: %s: unknown field %d: %w", ErrMalformed, what, num, protowire.ParseError(m))
+			}
+			b = b[m:]
+			continue
+		}
+		if typ != wt {
+			return seen, fmt.Errorf("%w: %s field %d has wire type %d, want %d", ErrMalformed, what, num, typ, wt)
+		}
+		var v uint64
+		var raw []byte
+		m := 0
+		if wt == protowire.VarintType {
+			v, m = protowire.ConsumeVarint(b)
+		} else {
+			raw, m = protowire.ConsumeBytes(b)
+		}
+		if m < 0 {
+			return seen, fmt.Errorf("%w: %s field %d: %w", ErrMalformed, what, num, protowire.ParseError(m))
+		}
+		b = b[m:]
+		if num < 64 {
+			seen |= 1 << (num - 1)
+		}
+		if err := set(num, v, raw); err != nil {
+			return seen, err
+		}
+	}
+	return seen, nil
 }
