@@ -124,6 +124,7 @@ type envelope struct {
 	Code int             `json:"code"`
 	Msg  string          `json:"msg"`
 	Data json.RawMessage `json:"data"`
+	raw  []byte
 }
 
 // tenantToken returns a valid tenant access token, fetching a new one when
@@ -187,6 +188,9 @@ type request struct {
 	// noRetry makes a rate-limited call fail at once (streaming frames
 	// are skipped rather than delayed).
 	noRetry bool
+	// whole decodes the whole answer into out, not its data (for the
+	// few calls that answer beside data).
+	whole bool
 }
 
 // call makes r and decodes the answer's data into out (when not nil). It
@@ -215,6 +219,9 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 		}
 		env, err := c.once(ctx, r, body, tok)
 		if err == nil {
+			if r.whole {
+				env.Data = env.raw
+			}
 			if out != nil && len(env.Data) > 0 && string(env.Data) != "null" {
 				if err := json.Unmarshal(env.Data, out); err != nil {
 					return fmt.Errorf("feishu %s: decoding the answer: %w", r.op, err)
@@ -280,6 +287,7 @@ func (c *Client) once(ctx context.Context, r request, body []byte, tok string) (
 	var env envelope
 	jerr := json.Unmarshal(raw, &env)
 	if resp.StatusCode == http.StatusOK && jerr == nil && env.Code == 0 {
+		env.raw = raw
 		return &env, nil
 	}
 	ae := &APIError{Op: r.op, HTTPStatus: resp.StatusCode, Code: env.Code, Msg: env.Msg}
@@ -301,4 +309,23 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// BotInfo is the bot's own identity.
+type BotInfo struct {
+	OpenID  string `json:"open_id"`
+	AppName string `json:"app_name"`
+}
+
+// Bot returns the bot's identity: its open_id is how a group message
+// mentions it (MessageEvent.MentionsOpenID).
+func (c *Client) Bot(ctx context.Context) (BotInfo, error) {
+	var out struct {
+		Bot BotInfo `json:"bot"`
+	}
+	err := c.call(ctx, request{op: "bot info", method: http.MethodGet, path: "/open-apis/bot/v3/info", whole: true}, &out)
+	if err == nil && out.Bot.OpenID == "" {
+		err = &APIError{Op: "bot info", HTTPStatus: http.StatusOK, Msg: "the answer has no open_id; is the bot capability enabled?"}
+	}
+	return out.Bot, err
 }

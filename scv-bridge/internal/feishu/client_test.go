@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scv-cli/scv/scv-bridge/internal/feishu/feishutest"
 )
 
 func TestNewRejectsBadOptions(t *testing.T) {
@@ -294,6 +296,9 @@ func TestLiveSmoke(t *testing.T) {
 	if _, err := c.tenantToken(t.Context()); err != nil {
 		t.Fatalf("token: %v", err)
 	}
+	if _, err := c.Bot(t.Context()); err != nil {
+		t.Fatalf("bot info: %v", err)
+	}
 	if _, _, err := c.endpoint(t.Context()); err != nil {
 		t.Fatalf("long connection endpoint: %v", err)
 	}
@@ -302,5 +307,14 @@ func TestLiveSmoke(t *testing.T) {
 		if _, err := c.Send(t.Context(), Recipient{ByOpenID, to}, TextMessage("SCV live smoke test"), key); err != nil {
 			t.Fatalf("send: %v", err)
 		}
+	}
+}
+
+func TestBotInfo(t *testing.T) {
+	t.Parallel()
+	_, c := newFake(t, nil)
+	b, err := c.Bot(t.Context())
+	if err != nil || b.OpenID != feishutest.BotOpenID || b.AppName != "SCV" {
+		t.Fatalf("bot = %+v, %v", b, err)
 	}
 }

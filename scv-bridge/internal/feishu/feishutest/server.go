@@ -111,6 +111,7 @@ func New() *Server {
 	mux.HandleFunc("POST /open-apis/auth/v3/tenant_access_token/internal", s.token)
 	mux.HandleFunc("POST /callback/ws/endpoint", s.endpoint)
 	mux.HandleFunc("GET /ws", s.lc.accept)
+	mux.HandleFunc("GET /open-apis/bot/v3/info", s.authed(s.botInfo))
 	mux.HandleFunc("POST /open-apis/im/v1/messages", s.authed(s.send))
 	mux.HandleFunc("POST /open-apis/im/v1/messages/{id}/reply", s.authed(s.send))
 	mux.HandleFunc("POST /open-apis/im/v1/images", s.authed(s.upload))
@@ -249,4 +250,15 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// BotOpenID is the open_id of the fake's bot.
+const BotOpenID = "ou_fake_bot"
+
+// botInfo answers as the platform does: the bot beside code and msg, not
+// in data.
+func (s *Server) botInfo(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_ = json.NewEncoder(w).Encode(map[string]any{"code": 0, "msg": "ok",
+		"bot": map[string]any{"activate_status": 2, "app_name": "SCV", "open_id": BotOpenID, "ip_white_list": []string{}}})
 }
