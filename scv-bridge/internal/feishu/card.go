@@ -48,6 +48,7 @@ type Stream struct {
 	seq      int
 	last     time.Time // of the last push
 	shown    string    // the text the card shows
+	latest   string    // the text of the last Update
 	fallback bool
 	closed   bool
 }
@@ -117,9 +118,33 @@ func (s *Stream) Update(ctx context.Context, text string) error {
 	if s.closed {
 		return ErrClosed
 	}
+	s.latest = text
 	if s.fallback || time.Since(s.last) < s.c.opts.MinStreamInterval {
 		return nil
 	}
+	return s.show(ctx, text)
+}
+
+// Flush shows the text of the last Update if an update was skipped, once
+// MinStreamInterval has passed since the last one. The core calls it when
+// the answer pauses (a tool runs), so the card does not lag behind.
+func (s *Stream) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.fallback || cardText(s.latest) == s.shown {
+		return nil
+	}
+	if err := sleep(ctx, s.c.opts.MinStreamInterval-time.Since(s.last)); err != nil {
+		return err
+	}
+	return s.show(ctx, s.latest)
+}
+
+// show pushes text unless the card shows it already. s.mu is held.
+func (s *Stream) show(ctx context.Context, text string) error {
 	shown := cardText(text)
 	if shown == s.shown {
 		return nil

@@ -169,3 +169,35 @@ func TestFakeRefusesStaleSequence(t *testing.T) {
 		}
 	}
 }
+
+// Flush shows an update that the interval skipped, so a pause in the
+// answer does not leave the card behind.
+func TestStreamFlush(t *testing.T) {
+	t.Parallel()
+	fs, c := newFake(t, func(o *Options) { o.MinStreamInterval = 200 * time.Millisecond })
+	s, err := c.StartStream(t.Context(), Destination{To: Recipient{ByChatID, "oc_1"}}, "row-6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Update(t.Context(), "one")
+	_ = s.Update(t.Context(), "one two") // skipped: too soon
+	if got := fs.Card(s.CardID()).Text; got != "one" {
+		t.Fatalf("card = %q", got)
+	}
+	if err := s.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.Card(s.CardID()).Text; got != "one two" {
+		t.Fatalf("after Flush: %q", got)
+	}
+	n := len(fs.Card(s.CardID()).Updates)
+	if err := s.Flush(t.Context()); err != nil || len(fs.Card(s.CardID()).Updates) != n {
+		t.Fatalf("a second Flush pushed again: %v", err)
+	}
+	if _, err := s.Close(t.Context(), "one two three"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(t.Context()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Flush after Close: %v", err)
+	}
+}

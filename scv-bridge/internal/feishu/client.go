@@ -301,6 +301,9 @@ func (c *Client) once(ctx context.Context, r request, body []byte, tok string) (
 
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

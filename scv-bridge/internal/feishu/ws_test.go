@@ -247,3 +247,59 @@ func TestReconnectWait(t *testing.T) {
 		}
 	}
 }
+
+// A handler slower than the platform's ack window sees the event again:
+// the core deduplicates on MessageID and the event id, which are the same.
+func TestListenLateAckRedeliversSameIDs(t *testing.T) {
+	t.Parallel()
+	fs, c := newFake(t, nil)
+	fastConfig(fs)
+	fs.SetAckTimeout(200*time.Millisecond, 2)
+	var mu sync.Mutex
+	var seen []*MessageEvent
+	slow := func(ctx context.Context, ev Event) (*CallbackResponse, error) {
+		mu.Lock()
+		seen = append(seen, ev.(*MessageEvent))
+		first := len(seen) == 1
+		mu.Unlock()
+		if first {
+			time.Sleep(400 * time.Millisecond)
+		}
+		return nil, nil
+	}
+	listen(t, c, ListenOptions{Handler: slow})
+	eventually(t, 5*time.Second, "a connection", func() bool { return fs.Live() == 1 })
+	id := fs.PushEvent(feishutest.MessageEvent("om_9", "oc_1", ChatP2P, "ou_x", "text", map[string]string{"text": "hi"}))
+	eventually(t, 5*time.Second, "two deliveries handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 2 })
+	eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
+	mu.Lock()
+	defer mu.Unlock()
+	if seen[0].MessageID != seen[1].MessageID || seen[0].Header.EventID != seen[1].Header.EventID {
+		t.Fatalf("a redelivery changed the ids: %+v / %+v", seen[0], seen[1])
+	}
+}
+
+// The queue in front of the handler is bounded: an event arriving when it
+// is full is not acknowledged, and the platform delivers it again later.
+func TestListenQueueBounded(t *testing.T) {
+	t.Parallel()
+	fs, c := newFake(t, nil)
+	fastConfig(fs)
+	fs.SetAckTimeout(time.Second, 5)
+	rec := &recorder{block: make(chan struct{})}
+	listen(t, c, ListenOptions{Handler: rec.handle, QueueSize: 1, HandlerTimeout: 5 * time.Second})
+	eventually(t, 5*time.Second, "a connection", func() bool { return fs.Live() == 1 })
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, fs.PushEvent(feishutest.MessageEvent("om_q"+string(rune('0'+i)), "oc_1", ChatP2P, "ou_x", "text", map[string]string{"text": "x"})))
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(rec.block)
+	for _, id := range ids {
+		eventually(t, 5*time.Second, "the ack of "+id, func() bool { return fs.Acked(id) })
+	}
+	if fs.Deliveries(ids[0]) != 1 || fs.Deliveries(ids[2]) < 2 || rec.count() != 3 {
+		t.Fatalf("deliveries %d, %d, %d; handled %d", fs.Deliveries(ids[0]), fs.Deliveries(ids[1]), fs.Deliveries(ids[2]), rec.count())
+	}
+}
