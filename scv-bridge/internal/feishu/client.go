@@ -61,6 +61,20 @@ type Options struct {
 	MinStreamInterval time.Duration
 }
 
+// String describes o without its secret, so that printing the options
+// (%v, %+v, %#v) never shows it.
+func (o Options) String() string {
+	return fmt.Sprintf("{app_id=%s app_secret=[redacted] base_url=%s}", o.AppID, o.BaseURL)
+}
+
+// GoString is String for %#v.
+func (o Options) GoString() string { return "feishu.Options" + o.String() }
+
+// LogValue implements slog.LogValuer without the secret.
+func (o Options) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("app_id", o.AppID), slog.String("app_secret", "[redacted]"), slog.String("base_url", o.BaseURL))
+}
+
 // Client talks to the open platform's HTTP API. It is safe for concurrent
 // use.
 type Client struct {

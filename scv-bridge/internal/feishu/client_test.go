@@ -3,6 +3,8 @@ package feishu
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -25,10 +27,22 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 }
 
+func TestOptionsNeverShowTheSecret(t *testing.T) {
+	t.Parallel()
+	o := Options{AppID: "cli_x", AppSecret: "hunter2-secret", BaseURL: LarkBaseURL}
+	var logs bytes.Buffer
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("start", "feishu", o)
+	for _, s := range []string{fmt.Sprint(o), fmt.Sprintf("%+v", o), fmt.Sprintf("%#v", o), logs.String()} {
+		if strings.Contains(s, "hunter2") || !strings.Contains(s, "cli_x") {
+			t.Errorf("%s", s)
+		}
+	}
+}
+
 func TestTokenCachedAndRefreshedBeforeExpiry(t *testing.T) {
 	t.Parallel()
-	fs, c := newFake(t, func(o *Options) { o.TokenRefreshBefore = time.Second })
-	fs.SetTokenExpire(2)
+	fs, c := newFake(t, func(o *Options) { o.TokenRefreshBefore = 1500 * time.Millisecond })
+	fs.SetTokenExpire(3)
 	ctx := t.Context()
 	for range 3 {
 		if _, err := c.Send(ctx, Recipient{ByChatID, "oc_1"}, TextMessage("hi"), "k"); err != nil {
@@ -38,7 +52,7 @@ func TestTokenCachedAndRefreshedBeforeExpiry(t *testing.T) {
 	if n := fs.TokensIssued(); n != 1 {
 		t.Fatalf("tokens issued = %d, want 1 (cached)", n)
 	}
-	time.Sleep(1100 * time.Millisecond) // now under a second of validity left
+	time.Sleep(1600 * time.Millisecond) // now under 1.5 s of validity left
 	if _, err := c.Send(ctx, Recipient{ByChatID, "oc_1"}, TextMessage("hi"), "k2"); err != nil {
 		t.Fatal(err)
 	}
