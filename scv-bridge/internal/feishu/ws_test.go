@@ -48,6 +48,13 @@ func (r *recorder) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.
 
 func (r *recorder) get(i int) Event { r.mu.Lock(); defer r.mu.Unlock(); return r.events[i] }
 
+// connect runs Listen with o and waits for its connection.
+func connect(t *testing.T, fs *feishutest.Server, c *Client, o ListenOptions) {
+	t.Helper()
+	listen(t, c, o)
+	eventually(t, 5*time.Second, "a connection", func() bool { return fs.Live() == 1 })
+}
+
 func fastConfig(fs *feishutest.Server) {
 	fs.SetClientConfig(feishutest.ClientConfig{ReconnectCount: -1, ReconnectInterval: 1, ReconnectNonce: 0, PingInterval: 60})
 }
@@ -60,8 +67,7 @@ func TestListenChunkedEventAckAfterHandler(t *testing.T) {
 	fastConfig(fs)
 	fs.SetChunkSize(64)
 	rec := &recorder{block: make(chan struct{})}
-	listen(t, c, ListenOptions{Handler: rec.handle})
-	eventually(t, 5*time.Second, "a connection", func() bool { return fs.Live() == 1 })
+	connect(t, fs, c, ListenOptions{Handler: rec.handle})
 
 	payload := feishutest.MessageEvent("om_1", "oc_1", ChatP2P, "ou_owner", "text", map[string]string{"text": strings.Repeat("hello ", 40)})
 	id := fs.PushEvent(payload)
@@ -95,8 +101,7 @@ func TestListenHandlerErrorRedelivers(t *testing.T) {
 	fastConfig(fs)
 	fs.SetAckTimeout(300*time.Millisecond, 4)
 	rec := &recorder{fail: 1}
-	listen(t, c, ListenOptions{Handler: rec.handle})
-	eventually(t, 5*time.Second, "a connection", func() bool { return fs.Live() == 1 })
+	connect(t, fs, c, ListenOptions{Handler: rec.handle})
 	id := fs.PushEvent(feishutest.MessageEvent("om_2", "oc_1", ChatP2P, "ou_x", "text", map[string]string{"text": "hi"}))
 	eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
 	acks := fs.Acks()
@@ -155,8 +160,7 @@ func TestListenCardActionResponse(t *testing.T) {
 	fs, c := newFake(t, nil)
 	fastConfig(fs)
 	rec := &recorder{}
-	listen(t, c, ListenOptions{Handler: rec.handle})
-	eventually(t, 5*time.Second, "a connection", func() bool { return fs.Live() == 1 })
+	connect(t, fs, c, ListenOptions{Handler: rec.handle})
 	for _, who := range []string{"ou_owner", "ou_stranger"} {
 		id := fs.PushCard(feishutest.CardActionEvent(who, map[string]string{"req": "r1", "d": "allow"}, "om_card", "oc_1"))
 		eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
@@ -267,8 +271,7 @@ func TestListenLateAckRedeliversSameIDs(t *testing.T) {
 		}
 		return nil, nil
 	}
-	listen(t, c, ListenOptions{Handler: slow})
-	eventually(t, 5*time.Second, "a connection", func() bool { return fs.Live() == 1 })
+	connect(t, fs, c, ListenOptions{Handler: slow})
 	id := fs.PushEvent(feishutest.MessageEvent("om_9", "oc_1", ChatP2P, "ou_x", "text", map[string]string{"text": "hi"}))
 	eventually(t, 5*time.Second, "two deliveries handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 2 })
 	eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
@@ -287,8 +290,7 @@ func TestListenQueueBounded(t *testing.T) {
 	fastConfig(fs)
 	fs.SetAckTimeout(time.Second, 5)
 	rec := &recorder{block: make(chan struct{})}
-	listen(t, c, ListenOptions{Handler: rec.handle, QueueSize: 1, HandlerTimeout: 5 * time.Second})
-	eventually(t, 5*time.Second, "a connection", func() bool { return fs.Live() == 1 })
+	connect(t, fs, c, ListenOptions{Handler: rec.handle, QueueSize: 1, HandlerTimeout: 5 * time.Second})
 	var ids []string
 	for i := range 3 {
 		ids = append(ids, fs.PushEvent(feishutest.MessageEvent("om_q"+string(rune('0'+i)), "oc_1", ChatP2P, "ou_x", "text", map[string]string{"text": "x"})))
