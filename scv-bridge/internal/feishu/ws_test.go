@@ -121,6 +121,9 @@ func TestListenReconnectsAndGetsRedelivery(t *testing.T) {
 	connected := make(chan struct{}, 10)
 	listen(t, c, ListenOptions{Handler: rec.handle, OnConnected: func() { connected <- struct{}{} }})
 	<-connected
+	// The client may see the handshake done before the fake has counted
+	// the connection.
+	eventually(t, 5*time.Second, "the fake's side of the connection", func() bool { return fs.Live() == 1 })
 	fs.DropConnections()
 	id := fs.PushEvent(feishutest.MessageEvent("om_3", "oc_1", ChatGroup, "ou_x", "text", map[string]string{"text": "@_user_1 hi"}))
 	select {
