@@ -201,3 +201,34 @@ func TestStreamFlush(t *testing.T) {
 		t.Fatalf("Flush after Close: %v", err)
 	}
 }
+
+// Updates faster than the platform's 10 per second per card meet 230020:
+// those frames are skipped, the card keeps streaming, and the final
+// update, retried, lands.
+func TestStreamRateLimitedFramesSkipped(t *testing.T) {
+	t.Parallel()
+	fs, c := newFake(t, func(o *Options) { o.MinStreamInterval = time.Nanosecond })
+	s, err := c.StartStream(t.Context(), Destination{To: Recipient{ByChatID, "oc_1"}}, "row-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := ""
+	for i := range 30 {
+		text += strconv.Itoa(i) + " "
+		if err := s.Update(t.Context(), text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Fallback() {
+		t.Fatal("a rate-limited frame made the stream give up its card")
+	}
+	if n := len(fs.Card(s.CardID()).Updates); n < 1 || n > 10 {
+		t.Fatalf("%d updates accepted in a burst of 30; the fake allows 10 a second", n)
+	}
+	if _, err := s.Close(t.Context(), text+"end"); err != nil {
+		t.Fatal(err)
+	}
+	if card := fs.Card(s.CardID()); card.Text != text+"end" || card.Streaming {
+		t.Fatalf("final card %q, streaming %v", card.Text, card.Streaming)
+	}
+}

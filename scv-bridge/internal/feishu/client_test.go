@@ -202,6 +202,12 @@ func TestRetryableClassification(t *testing.T) {
 		{APIError{HTTPStatus: 400, Code: CodeDLPBlocked}, false},
 		{APIError{HTTPStatus: 400, Code: CodeTooLong}, false},
 		{APIError{HTTPStatus: 400, Code: CodeUploadTooLarge}, false},
+		{APIError{HTTPStatus: 400, Code: CodeUploadEmpty}, false},
+		{APIError{HTTPStatus: 400, Code: CodeBotDisabled}, false},
+		{APIError{HTTPStatus: 400, Code: CodeRecalled}, false},
+		{APIError{HTTPStatus: 400, Code: CodeTooOld}, false},
+		{APIError{HTTPStatus: 400, Code: CodeCardBuildFailed}, false},
+		{APIError{HTTPStatus: 400, Code: CodeTokenExpired}, false},
 	} {
 		if got := c.e.Retryable(); got != c.want {
 			t.Errorf("%v: Retryable = %v, want %v", &c.e, got, c.want)
