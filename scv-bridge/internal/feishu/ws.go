@@ -190,6 +190,7 @@ func (c *Client) Listen(ctx context.Context, o ListenOptions) error {
 	o = o.withDefaults()
 	failures := 0
 	for {
+		start := time.Now()
 		cc, err := c.listenOnce(ctx, o)
 		if ctx.Err() != nil {
 			return nil
@@ -198,9 +199,15 @@ func (c *Client) Listen(ctx context.Context, o ListenOptions) error {
 		if errors.As(err, &ce) && ce.AuthCode != authCodeTooManyConns {
 			return err
 		}
-		if err == nil {
+		switch {
+		case err == nil && time.Since(start) >= minHealthyConnection:
 			failures = 0 // the connection was up: reconnect soon
-		} else {
+		case err == nil:
+			// Up, then dropped at once: back off as after a failure, so
+			// a platform that keeps closing gets no storm of reconnects.
+			failures++
+			err = errors.New("the connection closed right after it opened")
+		default:
 			failures++
 		}
 		if cc.ReconnectCount >= 0 && failures > cc.ReconnectCount {
@@ -249,6 +256,10 @@ func (o ListenOptions) withDefaults() ListenOptions {
 	}
 	return o
 }
+
+// minHealthyConnection is how long a connection must last for its drop
+// to be an ordinary one rather than a failed attempt.
+const minHealthyConnection = 10 * time.Second
 
 // defaultClientConfig applies until the platform sends its own.
 var defaultClientConfig = clientConfig{ReconnectCount: -1, ReconnectInterval: 120, ReconnectNonce: 30, PingInterval: 120}

@@ -308,3 +308,17 @@ func TestListenQueueBounded(t *testing.T) {
 		t.Fatalf("deliveries %d, %d, %d; handled %d", fs.Deliveries(ids[0]), fs.Deliveries(ids[1]), fs.Deliveries(ids[2]), rec.count())
 	}
 }
+
+// A platform that closes every connection at once gets attempts backed
+// off, not a storm.
+func TestListenBacksOffWhenDroppedAtOnce(t *testing.T) {
+	t.Parallel()
+	fs, c := newFake(t, nil)
+	fastConfig(fs)
+	fs.SetDropOnAccept(true)
+	listen(t, c, ListenOptions{Handler: (&recorder{}).handle})
+	time.Sleep(2500 * time.Millisecond)
+	if n := fs.Connections(); n < 2 || n > 3 {
+		t.Fatalf("%d connections in 2.5 s; want 2 or 3 (after 1 s, then 2 s)", n)
+	}
+}

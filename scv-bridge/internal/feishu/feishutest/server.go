@@ -81,6 +81,7 @@ type Server struct {
 	cardOpsPerSec  int
 	failCardCreate bool
 	dlpWord        string
+	dropOnAccept   bool
 
 	// Records.
 	tokensIssued map[string]time.Time
@@ -171,6 +172,10 @@ func (s *Server) SetFailCardCreate(b bool) { s.mu.Lock(); s.failCardCreate = b; 
 
 // SetDLPWord makes messages containing w fail with 230028 (audit).
 func (s *Server) SetDLPWord(w string) { s.mu.Lock(); s.dlpWord = w; s.mu.Unlock() }
+
+// SetDropOnAccept makes the fake close every WebSocket right after the
+// handshake, as a failing platform would.
+func (s *Server) SetDropOnAccept(b bool) { s.mu.Lock(); s.dropOnAccept = b; s.mu.Unlock() }
 
 // AddResource lets message messageID carry key with data.
 func (s *Server) AddResource(messageID, key string, data []byte) {

@@ -84,7 +84,7 @@ func (s *Server) endpoint(w http.ResponseWriter, r *http.Request) {
 
 func (lc *longConn) accept(w http.ResponseWriter, r *http.Request) {
 	lc.s.mu.Lock()
-	hs := lc.s.handshake
+	hs, drop := lc.s.handshake, lc.s.dropOnAccept
 	lc.s.mu.Unlock()
 	if hs != nil {
 		w.Header().Set("Handshake-Status", strconv.Itoa(hs.Status))
@@ -105,8 +105,13 @@ func (lc *longConn) accept(w http.ResponseWriter, r *http.Request) {
 		_ = conn.CloseNow()
 		return
 	}
-	lc.conns = append(lc.conns, conn)
 	lc.accepted++
+	if drop {
+		lc.mu.Unlock()
+		_ = conn.CloseNow()
+		return
+	}
+	lc.conns = append(lc.conns, conn)
 	lc.mu.Unlock()
 	lc.serve(r.Context(), conn)
 	lc.mu.Lock()
