@@ -19,6 +19,13 @@ func newFake(t testing.TB, mod func(*Options)) (*feishutest.Server, *Client) {
 	t.Helper()
 	fs := feishutest.New()
 	t.Cleanup(fs.Close)
+	// Runs before Close: whatever the test did, the client kept to the
+	// protocol (service id on every frame, acks echoing delivered frames).
+	t.Cleanup(func() {
+		if errs := fs.ProtocolErrors(); len(errs) != 0 {
+			t.Errorf("the client broke the long-connection protocol: %v", errs)
+		}
+	})
 	o := Options{AppID: feishutest.AppID, AppSecret: feishutest.AppSecret, BaseURL: fs.URL,
 		HTTPClient: fs.Client(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		MinStreamInterval: 50 * time.Millisecond}
