@@ -222,14 +222,16 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 	}
 	renewed := false
 	for attempt := 0; ; attempt++ {
+		tok, err := c.tenantToken(ctx)
+		if err != nil {
+			return err
+		}
+		// After the token: a send is counted as close as can be to when
+		// it reaches the platform, which counts arrivals.
 		if r.recipient != "" {
 			if err := c.limiter.wait(ctx, r.recipient); err != nil {
 				return err
 			}
-		}
-		tok, err := c.tenantToken(ctx)
-		if err != nil {
-			return err
 		}
 		env, err := c.once(ctx, r, body, tok)
 		if err == nil {
