@@ -41,8 +41,8 @@ func TestOptionsNeverShowTheSecret(t *testing.T) {
 
 func TestTokenCachedAndRefreshedBeforeExpiry(t *testing.T) {
 	t.Parallel()
-	fs, c := newFake(t, func(o *Options) { o.TokenRefreshBefore = 1500 * time.Millisecond })
-	fs.SetTokenExpire(3)
+	fs, c := newFake(t, func(o *Options) { o.TokenRefreshBefore = 2 * time.Second })
+	fs.SetTokenExpire(4)
 	ctx := t.Context()
 	for range 3 {
 		if _, err := c.Send(ctx, Recipient{ByChatID, "oc_1"}, TextMessage("hi"), "k"); err != nil {
@@ -52,7 +52,7 @@ func TestTokenCachedAndRefreshedBeforeExpiry(t *testing.T) {
 	if n := fs.TokensIssued(); n != 1 {
 		t.Fatalf("tokens issued = %d, want 1 (cached)", n)
 	}
-	time.Sleep(1600 * time.Millisecond) // now under 1.5 s of validity left
+	time.Sleep(2100 * time.Millisecond) // now under 2 s of validity left
 	if _, err := c.Send(ctx, Recipient{ByChatID, "oc_1"}, TextMessage("hi"), "k2"); err != nil {
 		t.Fatal(err)
 	}
