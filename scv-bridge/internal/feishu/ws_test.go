@@ -55,7 +55,6 @@ func connect(t *testing.T, fs *feishutest.Server, c *Client, o ListenOptions) {
 	eventually(t, 5*time.Second, "a connection", func() bool { return fs.Live() == 1 })
 }
 
-
 // An event split into chunks is put together, given to the handler once,
 // and acknowledged with code 200 only after the handler returned.
 func TestListenChunkedEventAckAfterHandler(t *testing.T) {
@@ -187,7 +186,7 @@ func TestListenHandshakeRefusals(t *testing.T) {
 		{feishutest.HandshakeFailure{Status: 403, Msg: "forbidden"}, "self-built app"},
 	} {
 		fs, c := newFake(t, nil)
-			fs.SetHandshakeFailure(&c2.hs)
+		fs.SetHandshakeFailure(&c2.hs)
 		var err error
 		done := make(chan struct{})
 		go func() { err = c.Listen(t.Context(), ListenOptions{Handler: (&recorder{}).handle}); close(done) }()
