@@ -20,7 +20,8 @@ const (
 )
 
 // ChannelsConfig is the [channels] table: the chat platforms scv-bridge
-// serves (docs/channels.md). User file only.
+// serves (docs/channels.md). User file only. Feishu is nil until the user
+// file names an account.
 type ChannelsConfig struct {
 	// Feishu are the Feishu or Lark apps, by account name
 	// ([channels.feishu.<account>]).

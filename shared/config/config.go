@@ -84,8 +84,7 @@ type Config struct {
 	Web WebConfig `toml:"web"`
 	// Daemon configures the daemon (docs/daemon.md).
 	Daemon DaemonConfig `toml:"daemon"`
-	// Channels configures the chat platforms of scv-bridge
-	// (docs/channels.md; user file only).
+	// Channels configures chat channels (docs/channels.md).
 	Channels ChannelsConfig `toml:"channels"`
 
 	// Sources tells where each value came from, by dotted key (for example
@@ -337,9 +336,8 @@ func Defaults() *Config {
 			BraveAPIKeyEnv:      "BRAVE_API_KEY",
 			MaxSearchResults:    8,
 		},
-		Skills:   SkillsConfig{MaxSkills: 64, MaxSkillBytes: 64 << 10},
-		Daemon:   DaemonConfig{Use: DaemonAuto, SessionIdleSeconds: 3600, RestartTimeoutSeconds: 600},
-		Channels: ChannelsConfig{Feishu: map[string]FeishuAccount{}},
+		Skills: SkillsConfig{MaxSkills: 64, MaxSkillBytes: 64 << 10},
+		Daemon: DaemonConfig{Use: DaemonAuto, SessionIdleSeconds: 3600, RestartTimeoutSeconds: 600},
 	}
 	c.Sources = map[string]Source{}
 	for _, k := range c.Keys() {

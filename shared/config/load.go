@@ -72,9 +72,9 @@ type projectFile struct {
 	Agents      any `toml:"agents"`
 	Web         any `toml:"web"`
 	Daemon      any `toml:"daemon"`
+	Channels    any `toml:"channels"`
 	Credentials any `toml:"credentials"`
 	MCPServers  any `toml:"mcp_servers"`
-	Channels    any `toml:"channels"`
 }
 
 // projectForbiddenRoots are the forbidden tables of projectFile.
