@@ -2,7 +2,12 @@ module github.com/scv-cli/scv/scv-bridge
 
 go 1.26.0
 
-require github.com/scv-cli/scv/shared v0.0.0
+require (
+	github.com/coder/websocket v1.8.15
+	github.com/scv-cli/scv/shared v0.0.0
+	go.uber.org/goleak v1.3.0
+	google.golang.org/protobuf v1.36.12
+)
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

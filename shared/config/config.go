@@ -279,6 +279,10 @@ type ChannelsConfig struct {
 	// KeepDays is how long files chat users send stay in the chat media
 	// directory before they are removed, unless kept (chat_keep).
 	KeepDays int `toml:"keep_days"`
+	// Feishu are the Feishu or Lark apps scv-bridge serves, by account
+	// name ([channels.feishu.<account>]); nil until the user file names
+	// one.
+	Feishu map[string]FeishuAccount `toml:"feishu"`
 }
 
 // ArchiveDirName is the default chat archive, inside SCV_HOME.

@@ -44,46 +44,50 @@ func (c *Config) Entries(env paths.Env) []Entry {
 	walkLeaves(configSchema(), reflect.ValueOf(c).Elem(), nil, func(path []string, v reflect.Value) {
 		key := joinKey(path)
 		e := Entry{Key: key, Value: v.Interface(), Source: c.Sources[key]}
-		if len(path) == 3 && path[0] == "providers" {
-			switch path[2] {
-			case "api_key":
-				e.Redacted = true
-				e.Value = NotSet
-				if v.String() != "" {
-					e.Value = Set
-				}
-			case "headers":
-				e.Redacted = true
-				h := map[string]string{}
-				for _, name := range slices.Sorted(maps.Keys(v.Interface().(map[string]string))) {
-					h[name] = Set
-				}
-				e.Value = h
-			case "api_key_env":
-				if name := v.String(); name != "" {
-					val, _ := env.LookupEnv(name)
-					set := strings.TrimSpace(val) != ""
-					e.EnvSet = &set
-				}
-			}
-		}
-		if len(path) == 3 && path[0] == "mcp_servers" && (path[2] == "env" || path[2] == "headers") {
+		last := path[len(path)-1]
+		switch {
+		case len(path) == 3 && path[0] == "providers" && last == "api_key",
+			len(path) == 4 && path[0] == "channels" && last == "app_secret":
+			e.redactSecret(v)
+		case len(path) == 3 && path[0] == "providers" && last == "headers",
 			// Values may be secrets or name them: only the names show.
-			e.Redacted = true
-			h := map[string]string{}
-			for _, name := range slices.Sorted(maps.Keys(v.Interface().(map[string]string))) {
-				h[name] = Set
-			}
-			e.Value = h
-		}
-		if key == "web.brave_api_key_env" {
-			if name := v.String(); name != "" {
-				val, _ := env.LookupEnv(name)
-				set := strings.TrimSpace(val) != ""
-				e.EnvSet = &set
-			}
+			len(path) == 3 && path[0] == "mcp_servers" && (last == "env" || last == "headers"):
+			e.redactValues(v)
+		case len(path) == 3 && path[0] == "providers" && last == "api_key_env",
+			len(path) == 4 && path[0] == "channels" && last == "app_secret_env",
+			key == "web.brave_api_key_env":
+			e.markEnvSet(env, v.String())
 		}
 		out = append(out, e)
 	})
 	return out
+}
+
+// redactSecret shows only whether the secret v is set.
+func (e *Entry) redactSecret(v reflect.Value) {
+	e.Redacted = true
+	e.Value = NotSet
+	if v.String() != "" {
+		e.Value = Set
+	}
+}
+
+// redactValues shows the names of the table v, not its values.
+func (e *Entry) redactValues(v reflect.Value) {
+	e.Redacted = true
+	h := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(v.Interface().(map[string]string))) {
+		h[name] = Set
+	}
+	e.Value = h
+}
+
+// markEnvSet records whether the variable name (when not empty) is set.
+func (e *Entry) markEnvSet(env paths.Env, name string) {
+	if name == "" {
+		return
+	}
+	val, _ := env.LookupEnv(name)
+	set := strings.TrimSpace(val) != ""
+	e.EnvSet = &set
 }

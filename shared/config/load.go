@@ -415,20 +415,27 @@ func (l *loader) warnForbidden(p *layer) {
 	}
 }
 
-// checkKeyFileMode warns when a user file holding an api_key can be read by
-// other users.
+// checkKeyFileMode warns when a user file holding an api_key or an
+// app_secret can be read by other users.
 func (l *loader) checkKeyFileMode(u *layer) {
 	if u.mode.Perm()&0o077 == 0 {
 		return
 	}
 	for _, e := range u.ix.entries {
-		if len(e.path) == 3 && e.path[0] == "providers" && e.path[2] == "api_key" {
-			l.diags = append(l.diags, Diagnostic{
-				File: u.file, Line: e.line, Key: joinKey(e.path),
-				Message: fmt.Sprintf("this file holds an API key but other users can read it (mode %v); run chmod 600 %s, or use api_key_env instead", u.mode.Perm(), u.file),
-			})
-			return
+		what, alt := "", ""
+		switch {
+		case len(e.path) == 3 && e.path[0] == "providers" && e.path[2] == "api_key":
+			what, alt = "an API key", "api_key_env"
+		case len(e.path) == 4 && e.path[0] == "channels" && e.path[3] == "app_secret":
+			what, alt = "an app secret", "app_secret_env"
+		default:
+			continue
 		}
+		l.diags = append(l.diags, Diagnostic{
+			File: u.file, Line: e.line, Key: joinKey(e.path),
+			Message: fmt.Sprintf("this file holds %s but other users can read it (mode %v); run chmod 600 %s, or use %s instead", what, u.mode.Perm(), u.file, alt),
+		})
+		return
 	}
 }
 
@@ -573,9 +580,10 @@ func quoteKey(key string) string {
 
 // mapDefaults gives the value a new entry of a named table starts from.
 var mapDefaults = map[string]func() any{
-	"providers":   func() any { return DefaultProvider() },
-	"agents":      func() any { return AgentSettings{} },
-	"mcp_servers": func() any { return DefaultMCPServer() },
+	"providers":       func() any { return DefaultProvider() },
+	"agents":          func() any { return AgentSettings{} },
+	"mcp_servers":     func() any { return DefaultMCPServer() },
+	"channels.feishu": func() any { return DefaultFeishuAccount() },
 }
 
 // merge copies into dst every value of src that the layer sets (and allow

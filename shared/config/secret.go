@@ -26,13 +26,19 @@ func ResolveAPIKey(p ProviderConfig, env paths.Env) (string, error) {
 	if p.APIKeyEnv == "" {
 		return "", nil
 	}
+	return secretFromEnv(env, p.APIKeyEnv, "api_key_env", "<your key>, or set api_key in $SCV_HOME/config.toml")
+}
+
+// secretFromEnv returns the value of the variable name (surrounding spaces
+// removed), or an error wrapping ErrAPIKeyMissing that names the variable
+// and the key that named it (key) and says what to export (hint).
+func secretFromEnv(env paths.Env, name, key, hint string) (string, error) {
 	if env == nil {
 		env = paths.OSEnv()
 	}
-	v, _ := env.LookupEnv(p.APIKeyEnv)
+	v, _ := env.LookupEnv(name)
 	if v = strings.TrimSpace(v); v == "" {
-		return "", fmt.Errorf("the environment variable %s (api_key_env) is not set: export %s=<your key>, or set api_key in $SCV_HOME/config.toml: %w",
-			p.APIKeyEnv, p.APIKeyEnv, ErrAPIKeyMissing)
+		return "", fmt.Errorf("the environment variable %s (%s) is not set: export %s=%s: %w", name, key, name, hint, ErrAPIKeyMissing)
 	}
 	return v, nil
 }

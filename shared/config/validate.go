@@ -204,6 +204,7 @@ func (l *loader) validate() []error {
 	v.intRange("tools.agent_timeout_seconds", int64(t.AgentTimeoutSeconds), 1, maxSeconds, "a number of seconds")
 	v.validateAgents()
 	v.validateMCP()
+	v.validateChannels()
 
 	// [web]
 	v.validateWeb()

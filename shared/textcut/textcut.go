@@ -9,7 +9,10 @@
 // invalid bytes to the caller, which replaces them where it shows text.
 package textcut
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Text is what the byte functions cut.
 type Text interface{ ~string | ~[]byte }
@@ -86,4 +89,35 @@ func Runes(s string, n int) string {
 		n--
 	}
 	return s
+}
+
+// Chunks splits s into pieces of at most n characters each, for channels
+// that cap one message: it cuts after the last paragraph break ("\n\n") in
+// a piece, else after the last line break, else after the last space, and
+// only as a last resort inside a word (never inside a character). Joined
+// back together the pieces are s. n <= 0 or an empty s gives no pieces.
+func Chunks(s string, n int) []string {
+	if n <= 0 || s == "" {
+		return nil
+	}
+	var out []string
+	for s != "" {
+		head := Runes(s, n)
+		if len(head) == len(s) {
+			out = append(out, s)
+			break
+		}
+		cut := len(head)
+		for _, sep := range []string{"\n\n", "\n", " "} {
+			// A break in the first half of the piece would make many tiny
+			// messages; cut inside the word instead.
+			if i := strings.LastIndex(head, sep); i > 0 && i+len(sep) > len(head)/2 {
+				cut = i + len(sep)
+				break
+			}
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package textcut
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -161,4 +162,37 @@ func FuzzCut(f *testing.F) {
 			t.Fatalf("Runes(%q, %d) = %q has %d characters, want %d", s, n, r, got, want)
 		}
 	})
+}
+
+func TestChunks(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		s    string
+		n    int
+		want []string
+	}{
+		{"", 5, nil},
+		{"abc", 0, nil},
+		{"abc", 5, []string{"abc"}},
+		{"para one\n\npara two", 12, []string{"para one\n\n", "para two"}},
+		{"line a\nline b", 10, []string{"line a\n", "line b"}},
+		{"word word word", 10, []string{"word word ", "word"}},
+		{"abcdefghij", 4, []string{"abcd", "efgh", "ij"}},
+		{"日本語のテキスト", 3, []string{"日本語", "のテキ", "スト"}},
+		// A break early in the piece is ignored: cut inside the word.
+		{"a bcdefghijk", 6, []string{"a bcde", "fghijk"}},
+	} {
+		got := Chunks(c.s, c.n)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("Chunks(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+		if strings.Join(got, "") != c.s && c.n > 0 {
+			t.Errorf("Chunks(%q, %d) lost text", c.s, c.n)
+		}
+		for _, p := range got {
+			if utf8.RuneCountInString(p) > c.n {
+				t.Errorf("Chunks(%q, %d): piece %q too long", c.s, c.n, p)
+			}
+		}
+	}
 }
