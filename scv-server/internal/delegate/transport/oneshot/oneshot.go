@@ -134,3 +134,12 @@ func InstanceID(home string) string {
 	sum := sha256.Sum256([]byte(home))
 	return "scv-" + hex.EncodeToString(sum[:6])
 }
+
+// Names returns the names of the runner's adapters, in offer order.
+func (r *Runner) Names() []string {
+	names := make([]string, len(r.backends))
+	for i, b := range r.backends {
+		names[i] = b.a.Name
+	}
+	return names
+}
