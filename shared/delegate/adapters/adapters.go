@@ -176,6 +176,13 @@ type ACPServer struct {
 	FullEnv []string
 	// Package names where the server comes from, for messages.
 	Package string
+	// KeyVar, KeyFile and KeyField say where an API key configured for
+	// the agent is found: the JSON string field KeyField of KeyFile
+	// (relative to the state directory). SCV gives it to the server as
+	// KeyVar, since inherited key variables are removed, and picks the
+	// agent's env_var sign-in method for it: codex-acp refuses sessions
+	// until authenticate names that method, even with the key stored.
+	KeyVar, KeyFile, KeyField string
 }
 
 // FullAccessModes are the ACP session modes that mean full permissions,
@@ -292,7 +299,8 @@ var table = []Adapter{
 		Status: &Command{Args: []string{"login", "status"}},
 		// codex-acp takes no -c overrides: CODEX_CONFIG is their JSON form.
 		ACP: &ACPServer{Executable: "codex-acp", Package: "npm @zed-industries/codex-acp",
-			FullEnv: []string{`CODEX_CONFIG={"web_search":"live"}`}},
+			FullEnv: []string{`CODEX_CONFIG={"web_search":"live"}`},
+			KeyVar:  "CODEX_API_KEY", KeyFile: "auth.json", KeyField: "OPENAI_API_KEY"},
 	},
 	{
 		Name:                Grok,

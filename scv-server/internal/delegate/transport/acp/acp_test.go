@@ -48,6 +48,13 @@ type fixture struct {
 // permissions = "full".
 func newFixture(t testing.TB, full bool, env ...string) *fixture {
 	t.Helper()
+	return newFixtureWith(t, nil, full, env...)
+}
+
+// newFixtureWith is newFixture with the stand-in's adapter changed by
+// change (nil: none).
+func newFixtureWith(t testing.TB, change func(*adapters.Adapter), full bool, env ...string) *fixture {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +70,9 @@ func newFixture(t testing.TB, full bool, env ...string) *fixture {
 		ModelArgs: []string{"--model", adapters.ModelPlaceholder}, EffortArgs: []string{"--effort", adapters.EffortPlaceholder},
 		Env: []string{acptest.Env, acptest.EnvMode},
 		ACP: &adapters.ACPServer{Path: exe, Package: "the stand-in"}}
+	if change != nil {
+		change(&a)
+	}
 	perms := map[string]string{}
 	if full {
 		perms["claude"] = "full"
@@ -352,6 +362,23 @@ func TestSignInFailures(t *testing.T) {
 	}
 	if a := f.requests(t, "authenticate"); len(a) != 1 || !strings.Contains(string(a[0]), `"methodId":"standin-key"`) {
 		t.Errorf("authenticate requests = %s", a)
+	}
+	// The key stored in the agent's private home counts as configured
+	// (Codex's auth.json), though inherited key variables never do.
+	f = newFixtureWith(t, func(a *adapters.Adapter) {
+		a.StateVar, a.StateDir = "STANDIN_HOME", ".standin"
+		a.ACP.KeyVar, a.ACP.KeyFile, a.ACP.KeyField = "STANDIN_KEY", "auth.json", "KEY"
+	}, false, "STANDIN_AUTH=session")
+	state := filepath.Join(f.home, "agents", "claude", ".standin")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "auth.json"), []byte(`{"KEY":"k-stored"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res = f.backend(t).Run(context.Background(), f.call("echo x", "", 1), nil)
+	if res.Status != delegate.StatusCompleted || len(f.requests(t, "authenticate")) != 1 {
+		t.Fatalf("with a stored key = %+v", res)
 	}
 }
 

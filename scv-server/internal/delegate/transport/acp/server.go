@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/proctag"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // server is one live ACP server process and its one ACP session: the
@@ -102,6 +104,9 @@ func (b *backend) env(call delegate.Call) ([]string, error) {
 	}
 	if b.fullPermissions() {
 		env = append(env, b.a.ACP.FullEnv...)
+	}
+	if kv, ok := b.configuredKey(); ok {
+		env = append(env, kv)
 	}
 	self := b.r.opts.Instance + "/" + call.SessionID + "/" + call.Handle
 	return delegate.ChainEnv(env, self, call.Depth), nil
@@ -513,4 +518,36 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// configuredKey returns KeyVar=<key> when the agent's key file in its
+// private state directory holds an API key (ACPServer.KeyFile). The file
+// is opened as a state file: never through a link, bounded.
+func (b *backend) configuredKey() (string, bool) {
+	s := b.a.ACP
+	if s.KeyVar == "" || s.KeyFile == "" {
+		return "", false
+	}
+	dir, err := b.a.StatePath(b.r.opts.Home)
+	if err != nil || dir == "" {
+		return "", false
+	}
+	f, err := statefile.Open(dir, s.KeyFile, os.O_RDONLY, 0, statefile.NoLinks)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return "", false
+	}
+	var fields map[string]any
+	if json.Unmarshal(data, &fields) != nil {
+		return "", false
+	}
+	key, _ := fields[s.KeyField].(string)
+	if key == "" || strings.ContainsAny(key, "\x00\n") {
+		return "", false
+	}
+	return s.KeyVar + "=" + key, true
 }
