@@ -45,6 +45,15 @@ case "$1 $2" in
 "auth status") echo '{"loggedIn":true,"authMethod":"claude.ai","email":"person@example.com","subscriptionType":"max"}';;
 esac
 `,
+	// grok's login asks for a device code and needs a terminal, as the
+	// real sign-in screens do.
+	"grok": `#!/bin/sh
+if [ -t 0 ] && [ -t 1 ]; then tty=yes; else tty=no; fi
+printf 'Enter the device code: '
+read code
+echo "grok $* tty=$tty code=$code" >> "$HOME/calls"
+echo "Signed in to Grok."
+`,
 	"codex": `#!/bin/sh
 echo "codex $* CODEX_HOME=$CODEX_HOME" >> "$HOME/calls"
 case "$1 $2" in
