@@ -5,8 +5,9 @@
 // tool (delegate/agenttool) chooses an agent, checks the call against its
 // descriptor and hands it to the agent's Backend, so the model sees one
 // schema however the agent runs. A transport implements Backend: one
-// process per turn now (delegate/transport/oneshot), ACP and a nested SCV
-// later, as more packages of delegate/transport. The adapter table, the
+// process per turn (delegate/transport/oneshot), one ACP server per
+// conversation (delegate/transport/acp), and the nested SCV's, packages
+// of delegate/transport. The adapter table, the
 // sign-in files and the delegation records are in shared/delegate, where
 // the other binaries read them too.
 package delegate

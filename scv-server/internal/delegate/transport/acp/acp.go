@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/transport"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/scv-cli/scv/shared/paths"
@@ -46,30 +47,8 @@ const StderrTail = 2 << 10
 // maxError bounds a result's error text.
 const maxError = 2 << 10
 
-// Options configure a Runner.
-type Options struct {
-	// Home is SCV_HOME (absolute): private homes go under Home/agents,
-	// records under Home/state.
-	Home string
-	// Env is the server's environment for finding executables (HOME and
-	// PATH); nil is the process environment.
-	Env paths.Env
-	// BaseEnv is the environment a server inherits before the scrub
-	// (KEY=value); nil is the process environment at each start.
-	BaseEnv []string
-	// Permissions maps an agent to "full" for permissions = "full".
-	Permissions map[string]string
-	// OutputLimit bounds a reply (tools.output_limit_bytes); 0 uses
-	// output.DefaultLimit.
-	OutputLimit int
-	// Instance names this SCV instance in SCV_PARENT; empty is Home.
-	Instance string
-	// Adapters replaces the adapter table (tests point an adapter's ACP
-	// server at a stand-in agent); nil is adapters.All().
-	Adapters []adapters.Adapter
-	// Logger receives warnings; nil discards.
-	Logger *slog.Logger
-}
+// Options configure a Runner (every transport takes the same).
+type Options = transport.Options
 
 // Runner runs delegated agents over ACP for one SCV session: it owns the
 // session's live servers.
@@ -242,21 +221,9 @@ type backend struct {
 
 // Descriptor implements delegate.Backend: every agent over ACP takes
 // session; model and effort as its adapter does (not DeepSeek Harness).
-func (b *backend) Descriptor() delegate.Descriptor {
-	return delegate.Descriptor{
-		Name:         b.a.Name,
-		Product:      b.a.Product,
-		Summary:      b.a.Summary,
-		ModelFamily:  b.a.ModelFamily,
-		TakesModel:   b.a.TakesModel(),
-		TakesEffort:  b.a.TakesEffort(),
-		TakesSession: true,
-	}
-}
+func (b *backend) Descriptor() delegate.Descriptor { return transport.Descriptor(b.a, true) }
 
-func (b *backend) fullPermissions() bool {
-	return b.r.opts.Permissions[b.a.Name] == "full"
-}
+func (b *backend) fullPermissions() bool { return b.r.opts.FullPermissions(b.a.Name) }
 
 // Plan implements delegate.Backend: the ACP server a new conversation
 // starts (a continued one runs on the server already started, which is

@@ -92,24 +92,17 @@ type startError struct {
 func (e *startError) Error() string { return e.msg }
 
 // env returns the server's environment for call: the agent's private
-// environment, the full-permissions variables, and the delegation chain.
+// environment, the full-permissions variables, a key configured for the
+// agent, and the delegation chain.
 func (b *backend) env(call delegate.Call) ([]string, error) {
-	base := b.r.opts.BaseEnv
-	if base == nil {
-		base = os.Environ()
-	}
-	env, err := b.a.PrivateEnv(base, b.r.opts.Home)
-	if err != nil {
-		return nil, err
-	}
+	var extra []string
 	if b.fullPermissions() {
-		env = append(env, b.a.ACP.FullEnv...)
+		extra = append(extra, b.a.ACP.FullEnv...)
 	}
 	if kv, ok := b.configuredKey(); ok {
-		env = append(env, kv)
+		extra = append(extra, kv)
 	}
-	self := b.r.opts.Instance + "/" + call.SessionID + "/" + call.Handle
-	return delegate.ChainEnv(env, self, call.Depth), nil
+	return b.r.opts.AgentEnv(b.a, call, extra...)
 }
 
 // start starts the ACP server of a new conversation and opens its
