@@ -111,6 +111,7 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 			OutputLimit: int(cfg.Tools.OutputLimitBytes),
 			Adapters:    e.opts.Adapters,
 			Logger:      e.log,
+			Idle:        cfg.Agent.ConversationIdle(),
 		})
 		offered := chooseBackends(r, ar, cfg.Agents, e.opts.Env)
 		if len(offered) == 0 {

@@ -8,6 +8,7 @@ package transport
 import (
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
@@ -38,6 +39,10 @@ type Options struct {
 	// Logger receives warnings (a record that could not be written);
 	// nil discards.
 	Logger *slog.Logger
+	// Idle, when above zero, shuts down a live agent (an ACP server) that
+	// has waited this long between turns (agent.conversation_idle_seconds),
+	// without waiting for the next call to expire its conversation.
+	Idle time.Duration
 }
 
 // FullPermissions reports whether the user set permissions = "full" for

@@ -199,6 +199,21 @@ func TestConversationOnOneServer(t *testing.T) {
 	}
 }
 
+func TestIdleServerShutsDown(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, nil, false)
+	f.r.opts.Idle = 200 * time.Millisecond
+	b := f.backend(t)
+	res := b.Run(context.Background(), f.call("echo x", "", 1), nil)
+	if res.Status != delegate.StatusCompleted {
+		t.Fatalf("result = %+v", res)
+	}
+	waitFor(t, "the idle server to be shut down", func() bool {
+		_, err := records.Read(f.home, res.CLISession)
+		return err != nil && len(f.r.Live()) == 0
+	})
+}
+
 func TestModelAndEffortOptions(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, false)

@@ -56,6 +56,8 @@ type server struct {
 	// collected is set once the exited process's record is gone; killed
 	// when `scv agents kill` had asked for the stop.
 	collected, killed bool
+	// idle shuts the server down after Options.Idle between turns.
+	idle *time.Timer
 }
 
 // lockedTail is a stderr tail the copier writes while a turn reads it.
@@ -213,6 +215,10 @@ func (s *server) writeRecordLocked() {
 func (s *server) turnStarted(call delegate.Call) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
 	if s.collected {
 		return
 	}
@@ -229,6 +235,9 @@ func (s *server) turnEnded() {
 	}
 	s.rec.IdleSinceUnix, s.rec.Background = time.Now().Unix(), false
 	s.writeRecordLocked()
+	if d := s.b.r.opts.Idle; d > 0 {
+		s.idle = time.AfterFunc(d, func() { s.b.r.Forget(s.key) })
+	}
 }
 
 // killRequested reports whether `scv agents kill` stopped the server
