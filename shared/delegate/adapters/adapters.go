@@ -258,6 +258,9 @@ var table = []Adapter{
 		ModelArgs:           []string{"--model", ModelPlaceholder},
 		EffortArgs:          []string{"--effort", EffortPlaceholder},
 		Format:              FormatStreamJSON,
+		// Claude Code offers its bypass mode to root only in a sandbox
+		// that says so; a daemon run as root in a container passes it on.
+		Env: []string{"IS_SANDBOX"},
 		Scrub: []string{
 			"ANTHROPIC_*", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR",
 			"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_SKIP_BEDROCK_AUTH",

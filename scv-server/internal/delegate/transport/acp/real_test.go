@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	acpsdk "github.com/coder/acp-go-sdk"
+
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/testkit/nodepkg"
@@ -77,7 +79,23 @@ func TestRealCodexACPSignedOut(t *testing.T) {
 		t.Fatalf("with a stored key and an unoffered model = %+v", res)
 	}
 	t.Logf("codex-acp: %s", res.Error)
+	wantMode(t, r, res.CLISession, "full-access")
 	r.Forget(res.CLISession)
+}
+
+// wantMode checks the mode the live server key's session runs in.
+func wantMode(t *testing.T, r *Runner, key, mode string) {
+	t.Helper()
+	s := r.lookup(key)
+	if s == nil {
+		t.Fatalf("no live server %q", key)
+	}
+	s.mu.Lock()
+	opt, ok := findOption(s.options, acpsdk.SessionConfigOptionCategoryMode, "mode")
+	s.mu.Unlock()
+	if !ok || string(opt.CurrentValue) != mode {
+		t.Fatalf("mode option = %+v, want current %q", opt, mode)
+	}
 }
 
 // TestRealClaudeACPSignedOut: claude-agent-acp opens the session signed
@@ -95,6 +113,7 @@ func TestRealClaudeACPSignedOut(t *testing.T) {
 		t.Fatalf("unoffered model = %+v", res)
 	}
 	t.Logf("claude-agent-acp: %s", res.Error)
+	wantMode(t, r, res.CLISession, "bypassPermissions")
 	res = b.Run(context.Background(), realCall(adapters.Claude, work, "Say hello."), nil)
 	if res.Status != delegate.StatusFailed || res.Kind != delegate.ErrorSignedOut || !strings.Contains(res.Hint, "scv agents login claude") {
 		t.Fatalf("signed out = %+v", res)
