@@ -188,7 +188,8 @@ type Call struct {
 	Background bool
 	// Approve answers the approval requests the agent relays (a backend
 	// over ACP or a nested SCV; one process per turn relays none). For a
-	// background job it is the session's unattended answer
+	// foreground call it is the turn's approval gate (tools.Env.Approve),
+	// for a background job the session's unattended answer
 	// (approval.Policy.Unattended); nil denies every request.
 	Approve ApprovalFunc
 }
