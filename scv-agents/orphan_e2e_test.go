@@ -24,12 +24,27 @@ import (
 // stopped and the record removed.
 func TestE2EOrphanOfKilledServer(t *testing.T) {
 	t.Parallel()
+	orphanOfKilledServer(t, "dsh", false)
+}
+
+// TestE2EOrphanOfKilledACPServer is the same for an agent over ACP (a fake
+// codex-acp): its server, recorded like any delegation, is reaped after
+// its owner is SIGKILLed mid-turn.
+func TestE2EOrphanOfKilledACPServer(t *testing.T) {
+	t.Parallel()
+	orphanOfKilledServer(t, "codex", true)
+}
+
+func orphanOfKilledServer(t *testing.T, agent string, overACP bool) {
 	scvBin := bins.Need(t, "scv")
 	serverBin := bins.Need(t, "scv-server")
 	srv := fakeopenai.Start(t)
-	srv.Enqueue(fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"dsh","prompt":"work for a while"}`)))
+	srv.Enqueue(fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"`+agent+`","prompt":"work for a while"}`)))
 
 	w := newWorld(t)
+	if overACP {
+		w.path = fakeACPBin + ":" + w.path
+	}
 	w.write("config.toml", `[provider]
 active = "fake"
 [providers.fake]
@@ -68,7 +83,7 @@ api_key_env = ""
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Cleanup(func() { proctag.Kill(rec.Handle) })
-	if rec.Agent != "dsh" || !rec.AgentProcess.Alive() || !rec.Owner.Alive() {
+	if rec.Agent != agent || !rec.AgentProcess.Alive() || !rec.Owner.Alive() {
 		t.Fatalf("record %+v", rec)
 	}
 	if err := syscall.Kill(rec.Owner.PID, syscall.SIGKILL); err != nil {
@@ -83,7 +98,7 @@ api_key_env = ""
 		t.Fatalf("tagged processes after the SIGKILL: %v, want the agent and its descendant", got)
 	}
 	want(t, w.run("", "ps"), 0, "1 orphans await cleanup")
-	want(t, w.run("", "ps", "--all"), 0, rec.Handle, "dsh", "orphan")
+	want(t, w.run("", "ps", "--all"), 0, rec.Handle, agent, "orphan")
 
 	// A server start reconciles before it serves; empty stdin ends it.
 	s := exec.CommandContext(ctx, serverBin, "--stdio")
