@@ -42,8 +42,12 @@ func orphanOfKilledServer(t *testing.T, agent string, overACP bool) {
 	srv.Enqueue(fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"`+agent+`","prompt":"work for a while"}`)))
 
 	w := newWorld(t)
+	// The fake dsh is a CLI, not an ACP server (dsh --profile acp), so
+	// it runs one process per turn.
+	transport := "[agents.dsh]\ntransport = \"resume\"\n"
 	if overACP {
 		w.path = fakeACPBin + ":" + w.path
+		transport = ""
 	}
 	w.write("config.toml", `[provider]
 active = "fake"
@@ -51,7 +55,7 @@ active = "fake"
 base_url = "`+srv.URL()+`"
 model = "fake-model-1"
 api_key_env = ""
-`)
+`+transport)
 	want(t, w.run(secret+"\n", "login", "dsh"), 0, "dsh: key stored")
 	env := []string{"HOME=" + w.home, "SCV_HOME=" + w.scv, "SCV_SERVER_BIN=" + serverBin, "PATH=" + w.path}
 
@@ -135,7 +139,8 @@ func TestE2EKillLiveRun(t *testing.T) {
 		fakeopenai.Script(fakeopenai.Text("the run was stopped")),
 	)
 	w := newWorld(t)
-	w.write("config.toml", "[provider]\nactive = \"fake\"\n[providers.fake]\nbase_url = \""+srv.URL()+"\"\nmodel = \"m\"\napi_key_env = \"\"\n")
+	w.write("config.toml", "[provider]\nactive = \"fake\"\n[providers.fake]\nbase_url = \""+srv.URL()+"\"\nmodel = \"m\"\napi_key_env = \"\"\n"+
+		"[agents.dsh]\ntransport = \"resume\"\n")
 	want(t, w.run(secret+"\n", "login", "dsh"), 0, "dsh: key stored")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

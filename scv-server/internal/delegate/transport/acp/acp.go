@@ -41,6 +41,11 @@ const (
 	StopGrace   = 2 * time.Second
 )
 
+// HandshakeTimeout bounds initialize, session/new (with authenticate)
+// and the full-access mode of a new conversation: claude-agent-acp starts
+// Claude Code in session/new, which takes seconds, never minutes.
+var HandshakeTimeout = 2 * time.Minute
+
 // StderrTail is how much of a server's stderr a failed result keeps.
 const StderrTail = 2 << 10
 

@@ -482,6 +482,29 @@ func TestKillStopsTurnAsCancelled(t *testing.T) {
 	waitFor(t, "the record to go", func() bool { _, err := records.Read(f.home, c.Handle); return err != nil })
 }
 
+func TestKillDuringHandshakeIsCancelled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false, "STANDIN_HANG_INIT=1")
+	c := f.call("echo x", "", 1)
+	go func() {
+		var rec records.Record
+		waitFor(t, "the server's record", func() bool {
+			var err error
+			rec, err = records.Read(f.home, c.Handle)
+			return err == nil
+		})
+		rec.KillRequestedUnix = time.Now().Unix()
+		if err := records.Write(f.home, rec); err != nil {
+			t.Error(err)
+		}
+		records.StopRun(rec, time.Second)
+	}()
+	res := f.backend(t).Run(context.Background(), c, nil)
+	if res.Status != delegate.StatusCancelled || !strings.Contains(res.Error, "scv agents kill") {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
 func TestPlanRefusesOptionsAndMissingServer(t *testing.T) {
 	t.Parallel()
 	r := New(Options{Home: t.TempDir(), Adapters: []adapters.Adapter{{Name: "dsh", Product: "DeepSeek Harness",

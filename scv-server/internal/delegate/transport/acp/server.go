@@ -89,6 +89,8 @@ func (l *lockedTail) total() int64 {
 type startError struct {
 	kind delegate.ErrorKind
 	msg  string
+	// killed is set when `scv agents kill` stopped the server meanwhile.
+	killed bool
 }
 
 func (e *startError) Error() string { return e.msg }
@@ -114,26 +116,38 @@ func (b *backend) env(call delegate.Call) ([]string, error) {
 func (b *backend) start(ctx context.Context, call delegate.Call) (*server, error) {
 	exe, err := b.a.LookupACP(b.r.opts.Env)
 	if err != nil {
-		return nil, &startError{delegate.ErrorUnavailable, err.Error()}
+		return nil, &startError{kind: delegate.ErrorUnavailable, msg: err.Error()}
 	}
 	if err := b.a.EnsureDirs(b.r.opts.Home); err != nil {
-		return nil, &startError{delegate.ErrorNone, fmt.Sprintf("cannot prepare the private home of %s: %v", b.a.Name, err)}
+		return nil, &startError{kind: delegate.ErrorNone, msg: fmt.Sprintf("cannot prepare the private home of %s: %v", b.a.Name, err)}
 	}
 	env, err := b.env(call)
 	if err != nil {
-		return nil, &startError{delegate.ErrorNone, fmt.Sprintf("cannot build the environment of %s: %v", b.a.Name, err)}
+		return nil, &startError{kind: delegate.ErrorNone, msg: fmt.Sprintf("cannot build the environment of %s: %v", b.a.Name, err)}
 	}
 	s, err := b.spawn(exe, env, call)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.open(ctx, call, env); err != nil {
+	hctx, cancel := context.WithTimeout(ctx, HandshakeTimeout)
+	err = s.open(hctx, call, env)
+	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+	if err != nil {
 		s.shutdown()
+		var se *startError
+		if errors.As(err, &se) && s.killRequested() {
+			se.killed = true
+		}
+		if timedOut {
+			return nil, &startError{kind: delegate.ErrorUnavailable, msg: fmt.Sprintf(
+				"the ACP server of %s did not complete its handshake within %s (%v); check that %s starts on its own", b.a.Product, HandshakeTimeout, err, exe)}
+		}
 		return nil, err
 	}
 	if err := b.r.add(s); err != nil {
 		s.shutdown()
-		return nil, &startError{delegate.ErrorNone, err.Error()}
+		return nil, &startError{kind: delegate.ErrorNone, msg: err.Error()}
 	}
 	return s, nil
 }
@@ -147,18 +161,18 @@ func (b *backend) spawn(exe string, env []string, call delegate.Call) (*server, 
 	s.stderr.t.Max = StderrTail
 	var err error
 	if s.in, err = cmd.StdinPipe(); err != nil {
-		return nil, &startError{delegate.ErrorNone, err.Error()}
+		return nil, &startError{kind: delegate.ErrorNone, msg: err.Error()}
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, &startError{delegate.ErrorNone, err.Error()}
+		return nil, &startError{kind: delegate.ErrorNone, msg: err.Error()}
 	}
 	errPipe, err := cmd.StderrPipe()
 	if err != nil {
-		return nil, &startError{delegate.ErrorNone, err.Error()}
+		return nil, &startError{kind: delegate.ErrorNone, msg: err.Error()}
 	}
 	if err := procgroup.StartService(cmd, call.Handle); err != nil {
-		return nil, &startError{delegate.ErrorUnavailable, fmt.Sprintf("the ACP server of %s could not be started (%s): %v", b.a.Product, exe, err)}
+		return nil, &startError{kind: delegate.ErrorUnavailable, msg: fmt.Sprintf("the ACP server of %s could not be started (%s): %v", b.a.Product, exe, err)}
 	}
 	s.client = newClient(s)
 	s.conn = acpsdk.NewClientSideConnection(s.client, s.in, out)
@@ -323,7 +337,7 @@ func (s *server) open(ctx context.Context, call delegate.Call, env []string) err
 		return s.rpcError("initialize", err)
 	}
 	if init.ProtocolVersion != acpsdk.ProtocolVersionNumber {
-		return &startError{delegate.ErrorUnavailable, fmt.Sprintf("the ACP server of %s speaks ACP version %d, and SCV speaks version %d; install a release of %s that supports version %d",
+		return &startError{kind: delegate.ErrorUnavailable, msg: fmt.Sprintf("the ACP server of %s speaks ACP version %d, and SCV speaks version %d; install a release of %s that supports version %d",
 			s.b.a.Product, init.ProtocolVersion, acpsdk.ProtocolVersionNumber, s.b.a.ACP.Package, acpsdk.ProtocolVersionNumber)}
 	}
 	req := acpsdk.NewSessionRequest{Cwd: call.Dir, McpServers: []acpsdk.McpServer{}}
@@ -462,14 +476,14 @@ func (s *server) rpcError(method string, err error) error {
 		if kind == delegate.ErrorNone {
 			kind = delegate.ErrorUnavailable
 		}
-		return &startError{kind, msg}
+		return &startError{kind: kind, msg: msg}
 	}
 	msg := fmt.Sprintf("%s failed (%s): %s", s.b.a.Product, method, redactError(err))
 	kind := output.Classify(err.Error())
 	if isAuthRequired(err) {
 		kind = delegate.ErrorSignedOut
 	}
-	return &startError{kind, msg}
+	return &startError{kind: kind, msg: msg}
 }
 
 // doneOrTimeout is s.done, or a channel closed after a short wait, so a

@@ -59,6 +59,11 @@ func (b *backend) startFailed(ctx context.Context, res delegate.Result, err erro
 	}
 	var se *startError
 	if errors.As(err, &se) {
+		if se.killed {
+			res.Status = delegate.StatusCancelled
+			res.Error = fmt.Sprintf("the %s conversation was stopped with `scv agents kill` while it started", b.a.Product)
+			return res
+		}
 		return b.fail(res, se.kind, se.msg)
 	}
 	return b.fail(res, delegate.ErrorNone, err.Error())

@@ -14,7 +14,8 @@
 //   - STANDIN_LOG=<file>: every request the agent receives is appended
 //     there as one JSON line {"method", "params"}, so a test can check
 //     what SCV sent;
-//   - STANDIN_NO_MODES=1: session/new offers no modes or config options.
+//   - STANDIN_NO_MODES=1: session/new offers no modes or config options;
+//   - STANDIN_HANG_INIT=1: initialize does not answer for a minute.
 package acptest
 
 import (
@@ -97,6 +98,9 @@ func (a *agent) record(method string, params any) {
 // Initialize implements acp.Agent.
 func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	a.record("initialize", p)
+	if os.Getenv("STANDIN_HANG_INIT") == "1" {
+		time.Sleep(time.Minute)
+	}
 	v := acp.ProtocolVersion(acp.ProtocolVersionNumber)
 	if s := os.Getenv("STANDIN_VERSION"); s != "" {
 		var n int
