@@ -3,6 +3,7 @@ module github.com/scv-cli/scv/scv-agents
 go 1.26.0
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/scv-cli/scv/shared v0.0.0
 	github.com/spf13/cobra v1.10.2
 	go.uber.org/goleak v1.3.0

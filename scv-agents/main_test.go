@@ -25,7 +25,26 @@ import (
 var (
 	binary  string
 	fakeBin string
+	// fakeACPBin holds a fake codex-acp, put on PATH only by the tests
+	// that delegate over ACP.
+	fakeACPBin string
 )
+
+// fakeCodexACP is a minimal ACP server in bash: it answers initialize and
+// session/new, and on session/prompt leaves a setsid descendant and never
+// answers, so a test can kill its owner mid-turn.
+const fakeCodexACP = `#!/bin/bash
+while IFS= read -r line; do
+	id=""; method=""
+	[[ $line =~ \"id\":([0-9]+) ]] && id=${BASH_REMATCH[1]}
+	[[ $line =~ \"method\":\"([^\"]+)\" ]] && method=${BASH_REMATCH[1]}
+	case "$method" in
+	initialize) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"authMethods":[]}}\n' "$id";;
+	session/new) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"fake-1"}}\n' "$id";;
+	session/prompt) setsid sleep 300 </dev/null >/dev/null 2>&1 &;;
+	esac
+done
+`
 
 // secret is the key the tests store; no output may contain it.
 const secret = "sk-test-SECRET-5f3a9c"
@@ -44,6 +63,15 @@ echo "claude $* HOME=$HOME ANTHROPIC_API_KEY=${ANTHROPIC_API_KEY-unset} OPENAI_A
 case "$1 $2" in
 "auth status") echo '{"loggedIn":true,"authMethod":"claude.ai","email":"person@example.com","subscriptionType":"max"}';;
 esac
+`,
+	// grok's login asks for a device code and needs a terminal, as the
+	// real sign-in screens do.
+	"grok": `#!/bin/sh
+if [ -t 0 ] && [ -t 1 ]; then tty=yes; else tty=no; fi
+printf 'Enter the device code: '
+read code
+echo "grok $* tty=$tty code=$code" >> "$HOME/calls"
+echo "Signed in to Grok."
 `,
 	"codex": `#!/bin/sh
 echo "codex $* CODEX_HOME=$CODEX_HOME" >> "$HOME/calls"
@@ -74,6 +102,15 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+	}
+	fakeACPBin = filepath.Join(dir, "acpbin")
+	if err := os.Mkdir(fakeACPBin, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := os.WriteFile(filepath.Join(fakeACPBin, "codex-acp"), []byte(fakeCodexACP), 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	code := m.Run()
 	if err := goleak.Find(); code == 0 && err != nil {

@@ -24,19 +24,38 @@ import (
 // stopped and the record removed.
 func TestE2EOrphanOfKilledServer(t *testing.T) {
 	t.Parallel()
+	orphanOfKilledServer(t, "dsh", false)
+}
+
+// TestE2EOrphanOfKilledACPServer is the same for an agent over ACP (a fake
+// codex-acp): its server, recorded like any delegation, is reaped after
+// its owner is SIGKILLed mid-turn.
+func TestE2EOrphanOfKilledACPServer(t *testing.T) {
+	t.Parallel()
+	orphanOfKilledServer(t, "codex", true)
+}
+
+func orphanOfKilledServer(t *testing.T, agent string, overACP bool) {
 	scvBin := bins.Need(t, "scv")
 	serverBin := bins.Need(t, "scv-server")
 	srv := fakeopenai.Start(t)
-	srv.Enqueue(fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"dsh","prompt":"work for a while"}`)))
+	srv.Enqueue(fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"`+agent+`","prompt":"work for a while"}`)))
 
 	w := newWorld(t)
+	// The fake dsh is a CLI, not an ACP server (dsh --profile acp), so
+	// it runs one process per turn.
+	transport := "[agents.dsh]\ntransport = \"resume\"\n"
+	if overACP {
+		w.path = fakeACPBin + ":" + w.path
+		transport = ""
+	}
 	w.write("config.toml", `[provider]
 active = "fake"
 [providers.fake]
 base_url = "`+srv.URL()+`"
 model = "fake-model-1"
 api_key_env = ""
-`)
+`+transport)
 	want(t, w.run(secret+"\n", "login", "dsh"), 0, "dsh: key stored")
 	env := []string{"HOME=" + w.home, "SCV_HOME=" + w.scv, "SCV_SERVER_BIN=" + serverBin, "PATH=" + w.path}
 
@@ -68,7 +87,7 @@ api_key_env = ""
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Cleanup(func() { proctag.Kill(rec.Handle) })
-	if rec.Agent != "dsh" || !rec.AgentProcess.Alive() || !rec.Owner.Alive() {
+	if rec.Agent != agent || !rec.AgentProcess.Alive() || !rec.Owner.Alive() {
 		t.Fatalf("record %+v", rec)
 	}
 	if err := syscall.Kill(rec.Owner.PID, syscall.SIGKILL); err != nil {
@@ -83,7 +102,7 @@ api_key_env = ""
 		t.Fatalf("tagged processes after the SIGKILL: %v, want the agent and its descendant", got)
 	}
 	want(t, w.run("", "ps"), 0, "1 orphans await cleanup")
-	want(t, w.run("", "ps", "--all"), 0, rec.Handle, "dsh", "orphan")
+	want(t, w.run("", "ps", "--all"), 0, rec.Handle, agent, "orphan")
 
 	// A server start reconciles before it serves; empty stdin ends it.
 	s := exec.CommandContext(ctx, serverBin, "--stdio")
@@ -120,7 +139,8 @@ func TestE2EKillLiveRun(t *testing.T) {
 		fakeopenai.Script(fakeopenai.Text("the run was stopped")),
 	)
 	w := newWorld(t)
-	w.write("config.toml", "[provider]\nactive = \"fake\"\n[providers.fake]\nbase_url = \""+srv.URL()+"\"\nmodel = \"m\"\napi_key_env = \"\"\n")
+	w.write("config.toml", "[provider]\nactive = \"fake\"\n[providers.fake]\nbase_url = \""+srv.URL()+"\"\nmodel = \"m\"\napi_key_env = \"\"\n"+
+		"[agents.dsh]\ntransport = \"resume\"\n")
 	want(t, w.run(secret+"\n", "login", "dsh"), 0, "dsh: key stored")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -2,6 +2,7 @@ package config
 
 import (
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -110,5 +111,38 @@ func (v *validator) validateAgents() {
 		if a.Permissions != "" {
 			v.oneOf(k("permissions"), a.Permissions, []string{"full"}, "a permissions setting (leave it unset for the agent's own settings)")
 		}
+		v.validateAgentRun(name, a, k)
+	}
+}
+
+// acpAgents are the agents with an ACP server (tools.md, "Agent Client
+// Protocol transport"): pi has only a community adapter, and the nested
+// SCV speaks SCV's own protocol.
+var acpAgents = []string{adapters.Claude, adapters.Codex, adapters.Grok, adapters.DSH}
+
+// validateAgentRun checks agents.<name>.transport and .command.
+func (v *validator) validateAgentRun(name string, a AgentSettings, k func(string) string) {
+	if a.Transport != "" {
+		switch {
+		case name == "scv":
+			v.fail(k("transport"), "is set, but the nested SCV always runs one `scv server --stdio` per conversation; remove it")
+		case a.Transport == TransportACP && !slices.Contains(acpAgents, name):
+			v.fail(k("transport"), "is \"acp\", but %s has no ACP server SCV runs; use \"resume\" or remove it", name)
+		default:
+			v.oneOf(k("transport"), a.Transport, []string{TransportAuto, TransportACP, TransportResume}, "a transport")
+		}
+	}
+	if a.Command == "" {
+		return
+	}
+	switch {
+	case name == "scv":
+		v.fail(k("command"), "is set, but the nested SCV runs this installation's scv; remove it")
+	case strings.TrimSpace(a.Command) != a.Command || strings.ContainsAny(a.Command, "\x00\r\n"):
+		v.fail(k("command"), "has leading or trailing spaces or a line break; give the program alone")
+	case strings.Contains(a.Command, "/") && !filepath.IsAbs(a.Command):
+		v.fail(k("command"), "is %q, a relative path; give an absolute path or a program name looked up like the built-in one", a.Command)
+	case a.Transport == TransportACP:
+		v.fail(k("command"), "is set with transport = \"acp\", but the ACP server does not run a custom CLI; remove one of them")
 	}
 }

@@ -202,6 +202,30 @@ type AgentSettings struct {
 	// Permissions is "" (the agent's own settings) or "full" (its
 	// full-autonomy switches).
 	Permissions string `toml:"permissions"`
+	// Transport is how the agent runs: "" or "auto" (its ACP server when
+	// that resolves and Command is the built-in one, else one CLI process
+	// per turn), "acp" (its ACP server only; the agent is not offered
+	// without it) or "resume" (one CLI process per turn).
+	Transport string `toml:"transport"`
+	// Command replaces the agent's built-in executable: an absolute path
+	// or a program name looked up like the built-in one. A custom command
+	// keeps "auto" on one process per turn.
+	Command string `toml:"command"`
+}
+
+// Transports of [agents.<name>] transport.
+const (
+	TransportAuto   = "auto"
+	TransportACP    = "acp"
+	TransportResume = "resume"
+)
+
+// EffectiveTransport returns Transport with "" read as "auto".
+func (a AgentSettings) EffectiveTransport() string {
+	if a.Transport == "" {
+		return TransportAuto
+	}
+	return a.Transport
 }
 
 // Web search backends (web.search).

@@ -1188,3 +1188,18 @@ func TestParsePortRange(t *testing.T) {
 		}
 	}
 }
+
+func TestAgentTransportAndCommand(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "[agents.codex]\ntransport = \"acp\"\n\n[agents.claude]\ncommand = \"/opt/claude/bin/claude\"\n\n[agents.pi]\ncommand = \"pi-nightly\"\ntransport = \"resume\"\n", "")
+	c, _ := mustLoad(t, f, nil)
+	if a := c.Agents["codex"]; a.EffectiveTransport() != TransportACP || a.Command != "" {
+		t.Errorf("codex = %+v", a)
+	}
+	if a := c.Agents["claude"]; a.EffectiveTransport() != TransportAuto || a.Command != "/opt/claude/bin/claude" {
+		t.Errorf("claude = %+v", a)
+	}
+	if a := c.Agents["pi"]; a.EffectiveTransport() != TransportResume || a.Command != "pi-nightly" {
+		t.Errorf("pi = %+v", a)
+	}
+}

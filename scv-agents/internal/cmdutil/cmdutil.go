@@ -60,10 +60,7 @@ func New() *Factory {
 			return strings.TrimSpace(string(b)), err
 		},
 		RunAttached: func(ctx context.Context, path string, args, env []string, dir string) error {
-			c := exec.CommandContext(ctx, path, args...)
-			c.Env, c.Dir = env, dir
-			c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
-			return c.Run()
+			return runAttached(ctx, os.Stdin, os.Stdout, os.Stderr, path, args, env, dir)
 		},
 		RunCaptured: runCaptured,
 	}

@@ -5,8 +5,9 @@
 // tool (delegate/agenttool) chooses an agent, checks the call against its
 // descriptor and hands it to the agent's Backend, so the model sees one
 // schema however the agent runs. A transport implements Backend: one
-// process per turn now (delegate/transport/oneshot), ACP and a nested SCV
-// later, as more packages of delegate/transport. The adapter table, the
+// process per turn (delegate/transport/oneshot), one ACP server per
+// conversation (delegate/transport/acp), and the nested SCV's, packages
+// of delegate/transport. The adapter table, the
 // sign-in files and the delegation records are in shared/delegate, where
 // the other binaries read them too.
 package delegate
@@ -187,7 +188,8 @@ type Call struct {
 	Background bool
 	// Approve answers the approval requests the agent relays (a backend
 	// over ACP or a nested SCV; one process per turn relays none). For a
-	// background job it is the session's unattended answer
+	// foreground call it is the turn's approval gate (tools.Env.Approve),
+	// for a background job the session's unattended answer
 	// (approval.Policy.Unattended); nil denies every request.
 	Approve ApprovalFunc
 }

@@ -389,11 +389,43 @@ func (l *loop) check(call provider.ToolCall, progress func(string)) (tools.Resul
 	t, _ := l.cfg.Tools.Lookup(call.Name)
 	env := l.cfg.ToolEnv
 	env.Progress = progress
+	env.Approve = l.relayed(call)
 	plan, err := t.Prepare(env, args)
 	if err != nil {
 		return tools.Failed(err.Error()), nil
 	}
 	return tools.Result{}, plan
+}
+
+// relayed returns the gate of the requests an agent relays from inside
+// call: the policy (and auto_approve) decide them as they would a call of
+// that risk, otherwise the client is asked with an approval.requested that
+// names call, exactly like the call's own approval. Session rules are not
+// consulted: a relayed request has no rule key.
+func (l *loop) relayed(call provider.ToolCall) func(context.Context, protocol.Risk, string) (bool, error) {
+	if l.cfg.Approvals == nil {
+		return nil
+	}
+	return func(ctx context.Context, risk protocol.Risk, summary string) (bool, error) {
+		policy := l.cfg.Policy
+		if l.cfg.PolicyNow != nil {
+			policy = l.cfg.PolicyNow()
+		}
+		switch d := policy.Decide(risk); {
+		case d == approval.Run, d == approval.Ask && l.cfg.AutoApprove:
+			return true, nil
+		case d == approval.Deny:
+			return false, nil
+		}
+		id := l.cfg.Approvals.Open()
+		ev := &protocol.ApprovalRequested{ApprovalID: id, CallID: call.ID, Name: call.Name,
+			Risk: risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: summary}
+		if err := l.sink.Emit(ctx, ev); err != nil {
+			l.cfg.Approvals.Forget(id)
+			return false, err
+		}
+		return l.cfg.Approvals.Wait(ctx, id)
+	}
 }
 
 func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *tools.Plan, rep *reporter) (res tools.Result, started bool, err error) {

@@ -1,20 +1,24 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"maps"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/agenttool"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/transport/acp"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/transport/oneshot"
 	"github.com/scv-cli/scv/scv-server/internal/instructions"
 	"github.com/scv-cli/scv/scv-server/internal/mcp"
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
 	"github.com/scv-cli/scv/shared/config"
+	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/paths"
 )
@@ -89,7 +93,17 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 		if info.Depth >= cfg.Agent.MaxDelegationDepth {
 			return session.Extension{}, nil
 		}
+		table := withCommands(e.opts.Adapters, cfg.Agents)
 		r := oneshot.New(oneshot.Options{
+			Home:        e.home,
+			Env:         e.opts.Env,
+			BaseEnv:     e.opts.AgentEnv,
+			Permissions: maps.Clone(perms),
+			OutputLimit: int(cfg.Tools.OutputLimitBytes),
+			Adapters:    table,
+			Logger:      e.log,
+		})
+		ar := acp.New(acp.Options{
 			Home:        e.home,
 			Env:         e.opts.Env,
 			BaseEnv:     e.opts.AgentEnv,
@@ -97,9 +111,11 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 			OutputLimit: int(cfg.Tools.OutputLimitBytes),
 			Adapters:    e.opts.Adapters,
 			Logger:      e.log,
+			Idle:        cfg.Agent.ConversationIdle(),
 		})
-		offered := r.Offered(e.opts.Env)
+		offered := chooseBackends(r, ar, cfg.Agents, e.opts.Env)
 		if len(offered) == 0 {
+			ar.Close()
 			return session.Extension{}, nil
 		}
 		var host agenttool.Host
@@ -125,6 +141,8 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 			Policy:           info.Policy,
 			AutoApprove:      info.AutoApprove,
 			OnForget: func(_, cliSession string) {
+				// An ACP conversation's key names its live server.
+				ar.Forget(cliSession)
 				if err := records.UnmarkConversation(e.home, cliSession); err != nil {
 					e.log.Warn("Could not remove a conversation marker", "err", err)
 				}
@@ -135,9 +153,78 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 		if body := set.SystemSection(); body != "" {
 			system = instructions.ExtraSection(instructions.Section{Title: agenttool.SectionTitle, Body: body})
 		}
-		return session.Extension{Tools: set.Tools(), System: system, Close: set.Close,
+		closeAll := func(ctx context.Context) {
+			set.Close(ctx)
+			ar.Close()
+		}
+		return session.Extension{Tools: set.Tools(), System: system, Close: closeAll,
 			// Jobs running or not yet reported keep the session open
 			// without clients and hold a planned restart.
 			Busy: func() bool { return set.Outstanding() > 0 }}, nil
 	}
+}
+
+// chooseBackends returns the backends a session starting now offers, in
+// adapter order, one per agent by its [agents.<name>] transport (tools.md,
+// "Agent Client Protocol transport"): "auto" runs the agent's ACP server
+// when it resolves and no custom command is set, else its CLI once per
+// turn; "acp" only its ACP server (the agent is not offered without it);
+// "resume" only its CLI.
+func chooseBackends(r *oneshot.Runner, ar *acp.Runner, agents map[string]config.AgentSettings, env paths.Env) []delegate.Backend {
+	perTurn := map[string]delegate.Backend{}
+	for _, b := range r.Offered(env) {
+		perTurn[b.Descriptor().Name] = b
+	}
+	var out []delegate.Backend
+	for _, name := range r.Names() {
+		a := agents[name]
+		transport := a.EffectiveTransport()
+		overACP := false
+		if _, hasACP := ar.Backend(name); hasACP {
+			switch transport {
+			case config.TransportACP:
+				overACP = true
+			case config.TransportAuto:
+				overACP = a.Command == "" && ar.Installed(name, env)
+			}
+		}
+		switch {
+		case overACP && ar.Offerable(name, env):
+			b, _ := ar.Backend(name)
+			out = append(out, b)
+		case overACP || transport == config.TransportACP:
+			// Required and missing, or signed out by a file check.
+		case perTurn[name] != nil:
+			out = append(out, perTurn[name])
+		}
+	}
+	return out
+}
+
+// withCommands returns the adapter table (nil: the built-in one) with
+// each [agents.<name>] command in place of the built-in executable: an
+// absolute path as is, a name looked up like the built-in one.
+func withCommands(table []adapters.Adapter, agents map[string]config.AgentSettings) []adapters.Adapter {
+	custom := false
+	for _, a := range agents {
+		custom = custom || a.Command != ""
+	}
+	if !custom {
+		return table
+	}
+	if table == nil {
+		table = adapters.All()
+	}
+	out := make([]adapters.Adapter, len(table))
+	for i, a := range table {
+		if c := agents[a.Name].Command; c != "" {
+			if filepath.IsAbs(c) {
+				a.Path = c
+			} else {
+				a.Executable, a.Path = c, ""
+			}
+		}
+		out[i] = a
+	}
+	return out
 }

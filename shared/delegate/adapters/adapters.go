@@ -152,6 +152,80 @@ type Adapter struct {
 	// `scv agents login|logout|status` with the private environment; nil
 	// when SCV manages the agent's sign-in files itself.
 	Login, Logout, Status *Command
+
+	// ACP is the agent's Agent Client Protocol server; nil when it has
+	// none (pi).
+	ACP *ACPServer
+}
+
+// ACPServer is an agent's Agent Client Protocol server (tools.md, "Agent
+// Client Protocol transport"). It runs with the agent's private
+// environment, so the CLI's sign-in covers it.
+type ACPServer struct {
+	// Executable is the server's program name, looked up in
+	// ~/.local/bin and then PATH; empty means the agent's own CLI, looked
+	// up like it (grok agent stdio, dsh --profile acp).
+	Executable string
+	// Path, when set, is the absolute program LookupACP returns without
+	// searching (tests and unusual installs).
+	Path string
+	// Args start the server; FullArgs replace them under
+	// permissions = "full" (nil: Args).
+	Args, FullArgs []string
+	// FullEnv is added to the environment under permissions = "full".
+	FullEnv []string
+	// Package names where the server comes from, for messages.
+	Package string
+	// KeyVar, KeyFile and KeyField say where an API key configured for
+	// the agent is found: the JSON string field KeyField of KeyFile
+	// (relative to the state directory). SCV gives it to the server as
+	// KeyVar, since inherited key variables are removed, and picks the
+	// agent's env_var sign-in method for it: codex-acp refuses sessions
+	// until authenticate names that method, even with the key stored.
+	KeyVar, KeyFile, KeyField string
+}
+
+// FullAccessModes are the ACP session modes that mean full permissions,
+// in order of preference: SCV selects the first one the agent advertises
+// (Claude's bypassPermissions, Codex adapters' agent-full-access or
+// full-access).
+var FullAccessModes = []string{"bypassPermissions", "agent-full-access", "full-access"}
+
+// acpInstallDirs are where an ACP server other than the CLI is looked
+// up before PATH.
+var acpInstallDirs = []string{".local/bin"}
+
+// LookupACP returns the absolute path of the agent's ACP server program,
+// wrapping ErrNotInstalled when it is missing (or the agent has none).
+func (a Adapter) LookupACP(env paths.Env) (string, error) {
+	s := a.ACP
+	switch {
+	case s == nil:
+		return "", fmt.Errorf("%s (%s) has no ACP server SCV runs: %w", a.Name, a.Product, ErrNotInstalled)
+	case s.Path != "":
+		c := Adapter{Name: a.Name, Product: a.Product, Path: s.Path}
+		return c.Lookup(env)
+	case s.Executable == "":
+		return a.Lookup(env)
+	}
+	c := Adapter{Name: a.Name, Product: a.Product, Executable: s.Executable, InstallDirs: acpInstallDirs}
+	p, err := c.Lookup(env)
+	if err != nil {
+		return "", fmt.Errorf("the ACP server of %s (%s) is not installed: no executable %q in ~/.local/bin or PATH; install %s: %w",
+			a.Name, a.Product, s.Executable, s.Package, ErrNotInstalled)
+	}
+	return p, nil
+}
+
+// ACPArgs returns the ACP server's arguments.
+func (a Adapter) ACPArgs(full bool) []string {
+	if a.ACP == nil {
+		return nil
+	}
+	if full && a.ACP.FullArgs != nil {
+		return slices.Clone(a.ACP.FullArgs)
+	}
+	return slices.Clone(a.ACP.Args)
 }
 
 // TakesModel reports whether the agent maps a model selection.
@@ -184,6 +258,9 @@ var table = []Adapter{
 		ModelArgs:           []string{"--model", ModelPlaceholder},
 		EffortArgs:          []string{"--effort", EffortPlaceholder},
 		Format:              FormatStreamJSON,
+		// Claude Code offers its bypass mode to root only in a sandbox
+		// that says so; a daemon run as root in a container passes it on.
+		Env: []string{"IS_SANDBOX"},
 		Scrub: []string{
 			"ANTHROPIC_*", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR",
 			"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_SKIP_BEDROCK_AUTH",
@@ -195,6 +272,7 @@ var table = []Adapter{
 		Login:  &Command{Args: []string{"auth", "login"}},
 		Logout: &Command{Args: []string{"auth", "logout"}},
 		Status: &Command{Args: []string{"auth", "status"}},
+		ACP:    &ACPServer{Executable: "claude-agent-acp", Package: "npm @agentclientprotocol/claude-agent-acp"},
 	},
 	{
 		Name:        Codex,
@@ -222,6 +300,10 @@ var table = []Adapter{
 		Login:  &Command{Args: []string{"login"}},
 		Logout: &Command{Args: []string{"logout"}},
 		Status: &Command{Args: []string{"login", "status"}},
+		// codex-acp takes no -c overrides: CODEX_CONFIG is their JSON form.
+		ACP: &ACPServer{Executable: "codex-acp", Package: "npm @zed-industries/codex-acp",
+			FullEnv: []string{`CODEX_CONFIG={"web_search":"live"}`},
+			KeyVar:  "CODEX_API_KEY", KeyFile: "auth.json", KeyField: "OPENAI_API_KEY"},
 	},
 	{
 		Name:                Grok,
@@ -241,6 +323,8 @@ var table = []Adapter{
 		Scrub:               []string{"GROK_*", "XAI_*"},
 		Login:               &Command{Args: []string{"login"}},
 		Logout:              &Command{Args: []string{"logout"}},
+		ACP: &ACPServer{Args: []string{"agent", "stdio"}, FullArgs: []string{"agent", "--always-approve", "stdio"},
+			Package: "Grok Build (built in)"},
 	},
 	{
 		Name:               DSH,
@@ -254,6 +338,8 @@ var table = []Adapter{
 		StateVar:           "DSH_HOME",
 		StateDir:           ".dsh",
 		Scrub:              []string{"DSH_*", "DEEPSEEK_*"},
+		ACP: &ACPServer{Args: []string{"--profile", "acp"}, FullEnv: []string{"DSH_PERMISSION_MODE=danger-full-access"},
+			Package: "DeepSeek Harness 0.1.7-rc.1 or later (built in)"},
 	},
 	{
 		Name:        Pi,
@@ -313,6 +399,11 @@ func (a Adapter) clone() Adapter {
 		&c.FullPermissionsArgs, &c.FullPermissionsEnv, &c.OutputArgs, &c.NewSessionArgs,
 		&c.ResumeArgs, &c.ModelArgs, &c.EffortArgs, &c.PromptArgs, &c.ExtraEnv, &c.Env, &c.Scrub} {
 		*s = slices.Clone(*s)
+	}
+	if c.ACP != nil {
+		acp := *c.ACP
+		acp.Args, acp.FullArgs, acp.FullEnv = slices.Clone(acp.Args), slices.Clone(acp.FullArgs), slices.Clone(acp.FullEnv)
+		c.ACP = &acp
 	}
 	for _, p := range []**Command{&c.Login, &c.Logout, &c.Status} {
 		if *p != nil {

@@ -18,10 +18,18 @@ import (
 	"testing"
 )
 
+// install is one package set's installation, once per test process.
+type install struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// The package sets: scripts/node (what every test run needs) and
+// scripts/node-optin (the real ACP adapters, for opt-in tests only).
 var (
-	installOnce sync.Once
-	installDir  string
-	installErr  error
+	defaultSet = &install{}
+	optInSet   = &install{}
 )
 
 // RepoRoot returns the repository's root: the nearest directory above the
@@ -66,29 +74,51 @@ func missing(t testing.TB, why string) {
 // installing them first if needed.
 func Modules(t testing.TB) string {
 	t.Helper()
+	return modules(t, defaultSet, "node", nil)
+}
+
+// OptInModules is Modules for scripts/node-optin, the large packages only
+// opt-in tests use (the real ACP adapters).
+func OptInModules(t testing.TB) string {
+	t.Helper()
+	return modules(t, optInSet, "node-optin", []string{"optin"})
+}
+
+func modules(t testing.TB, in *install, set string, args []string) string {
+	t.Helper()
 	Node(t)
 	if _, err := exec.LookPath("npm"); err != nil {
 		missing(t, "npm is not installed; scripts/deps.sh installs it with Node.js")
 	}
-	installOnce.Do(func() {
+	in.once.Do(func() {
 		root, err := RepoRoot()
 		if err != nil {
-			installErr = err
+			in.err = err
 			return
 		}
-		cmd := exec.Command(filepath.Join(root, "scripts", "node-deps.sh"))
+		cmd := exec.Command(filepath.Join(root, "scripts", "node-deps.sh"), args...)
 		cmd.Dir = root
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			installErr = fmt.Errorf("scripts/node-deps.sh failed: %w\n%s", err, out)
+			in.err = fmt.Errorf("scripts/node-deps.sh %v failed: %w\n%s", args, err, out)
 			return
 		}
-		installDir = filepath.Join(root, ".cache", "node", "node_modules")
+		in.dir = filepath.Join(root, ".cache", set, "node_modules")
 	})
-	if installErr != nil {
-		t.Fatal(installErr)
+	if in.err != nil {
+		t.Fatal(in.err)
 	}
-	return installDir
+	return in.dir
+}
+
+// OptInBin is Bin for an executable of scripts/node-optin.
+func OptInBin(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(OptInModules(t), ".bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is not among the opt-in npm packages' executables (%v); add its package to scripts/node-optin/package.json", name, err)
+	}
+	return p
 }
 
 // Bin returns the path of an executable the pinned packages install

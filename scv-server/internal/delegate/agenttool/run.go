@@ -12,6 +12,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
+	"github.com/scv-cli/scv/shared/protocol"
 )
 
 // run executes a checked call: in the foreground on the turn's context,
@@ -65,6 +66,13 @@ func (s *Set) run(ctx context.Context, env tools.Env, p *prepared) (tools.Result
 		out := jobStarted{Job: j.ID(), Agent: call.Agent, Session: call.Conversation, Status: delegate.StatusRunning, Background: true}
 		b, _ := json.Marshal(out)
 		return tools.Result{Success: true, Output: string(b), Jobs: []string{j.ID()}}, nil
+	}
+	if env.Approve != nil {
+		// A foreground call's relayed requests go through the turn's gate.
+		call.Approve = func(risk protocol.Risk, summary string) bool {
+			ok, err := env.Approve(ctx, risk, summary)
+			return err == nil && ok
+		}
 	}
 	res := s.runCall(ctx, p.backend, call, env.Progress)
 	if err := ctx.Err(); err != nil {

@@ -2,13 +2,13 @@ package oneshot
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/transport"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 )
 
@@ -59,20 +59,10 @@ func (b *backend) take(handle string) (string, bool) {
 
 // Descriptor implements delegate.Backend.
 func (b *backend) Descriptor() delegate.Descriptor {
-	return delegate.Descriptor{
-		Name:         b.a.Name,
-		Product:      b.a.Product,
-		Summary:      b.a.Summary,
-		ModelFamily:  b.a.ModelFamily,
-		TakesModel:   b.a.TakesModel(),
-		TakesEffort:  b.a.TakesEffort(),
-		TakesSession: b.a.TakesSession(),
-	}
+	return transport.Descriptor(b.a, b.a.TakesSession())
 }
 
-func (b *backend) fullPermissions() bool {
-	return b.r.opts.Permissions[b.a.Name] == "full"
-}
+func (b *backend) fullPermissions() bool { return b.r.opts.FullPermissions(b.a.Name) }
 
 // outputFile is the file Codex writes its final message to: in the
 // private tmp directory of its agent home, named after the run's handle.
@@ -146,17 +136,9 @@ func (b *backend) plan(call delegate.Call, exe string) (delegate.Launch, error) 
 
 // env returns the agent's environment for call.
 func (b *backend) env(call delegate.Call) ([]string, error) {
-	base := b.r.opts.BaseEnv
-	if base == nil {
-		base = os.Environ()
-	}
-	env, err := b.a.PrivateEnv(base, b.r.opts.Home)
-	if err != nil {
-		return nil, err
-	}
+	var extra []string
 	if b.fullPermissions() {
-		env = append(env, b.a.FullPermissionsEnv...)
+		extra = b.a.FullPermissionsEnv
 	}
-	self := b.r.opts.Instance + "/" + call.SessionID + "/" + call.Handle
-	return delegate.ChainEnv(env, self, call.Depth), nil
+	return b.r.opts.AgentEnv(b.a, call, extra...)
 }

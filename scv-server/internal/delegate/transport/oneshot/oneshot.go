@@ -5,8 +5,8 @@
 // handle as its process tag; it reads stdout as it arrives through
 // delegate/output, keeps a bounded stderr tail, records the run in
 // $SCV_HOME/state/delegations while it lasts, and returns the structured
-// result (tools.md, "Results"). The ACP and nested-SCV transports will be
-// sibling packages of delegate/transport.
+// result (tools.md, "Results"). The ACP transport (delegate/transport/acp)
+// and the nested SCV's are sibling packages.
 //
 // The Runner (this file) makes one backend per adapter and says which are
 // offered; backend.go plans a launch, run.go runs it.
@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/transport"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/delegate/signin"
 	"github.com/scv-cli/scv/shared/paths"
@@ -39,31 +40,8 @@ const maxError = 2 << 10
 // fallback sentence, as for an unavailable result.
 var ErrUnavailable = delegate.ErrUnavailable
 
-// Options configure a Runner.
-type Options struct {
-	// Home is SCV_HOME (absolute): private homes go under Home/agents,
-	// records under Home/state.
-	Home string
-	// Env is the server's environment for finding executables (HOME and
-	// PATH); nil is the process environment.
-	Env paths.Env
-	// BaseEnv is the environment a delegated agent inherits before the
-	// scrub (KEY=value); nil is the process environment at each run.
-	BaseEnv []string
-	// Permissions maps an agent to "full" for permissions = "full".
-	Permissions map[string]string
-	// OutputLimit bounds a reply (tools.output_limit_bytes); 0 uses
-	// output.DefaultLimit.
-	OutputLimit int
-	// Instance names this SCV instance in SCV_PARENT; empty is Home.
-	Instance string
-	// Adapters replaces the adapter table (tests run a fake agent
-	// script through /bin/bash with it); nil is adapters.All().
-	Adapters []adapters.Adapter
-	// Logger receives warnings (a record that could not be written);
-	// nil discards.
-	Logger *slog.Logger
-}
+// Options configure a Runner (every transport takes the same).
+type Options = transport.Options
 
 // Runner starts delegated agent CLIs, one process per turn.
 type Runner struct {
@@ -133,4 +111,13 @@ func (r *Runner) Offered(env paths.Env) []delegate.Backend {
 func InstanceID(home string) string {
 	sum := sha256.Sum256([]byte(home))
 	return "scv-" + hex.EncodeToString(sum[:6])
+}
+
+// Names returns the names of the runner's adapters, in offer order.
+func (r *Runner) Names() []string {
+	names := make([]string, len(r.backends))
+	for i, b := range r.backends {
+		names[i] = b.a.Name
+	}
+	return names
 }
