@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"maps"
 	"math"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/agenttool"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/transport/nested"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/transport/oneshot"
 	"github.com/scv-cli/scv/scv-server/internal/instructions"
 	"github.com/scv-cli/scv/scv-server/internal/mcp"
@@ -99,6 +101,19 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 			Logger:      e.log,
 		})
 		offered := r.Offered(e.opts.Env)
+		// The nested SCV is a session's own: one scv server --stdio per
+		// conversation, ended with its conversation or the session.
+		nr := nested.New(nested.Options{
+			Home:        e.home,
+			Env:         e.opts.Env,
+			BaseEnv:     e.opts.AgentEnv,
+			OutputLimit: int(cfg.Tools.OutputLimitBytes),
+			Idle:        cfg.Agent.ConversationIdle(),
+			Logger:      e.log.With("session", info.ID),
+		})
+		if nr.Offered() {
+			offered = append(offered, nr)
+		}
 		if len(offered) == 0 {
 			return session.Extension{}, nil
 		}
@@ -124,7 +139,11 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 			Host:             host,
 			Policy:           info.Policy,
 			AutoApprove:      info.AutoApprove,
-			OnForget: func(_, cliSession string) {
+			OnForget: func(agent, cliSession string) {
+				if agent == delegate.SCV {
+					nr.Forget(cliSession)
+					return
+				}
 				if err := records.UnmarkConversation(e.home, cliSession); err != nil {
 					e.log.Warn("Could not remove a conversation marker", "err", err)
 				}
@@ -135,9 +154,11 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 		if body := set.SystemSection(); body != "" {
 			system = instructions.ExtraSection(instructions.Section{Title: agenttool.SectionTitle, Body: body})
 		}
-		return session.Extension{Tools: set.Tools(), System: system, Close: set.Close,
+		return session.Extension{Tools: set.Tools(), System: system,
+			Close: func(ctx context.Context) { set.Close(ctx); nr.Close() },
 			// Jobs running or not yet reported keep the session open
-			// without clients and hold a planned restart.
-			Busy: func() bool { return set.Outstanding() > 0 }}, nil
+			// without clients and hold a planned restart, and so do a
+			// nested SCV's own jobs.
+			Busy: func() bool { return set.Outstanding() > 0 || nr.Busy() }}, nil
 	}
 }

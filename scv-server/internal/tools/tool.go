@@ -40,6 +40,13 @@ type Env struct {
 	// Progress reports one progress line of a running call (tool.progress);
 	// it may be nil.
 	Progress func(line string)
+	// Approve relays an approval request of something the call runs for
+	// the session (a nested SCV's tool call) through the session's
+	// approval gate, as approval.requested under the call's id: the
+	// policy, auto-approval and the user decide as for the session's own
+	// calls. It reports whether the request was approved; ctx ending
+	// denies it. nil (no gate) means every relayed request is denied.
+	Approve func(ctx context.Context, risk protocol.Risk, summary string) bool
 	// StateDir is the session's private state directory under SCV_HOME
 	// (state/sessions/<session id>). It may not exist yet: a tool that
 	// writes there creates it with mode 0700. Empty when the server keeps
