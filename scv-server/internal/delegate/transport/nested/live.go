@@ -263,7 +263,7 @@ func (l *live) dispatch(ev protocol.Event) {
 		_ = l.conn.Send(&protocol.ApprovalResolve{RequestID: "deny-" + ar.ApprovalID, SessionID: l.session, ApprovalID: ar.ApprovalID, Approved: false})
 	}
 	if changed && idle {
-		l.updateRecord(func(rec *records.Record) { rec.BackgroundJobs = l.jobCount() })
+		l.updateRecord(func(rec *records.Record) { rec.BackgroundJobs = len(l.jobs) })
 		l.armIdle()
 	}
 }
@@ -355,8 +355,8 @@ func (l *live) record(call delegate.Call) {
 	l.updateRecord(func(*records.Record) {})
 }
 
-// updateRecord changes the record with fn and writes it, unless the
-// nested SCV has ended.
+// updateRecord changes the record with fn, called with l.mu held, and
+// writes it, unless the nested SCV has ended.
 func (l *live) updateRecord(fn func(*records.Record)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -247,7 +247,9 @@ func (r *Runner) env(call delegate.Call, home string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	env = slices.DeleteFunc(env, func(kv string) bool { return len(kv) > len(paths.HomeEnv) && kv[:len(paths.HomeEnv)+1] == paths.HomeEnv+"=" })
+	env = slices.DeleteFunc(env, func(kv string) bool {
+		return len(kv) > len(paths.HomeEnv) && kv[:len(paths.HomeEnv)+1] == paths.HomeEnv+"="
+	})
 	env = append(env, paths.HomeEnv+"="+home)
 	self := r.opts.Instance + "/" + call.SessionID + "/" + call.Handle
 	return delegate.ChainEnv(env, self, call.Depth), nil

@@ -120,7 +120,7 @@ func (s *stream) handle(ev protocol.Event, res *delegate.Result) bool {
 		if e.Usage != nil {
 			res.Usage = &delegate.Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens}
 		}
-		res.Reply, res.Truncated = output.Bound(s.reply, s.l.r.opts.OutputLimit)
+		res.Reply, res.Truncated = output.Bound(strings.TrimSpace(s.reply), s.l.r.opts.OutputLimit)
 		return true
 	case *protocol.TurnFailed:
 		res.Status = delegate.StatusFailed
@@ -190,7 +190,7 @@ func (l *live) runTurn(ctx context.Context, call delegate.Call, progress func(st
 		l.mu.Unlock()
 		close(t.quit)
 		l.updateRecord(func(rec *records.Record) {
-			rec.IdleSinceUnix, rec.Background, rec.BackgroundJobs = time.Now().Unix(), false, l.jobCount()
+			rec.IdleSinceUnix, rec.Background, rec.BackgroundJobs = time.Now().Unix(), false, len(l.jobs)
 		})
 		l.armIdle()
 	}()
