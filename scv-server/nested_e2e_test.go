@@ -78,7 +78,7 @@ func TestNestedSCVConversation(t *testing.T) {
 	w.f.Enqueue(
 		agentCall("c1", `{"agent":"scv","prompt":"remember the number 42"}`),
 		fo.Script(fo.ToolCall("n1", "bash", `{"command":"echo nested-ran"}`)), // nested
-		fo.Script(fo.Text("Remembered 42.\n")),                               // nested
+		fo.Script(fo.Text("Remembered 42.\n")),                                // nested
 		fo.Script(fo.Text("Delegated.")),
 		agentCall("c2", `{"session":"scv-1","prompt":"which number?"}`),
 		fo.Script(fo.Text("The number is 42.")), // nested

@@ -17,8 +17,8 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/shared/client"
-	fo "github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/delegate/records"
+	fo "github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/testkit"
