@@ -44,6 +44,16 @@ func newNestedWorld(t *testing.T, nestedExtra string) *nestedWorld {
 	return w
 }
 
+// start starts the parent scv-server with args and opens a session in
+// w.dir.
+func (w *nestedWorld) start(t *testing.T, args ...string) (*proc, string) {
+	t.Helper()
+	p := startEnv(t, w.home, w.env, args...)
+	initV3(p)
+	p.send(&protocol.SessionStart{RequestID: "s", Cwd: w.dir})
+	return p, nextOf[*protocol.SessionStarted](p).SessionID
+}
+
 // agentCall is a scripted parent reply calling the agent tool.
 func agentCall(id, args string) fo.Reply { return fo.Script(fo.ToolCall(id, "agent", args)) }
 
@@ -84,10 +94,7 @@ func TestNestedSCVConversation(t *testing.T) {
 		fo.Script(fo.Text("The number is 42.")), // nested
 		fo.Script(fo.Text("Done.")),
 	)
-	p := startEnv(t, w.home, w.env)
-	initV3(p)
-	p.send(&protocol.SessionStart{RequestID: "s", Cwd: w.dir})
-	sid := nextOf[*protocol.SessionStarted](p).SessionID
+	p, sid := w.start(t)
 
 	p.send(&protocol.TurnStart{RequestID: "t1", SessionID: sid, Prompt: "delegate"})
 	if ar := approveNext(p, sid, true); ar.Name != "agent" || !strings.Contains(ar.Summary, "agent scv: Launch") {
@@ -185,10 +192,7 @@ func TestNestedSCVCancel(t *testing.T) {
 		agentCall("c1", `{"agent":"scv","prompt":"work forever"}`),
 		fo.Script(fo.Text("working"), fo.Hang()), // nested
 	)
-	p := startEnv(t, w.home, w.env, "--approval-policy", "auto")
-	initV3(p)
-	p.send(&protocol.SessionStart{RequestID: "s", Cwd: w.dir})
-	sid := nextOf[*protocol.SessionStarted](p).SessionID
+	p, sid := w.start(t, "--approval-policy", "auto")
 	p.send(&protocol.TurnStart{RequestID: "t1", SessionID: sid, Prompt: "delegate"})
 	started := nextOf[*protocol.ToolStarted](p)
 	if _, err := w.f.WaitRequests(t.Context(), 2); err != nil {
@@ -244,10 +248,7 @@ func TestNestedSCVParentKilled(t *testing.T) {
 		fo.Script(fo.Text("Hello from below.")), // nested
 		fo.Script(fo.Text("Delegated.")),
 	)
-	p := startEnv(t, w.home, w.env, "--approval-policy", "auto")
-	initV3(p)
-	p.send(&protocol.SessionStart{RequestID: "s", Cwd: w.dir})
-	sid := nextOf[*protocol.SessionStarted](p).SessionID
+	p, sid := w.start(t, "--approval-policy", "auto")
 	p.send(&protocol.TurnStart{RequestID: "t1", SessionID: sid, Prompt: "delegate"})
 	nextOf[*protocol.TurnCompleted](p)
 	pid := int(waitIdle(t, w.home)["agent_process"].(map[string]any)["pid"].(float64))
@@ -283,10 +284,7 @@ func TestNestedSCVDepth(t *testing.T) {
 			fo.Script(fo.Text("Hi.")), // nested
 			fo.Script(fo.Text("Delegated.")),
 		)
-		p := startEnv(t, w.home, w.env, "--approval-policy", "auto")
-		initV3(p)
-		p.send(&protocol.SessionStart{RequestID: "s", Cwd: w.dir})
-		sid := nextOf[*protocol.SessionStarted](p).SessionID
+		p, sid := w.start(t, "--approval-policy", "auto")
 		p.send(&protocol.TurnStart{RequestID: "t1", SessionID: sid, Prompt: "delegate"})
 		nextOf[*protocol.TurnCompleted](p)
 		reqs := w.f.Requests()
