@@ -300,6 +300,25 @@ func TestNestedSCVDepth(t *testing.T) {
 	}
 }
 
+// TestNestedSCVDepthParentSide: a server that is itself a delegated run at
+// the limit (SCV_DELEGATION_DEPTH = agent.max_delegation_depth) offers no
+// agent tool, so it starts no nested SCV even with one signed in.
+func TestNestedSCVDepthParentSide(t *testing.T) {
+	t.Parallel()
+	w := newNestedWorld(t, "")
+	w.env = append(w.env, "SCV_DELEGATION_DEPTH=2")
+	w.f.Enqueue(fo.Script(fo.Text("No delegation here.")))
+	p, sid := w.start(t)
+	p.send(&protocol.TurnStart{RequestID: "t1", SessionID: sid, Prompt: "delegate"})
+	nextOf[*protocol.TurnCompleted](p)
+	if names := w.f.Requests()[0].ToolNames(); contains(names, "agent") {
+		t.Fatalf("a session at depth 2 of 2 offers the agent tool: %v", names)
+	}
+	if code := p.exit(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
+
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {
