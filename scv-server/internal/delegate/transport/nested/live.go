@@ -363,6 +363,11 @@ func (l *live) updateRecord(fn func(*records.Record)) {
 	if l.ended {
 		return
 	}
+	if rec, err := records.Read(l.r.opts.Home, l.handle); err == nil && rec.KillRequestedUnix != 0 {
+		// `scv agents kill` marked it and is stopping it: the mark must
+		// stay for the watcher to read.
+		return
+	}
 	fn(&l.rec)
 	if err := records.Write(l.r.opts.Home, l.rec); err != nil {
 		l.r.log.Warn("cannot write the delegation record", "handle", l.handle, "err", err)
@@ -375,6 +380,22 @@ func (l *live) updateRecord(fn func(*records.Record)) {
 func (l *live) killRequested() bool {
 	rec, err := records.Read(l.r.opts.Home, l.handle)
 	return err == nil && rec.KillRequestedUnix != 0
+}
+
+// stoppedByKill reports whether `scv agents kill` stopped the nested SCV:
+// its record carries the mark, or, once the watcher has removed it, the
+// watcher read it.
+func (l *live) stoppedByKill() bool {
+	if l.killRequested() {
+		return true
+	}
+	if !l.exited() {
+		return false
+	}
+	<-l.reaped
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.killed
 }
 
 // forgetRecord removes the record for good.

@@ -210,6 +210,66 @@ func TestExitMidTurn(t *testing.T) {
 	}
 }
 
+// agentsKill does what `scv agents kill HANDLE` does to a run whose owner
+// lives: mark the record, then stop the run's processes.
+func agentsKill(t *testing.T, home string) {
+	t.Helper()
+	recs, err := records.List(home)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("records = %+v, %v", recs, err)
+	}
+	rec := recs[0]
+	rec.KillRequestedUnix = time.Now().Unix()
+	if err := records.Write(home, rec); err != nil {
+		t.Fatal(err)
+	}
+	records.StopRun(rec, StopGrace)
+}
+
+// waitNoRecords waits for the watcher to remove the records of home.
+func waitNoRecords(t *testing.T, home string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for recs, _ := records.List(home); len(recs) != 0; recs, _ = records.List(home) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed nested SCV's record stayed: %+v", recs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAgentsKill: `scv agents kill` of a nested SCV mid-turn makes the
+// call cancelled; between turns it is collected at once (its record
+// goes), and the next call of its conversation says its server exited.
+func TestAgentsKill(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "")
+	w.f.Enqueue(fo.Script(fo.Text("ok")), fo.Script(fo.Text("busy"), fo.Hang()))
+	first := w.r.Run(t.Context(), w.call("one", ""), nil)
+	if first.Status != delegate.StatusCompleted {
+		t.Fatalf("first = %+v", first)
+	}
+	done := make(chan delegate.Result, 1)
+	go func() { done <- w.r.Run(context.Background(), w.call("two", first.CLISession), nil) }()
+	if _, err := w.f.WaitRequests(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	agentsKill(t, w.home)
+	if res := <-done; res.Status != delegate.StatusCancelled || !strings.Contains(res.Error, "scv agents kill") {
+		t.Fatalf("killed mid-turn = %+v", res)
+	}
+	waitNoRecords(t, w.home)
+
+	w2 := newWorld(t, "")
+	w2.f.Enqueue(fo.Script(fo.Text("ok")))
+	idle := w2.r.Run(t.Context(), w2.call("one", ""), nil)
+	agentsKill(t, w2.home)
+	waitNoRecords(t, w2.home)
+	if res := w2.r.Run(t.Context(), w2.call("two", idle.CLISession), nil); !strings.Contains(res.Error, "its server exited") {
+		t.Fatalf("a call after the kill = %+v", res)
+	}
+}
+
 // TestCancelAndTimeout: a cancelled call and a timed-out one send
 // turn.cancel; the nested turn settles within 2 s, so the conversation
 // stays usable.

@@ -208,11 +208,11 @@ func (l *live) runTurn(ctx context.Context, call delegate.Call, progress func(st
 		select {
 		case ev := <-t.events:
 			if s.handle(ev, &res) {
-				return res
+				return l.killedTurn(res)
 			}
 		case <-l.done:
 			if s.drain(t, &res) {
-				return res
+				return l.killedTurn(res)
 			}
 			return l.exitedMidTurn(res)
 		case <-ctx.Done():
@@ -221,6 +221,18 @@ func (l *live) runTurn(ctx context.Context, call delegate.Call, progress func(st
 			return l.cancel(t, s, res, delegate.StatusTimeout, call)
 		}
 	}
+}
+
+// killedTurn is res, or for a turn the nested SCV cancelled itself
+// because `scv agents kill` stopped it (it cancels its turn on SIGTERM),
+// the cancelled result that says so; that conversation has ended.
+func (l *live) killedTurn(res delegate.Result) delegate.Result {
+	if res.Status != delegate.StatusCancelled || !l.stoppedByKill() {
+		return res
+	}
+	res.CLISession = ""
+	res.Error = fmt.Sprintf("the nested SCV was stopped with `scv agents kill %s`", l.handle)
+	return res
 }
 
 // drain handles the events the reader handed over before it ended.
