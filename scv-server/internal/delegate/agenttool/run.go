@@ -12,7 +12,6 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
-	"github.com/scv-cli/scv/shared/protocol"
 )
 
 // run executes a checked call: in the foreground on the turn's context,
@@ -70,7 +69,7 @@ func (s *Set) run(ctx context.Context, env tools.Env, p *prepared) (tools.Result
 	if env.Approve != nil {
 		// A backend that relays its agent's approval requests (a nested
 		// SCV) takes them through this session's gate for the call.
-		call.Approve = func(risk protocol.Risk, summary string) bool { return env.Approve(ctx, risk, summary) }
+		call.Approve = env.Approve
 	}
 	res := s.runCall(ctx, p.backend, call, env.Progress)
 	if err := ctx.Err(); err != nil {

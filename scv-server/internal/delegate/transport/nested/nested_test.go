@@ -163,7 +163,7 @@ func TestApprovalRelayed(t *testing.T) {
 		c := w.call("run it", "")
 		var asked []string
 		var risks []protocol.Risk
-		c.Approve = func(risk protocol.Risk, summary string) bool {
+		c.Approve = func(_ context.Context, risk protocol.Risk, summary string) bool {
 			asked, risks = append(asked, summary), append(risks, risk)
 			return approve
 		}
@@ -178,6 +178,32 @@ func TestApprovalRelayed(t *testing.T) {
 		if ran := err == nil; ran != approve {
 			t.Fatalf("approve %v: the nested bash ran %v", approve, ran)
 		}
+	}
+}
+
+// TestApprovalWithdrawn: a relayed question still open when the call
+// times out is withdrawn (its context ends), so nothing is left asking the
+// user, and the call returns.
+func TestApprovalWithdrawn(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "")
+	w.f.Enqueue(fo.Script(fo.ToolCall("b1", "bash", `{"command":"true"}`)))
+	c := w.call("run it", "")
+	c.Timeout = time.Second
+	withdrawn := make(chan struct{})
+	c.Approve = func(ctx context.Context, _ protocol.Risk, _ string) bool {
+		<-ctx.Done()
+		close(withdrawn)
+		return false
+	}
+	res := w.r.Run(t.Context(), c, nil)
+	if res.Status != delegate.StatusTimeout {
+		t.Fatalf("result = %+v", res)
+	}
+	select {
+	case <-withdrawn:
+	default:
+		t.Fatal("the call returned with its relayed question still open")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
@@ -25,6 +26,10 @@ type turn struct {
 	id     string              // guarded by live.mu; the turn id once started
 	events chan protocol.Event // the turn's events, in order
 	quit   chan struct{}       // closed when the call stops listening
+	// relays are the approval requests being relayed; relayCtx ends with
+	// the turn, which withdraws them, and the turn waits for them.
+	relays   sync.WaitGroup
+	relayCtx context.Context
 }
 
 // owns reports whether ev belongs to t: its turn.started (matched by
@@ -52,6 +57,7 @@ func (t *turn) owns(ev protocol.Event) bool {
 // stream turns a turn's events into progress lines and the result.
 type stream struct {
 	l        *live
+	turn     *turn
 	call     delegate.Call
 	progress func(string)
 	partial  strings.Builder   // assistant text after the last newline
@@ -114,7 +120,7 @@ func (s *stream) handle(ev protocol.Event, res *delegate.Result) bool {
 		s.line(e.Name + " " + word)
 		delete(s.args, e.CallID)
 	case *protocol.ApprovalRequested:
-		go s.l.relay(s.call, e)
+		s.turn.relays.Go(func() { s.l.relay(s.turn.relayCtx, s.call, e) })
 	case *protocol.TurnCompleted:
 		res.Status = delegate.StatusCompleted
 		if e.Usage != nil {
@@ -161,19 +167,21 @@ func toolLine(name string, args json.RawMessage) string {
 // approval gate, with the summary prefixed [scv-1 depth N] and the nested
 // tool's name, and sends the answer back. With no gate (a nil Approve)
 // the request is denied. It runs on a goroutine of its own so the turn
-// goes on reading; the gate's own context (the calling turn) bounds it.
-func (l *live) relay(call delegate.Call, ar *protocol.ApprovalRequested) {
+// goes on reading; ctx, which ends with the turn, bounds it.
+func (l *live) relay(ctx context.Context, call delegate.Call, ar *protocol.ApprovalRequested) {
 	summary := fmt.Sprintf("[%s depth %d] %s: %s", l.conv, l.depth, ar.Name, ar.Summary)
-	ok := call.Approve != nil && call.Approve(ar.Risk, summary)
+	ok := call.Approve != nil && call.Approve(ctx, ar.Risk, summary)
 	_ = l.conn.Send(&protocol.ApprovalResolve{RequestID: "resolve-" + ar.ApprovalID, SessionID: l.session, ApprovalID: ar.ApprovalID, Approved: ok})
 }
 
 // runTurn runs call as the next turn of the nested session.
 func (l *live) runTurn(ctx context.Context, call delegate.Call, progress func(string), res delegate.Result) delegate.Result {
-	t := &turn{req: "turn-" + strconv.Itoa(call.Turn) + "-" + call.Handle, events: make(chan protocol.Event, 64), quit: make(chan struct{})}
+	relayCtx, withdraw := context.WithCancel(ctx)
+	t := &turn{req: "turn-" + strconv.Itoa(call.Turn) + "-" + call.Handle, events: make(chan protocol.Event, 64), quit: make(chan struct{}), relayCtx: relayCtx}
 	l.mu.Lock()
 	if l.turn != nil {
 		l.mu.Unlock()
+		withdraw()
 		return fail(res, delegate.ErrorNone, fmt.Sprintf("session busy: conversation %s is running a turn; wait for it to end", call.Conversation))
 	}
 	l.turn = t
@@ -185,6 +193,9 @@ func (l *live) runTurn(ctx context.Context, call delegate.Call, progress func(st
 		rec.Turn, rec.IdleSinceUnix, rec.Background = call.Turn, 0, call.Background
 	})
 	defer func() {
+		// Questions still open with the user are withdrawn.
+		withdraw()
+		t.relays.Wait()
 		l.mu.Lock()
 		l.turn = nil
 		l.mu.Unlock()
@@ -194,7 +205,7 @@ func (l *live) runTurn(ctx context.Context, call delegate.Call, progress func(st
 		})
 		l.armIdle()
 	}()
-	s := &stream{l: l, call: call, progress: progress, args: map[string]string{}}
+	s := &stream{l: l, turn: t, call: call, progress: progress, args: map[string]string{}}
 	if err := l.conn.Send(&protocol.TurnStart{RequestID: t.req, SessionID: l.session, Prompt: call.Prompt}); err != nil {
 		return l.exitedMidTurn(res)
 	}
