@@ -183,6 +183,43 @@ func waitRecords(t *testing.T, home string, n int) []map[string]any {
 	}
 }
 
+// TestNestedSCVEvicted: a conversation forgotten to make room
+// (agent.max_conversations = 1) ends its nested SCV and its record.
+func TestNestedSCVEvicted(t *testing.T) {
+	t.Parallel()
+	w := newNestedWorld(t, "")
+	cfg := filepath.Join(w.home, "config.toml")
+	if err := os.WriteFile(cfg, []byte(w.f.Config("")+"\n[agent]\nmax_conversations = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.f.Enqueue(
+		agentCall("c1", `{"agent":"scv","prompt":"first"}`),
+		fo.Script(fo.Text("One.")), // nested
+		fo.Script(fo.Text("Delegated.")),
+		agentCall("c2", `{"agent":"scv","prompt":"second"}`),
+		fo.Script(fo.Text("Two.")), // nested
+		fo.Script(fo.Text("Delegated again.")),
+	)
+	p, sid := w.start(t, "--approval-policy", "auto")
+	p.send(&protocol.TurnStart{RequestID: "t1", SessionID: sid, Prompt: "delegate"})
+	nextOf[*protocol.TurnCompleted](p)
+	first := int(waitIdle(t, w.home)["agent_process"].(map[string]any)["pid"].(float64))
+	p.send(&protocol.TurnStart{RequestID: "t2", SessionID: sid, Prompt: "delegate again"})
+	res := agentResult(t, p)
+	nextOf[*protocol.TurnCompleted](p)
+	if res["session"] != "scv-2" || res["status"] != "completed" {
+		t.Fatalf("second result = %v", res)
+	}
+	waitGone(t, first)
+	if recs := waitRecords(t, w.home, 1); recs[0]["conversation"] != "scv-2" {
+		t.Fatalf("records = %v", recs)
+	}
+	if code := p.exit(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	waitRecords(t, w.home, 0)
+}
+
 // TestNestedSCVCancel: cancelling the caller's turn cancels the nested
 // turn, which settles at once, so the conversation stays usable.
 func TestNestedSCVCancel(t *testing.T) {
