@@ -520,6 +520,22 @@ func TestImportPiAndSCVFromSCVProvider(t *testing.T) {
 	}
 }
 
+// TestLoginSCVCopiesTheProvider: scv agents login scv does what
+// scv agents import scv does (issue 16): the nested SCV gets a copy of
+// SCV's active provider, and status then says it is signed in.
+func TestLoginSCVCopiesTheProvider(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.write("config.toml", scvConfig)
+	want(t, w.run("", "login", "scv", "--", "--x"), 2, "takes no arguments after --")
+	w.extra = []string{"RELAY_TOKEN=" + secret}
+	want(t, w.run("", "login", "scv"), 0, "the nested SCV now uses a copy of SCV's provider relay")
+	want(t, w.run("", "status"), 0, `signed in (provider scv, model "gpt-relay" at 127.0.0.1:9)`)
+	if data, err := os.ReadFile(signin.SCVConfigPath(w.scv)); err != nil || !strings.Contains(string(data), secret) {
+		t.Fatalf("the nested SCV's config.toml after login (%v):\n%s", err, data)
+	}
+}
+
 func TestImportCodexAndGrok(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)

@@ -30,6 +30,12 @@ type Command struct {
 	// Stderr receives the server's stderr. nil makes a pipe the caller
 	// reads from Process.Stderr (and must read to the end, or close).
 	Stderr io.Writer
+	// Starter, when set, starts the prepared command instead of
+	// cmd.Start: a server that runs another server as its child (a nested
+	// SCV) starts it through its own process registry, so its zombie
+	// collector leaves the child to this Process's wait. It may replace
+	// SysProcAttr's Setpgid with Setsid (a group of its own either way).
+	Starter func(cmd *exec.Cmd) error
 }
 
 // Process is a server started as a child process that speaks the protocol
@@ -104,7 +110,11 @@ func Start(c Command) (p *Process, err error) {
 		childEnds = append(childEnds, stderrW)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if c.Starter != nil {
+		start = func() error { return c.Starter(cmd) }
+	}
+	if err := start(); err != nil {
 		return fail(err)
 	}
 	for _, f := range childEnds {

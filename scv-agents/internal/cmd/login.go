@@ -46,6 +46,8 @@ dsh:  reads a DeepSeek API key without echo (or from stdin when it is not a
 pi:   opens pi so you can run /login, then /quit. With --openai-compatible it
   asks for the base URL, wire API (responses or chat) and model (or takes
   --base-url, --wire-api, --model), then the key without echo.
+scv:  gives the nested SCV a copy of SCV's active provider, as
+  scv agents import scv does.
 A key is never accepted as an argument.`,
 		Example: "  scv agents login codex -- --device-auth\n  scv agents login dsh\n  scv agents login pi --openai-compatible --base-url https://relay.example/v1 --wire-api responses --model gpt-5.5",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -104,7 +106,17 @@ func loginRun(ctx context.Context, opts *LoginOptions) error {
 		fmt.Fprintln(opts.IO.ErrOut, "Opening pi in its private home: run /login, sign in, then /quit.")
 		return runOwn(ctx, opts.F, home, a, opts.Extra, "pi")
 	case "scv":
-		return cli.UsageErrorf("the nested SCV signs in with a copy of SCV's own provider: run scv agents import scv")
+		// The nested SCV signs in with a copy of SCV's own active
+		// provider: the same as scv agents import scv.
+		if len(opts.Extra) > 0 {
+			return cli.UsageErrorf("scv login takes no arguments after --; it copies SCV's active provider")
+		}
+		s, err := signin.ImportSCV(home, opts.F.Env)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(opts.IO.Out, s)
+		return nil
 	}
 	a, ok := adapters.Get(opts.Agent)
 	if !ok {

@@ -195,8 +195,9 @@ type Call struct {
 }
 
 // ApprovalFunc answers one relayed approval request of the given risk and
-// summary: true approves it.
-type ApprovalFunc func(risk protocol.Risk, summary string) bool
+// summary: true approves it. ctx ending withdraws the request (denied), so
+// a backend whose turn ends leaves no question open with the user.
+type ApprovalFunc func(ctx context.Context, risk protocol.Risk, summary string) bool
 
 // ErrUnavailable is wrapped by a Backend's Plan error when the agent
 // cannot run at all (its executable is missing): the `agent` tool then

@@ -389,43 +389,12 @@ func (l *loop) check(call provider.ToolCall, progress func(string)) (tools.Resul
 	t, _ := l.cfg.Tools.Lookup(call.Name)
 	env := l.cfg.ToolEnv
 	env.Progress = progress
-	env.Approve = l.relayed(call)
+	env.Approve = l.relay(call)
 	plan, err := t.Prepare(env, args)
 	if err != nil {
 		return tools.Failed(err.Error()), nil
 	}
 	return tools.Result{}, plan
-}
-
-// relayed returns the gate of the requests an agent relays from inside
-// call: the policy (and auto_approve) decide them as they would a call of
-// that risk, otherwise the client is asked with an approval.requested that
-// names call, exactly like the call's own approval. Session rules are not
-// consulted: a relayed request has no rule key.
-func (l *loop) relayed(call provider.ToolCall) func(context.Context, protocol.Risk, string) (bool, error) {
-	if l.cfg.Approvals == nil {
-		return nil
-	}
-	return func(ctx context.Context, risk protocol.Risk, summary string) (bool, error) {
-		policy := l.cfg.Policy
-		if l.cfg.PolicyNow != nil {
-			policy = l.cfg.PolicyNow()
-		}
-		switch d := policy.Decide(risk); {
-		case d == approval.Run, d == approval.Ask && l.cfg.AutoApprove:
-			return true, nil
-		case d == approval.Deny:
-			return false, nil
-		}
-		id := l.cfg.Approvals.Open()
-		ev := &protocol.ApprovalRequested{ApprovalID: id, CallID: call.ID, Name: call.Name,
-			Risk: risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: summary}
-		if err := l.sink.Emit(ctx, ev); err != nil {
-			l.cfg.Approvals.Forget(id)
-			return false, err
-		}
-		return l.cfg.Approvals.Wait(ctx, id)
-	}
 }
 
 func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *tools.Plan, rep *reporter) (res tools.Result, started bool, err error) {
@@ -495,6 +464,38 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 	// what the call did (a write that renamed its file is done): it is
 	// reported as it is, and the turn stops after it.
 	return res, true, nil
+}
+
+// relay returns the approval gate for requests a running call relays
+// (tools.Env.Approve): the session's policy, auto-approval and rules
+// decide as for its own calls, and an Ask becomes approval.requested
+// under the relaying call's id and name. Relayed requests carry no rule,
+// so "approve for the session" cannot widen what the user saw.
+func (l *loop) relay(call provider.ToolCall) func(context.Context, protocol.Risk, string) bool {
+	if l.cfg.Approvals == nil {
+		return nil
+	}
+	return func(ctx context.Context, risk protocol.Risk, summary string) bool {
+		policy := l.cfg.Policy
+		if l.cfg.PolicyNow != nil {
+			policy = l.cfg.PolicyNow()
+		}
+		switch decision := policy.Decide(risk); {
+		case decision == approval.Deny:
+			return false
+		case decision == approval.Run || l.cfg.AutoApprove:
+			return true
+		}
+		id := l.cfg.Approvals.Open()
+		ev := &protocol.ApprovalRequested{ApprovalID: id, CallID: call.ID, Name: call.Name,
+			Risk: risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: summary}
+		if err := l.sink.Emit(ctx, ev); err != nil {
+			l.cfg.Approvals.Forget(id)
+			return false
+		}
+		ok, err := l.cfg.Approvals.Wait(ctx, id)
+		return err == nil && ok
+	}
 }
 
 // reporter turns a call's progress lines into tool.progress events while

@@ -2,7 +2,7 @@ package loop
 
 import (
 	"context"
-	"errors"
+	"strings"
 	"testing"
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
@@ -10,11 +10,12 @@ import (
 	"github.com/scv-cli/scv/shared/protocol"
 )
 
-// TestRelayedApprovals: a request an agent relays from inside a call is
-// decided by the policy like a call of its risk, else the client is asked
-// with an approval.requested naming the call; a cancelled turn stops the
-// wait; without a gate there is no relay.
-func TestRelayedApprovals(t *testing.T) {
+// TestRelay: a request a running call relays (a nested SCV's) goes
+// through the session's gate: the policy and auto_approve decide as for
+// the session's own calls, an ask is approval.requested under the
+// relaying call's id and name with the relayed risk and summary, and
+// without a gate, or once ctx has ended, the answer is no.
+func TestRelay(t *testing.T) {
 	t.Parallel()
 	call := provider.ToolCall{ID: "c1", Name: "agent"}
 	for _, tc := range []struct {
@@ -23,49 +24,48 @@ func TestRelayedApprovals(t *testing.T) {
 		autoApprove bool
 		risk        protocol.Risk
 		want        bool
-		asked       bool
+		kinds       string
 	}{
-		{"read-only runs", approval.OnRisk, false, protocol.RiskReadOnly, true, false},
-		{"on-risk asks", approval.OnRisk, false, protocol.RiskProcess, true, true},
-		{"never denies", approval.Never, false, protocol.RiskProcess, false, false},
-		{"auto runs", approval.Auto, false, protocol.RiskFilesystem, true, false},
-		{"auto_approve runs", approval.OnRisk, true, protocol.RiskProcess, true, false},
+		{"on-risk asks, approved", approval.OnRisk, false, protocol.RiskProcess, true, "approval.requested"},
+		{"read-only runs unasked", approval.OnRisk, false, protocol.RiskReadOnly, true, ""},
+		{"never denies unasked", approval.Never, false, protocol.RiskProcess, false, ""},
+		{"auto_approve runs unasked", approval.OnRisk, true, protocol.RiskProcess, true, ""},
 	} {
 		pending := approval.NewPending()
 		sink := &approvingSink{approvals: pending}
 		l := newLoop(Config{Policy: tc.policy, AutoApprove: tc.autoApprove, Approvals: pending}, sink)
-		ok, err := l.relayed(call)(context.Background(), tc.risk, "[claude-1 acp] Run ls (execute)")
-		if err != nil || ok != tc.want {
-			t.Errorf("%s: got %v, %v; want %v", tc.name, ok, err, tc.want)
+		if got := l.relay(call)(context.Background(), tc.risk, "[scv-1 depth 1] bash: go test"); got != tc.want {
+			t.Fatalf("%s: relay = %v, want %v", tc.name, got, tc.want)
 		}
-		var asked *protocol.ApprovalRequested
+		var kinds []string
 		for _, ev := range sink.events {
-			if a, isReq := ev.(*protocol.ApprovalRequested); isReq {
-				asked = a
+			kinds = append(kinds, ev.Kind())
+			if ar, ok := ev.(*protocol.ApprovalRequested); ok && (ar.CallID != "c1" || ar.Name != "agent" || ar.Risk != tc.risk ||
+				ar.Summary != "[scv-1 depth 1] bash: go test" || ar.Rule != nil) {
+				t.Fatalf("%s: approval.requested = %+v", tc.name, ar)
 			}
 		}
-		if (asked != nil) != tc.asked {
-			t.Errorf("%s: asked = %+v, want asked %v", tc.name, asked, tc.asked)
-		}
-		if asked != nil && (asked.CallID != "c1" || asked.Name != "agent" || asked.Risk != tc.risk || asked.Summary != "[claude-1 acp] Run ls (execute)") {
-			t.Errorf("%s: approval.requested = %+v", tc.name, asked)
+		if got := strings.Join(kinds, " "); got != tc.kinds {
+			t.Fatalf("%s: events %q, want %q", tc.name, got, tc.kinds)
 		}
 	}
-
-	// A turn cancelled while the client is asked ends the wait.
+	if newLoop(Config{Policy: approval.OnRisk}, &approvingSink{}).relay(call) != nil {
+		t.Fatal("a loop without an approval gate relays")
+	}
+	// Nobody answers: the request is withdrawn when ctx ends.
 	pending := approval.NewPending()
-	l := newLoop(Config{Policy: approval.OnRisk, Approvals: pending}, nopSink{})
+	l := newLoop(Config{Policy: approval.OnRisk, Approvals: pending}, silentSink{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if ok, err := l.relayed(call)(ctx, protocol.RiskProcess, "x"); ok || !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled wait = %v, %v", ok, err)
+	if l.relay(call)(ctx, protocol.RiskProcess, "x") {
+		t.Fatal("a withdrawn request was approved")
 	}
-	if newLoop(Config{}, nopSink{}).relayed(call) != nil {
-		t.Error("a loop without a gate relays")
+	if pending.Len() != 0 {
+		t.Fatalf("%d requests left pending", pending.Len())
 	}
 }
 
-// nopSink drops events.
-type nopSink struct{}
+// silentSink takes every event and answers nothing.
+type silentSink struct{}
 
-func (nopSink) Emit(context.Context, protocol.TurnEvent) error { return nil }
+func (silentSink) Emit(context.Context, protocol.TurnEvent) error { return nil }

@@ -18,8 +18,9 @@ func StartService(cmd *exec.Cmd, tag string) error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	// Its own session: no controlling terminal, and a group of its own
-	// to signal.
+	// to signal. setsid makes the group, and setpgid after it would fail.
 	cmd.SysProcAttr.Setsid = true
+	cmd.SysProcAttr.Setpgid = false
 	spawnMu.Lock()
 	defer spawnMu.Unlock()
 	if err := cmd.Start(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/agenttool"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/transport/acp"
+	"github.com/scv-cli/scv/scv-server/internal/delegate/transport/nested"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/transport/oneshot"
 	"github.com/scv-cli/scv/scv-server/internal/instructions"
 	"github.com/scv-cli/scv/scv-server/internal/mcp"
@@ -114,8 +115,22 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 			Idle:        cfg.Agent.ConversationIdle(),
 		})
 		offered := chooseBackends(r, ar, cfg.Agents, e.opts.Env)
+		// The nested SCV is a session's own: one scv server --stdio per
+		// conversation, ended with its conversation or the session.
+		nr := nested.New(nested.Options{
+			Home:        e.home,
+			Env:         e.opts.Env,
+			BaseEnv:     e.opts.AgentEnv,
+			OutputLimit: int(cfg.Tools.OutputLimitBytes),
+			Idle:        cfg.Agent.ConversationIdle(),
+			Logger:      e.log.With("session", info.ID),
+		})
+		if nr.Offered() {
+			offered = append(offered, nr)
+		}
 		if len(offered) == 0 {
 			ar.Close()
+			nr.Close()
 			return session.Extension{}, nil
 		}
 		var host agenttool.Host
@@ -140,7 +155,11 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 			Host:             host,
 			Policy:           info.Policy,
 			AutoApprove:      info.AutoApprove,
-			OnForget: func(_, cliSession string) {
+			OnForget: func(agent, cliSession string) {
+				if agent == delegate.SCV {
+					nr.Forget(cliSession)
+					return
+				}
 				// An ACP conversation's key names its live server.
 				ar.Forget(cliSession)
 				if err := records.UnmarkConversation(e.home, cliSession); err != nil {
@@ -156,11 +175,13 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 		closeAll := func(ctx context.Context) {
 			set.Close(ctx)
 			ar.Close()
+			nr.Close()
 		}
 		return session.Extension{Tools: set.Tools(), System: system, Close: closeAll,
 			// Jobs running or not yet reported keep the session open
-			// without clients and hold a planned restart.
-			Busy: func() bool { return set.Outstanding() > 0 }}, nil
+			// without clients and hold a planned restart, and so do a
+			// nested SCV's own jobs.
+			Busy: func() bool { return set.Outstanding() > 0 || nr.Busy() }}, nil
 	}
 }
 

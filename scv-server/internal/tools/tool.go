@@ -43,13 +43,14 @@ type Env struct {
 	// TurnID is the turn the call belongs to (a tool that bounds what one
 	// reply carries, such as chat_attach, counts per turn).
 	TurnID string
-	// Approve puts a request an agent relays from inside a call (an ACP
-	// agent's session/request_permission) through the session's approval
-	// gate, as a request of the call itself: the policy decides it or the
-	// client is asked. It returns false for a denial and an error when ctx
-	// ended first. Nil when the caller has no gate (every request is then
-	// denied).
-	Approve func(ctx context.Context, risk protocol.Risk, summary string) (bool, error)
+	// Approve relays an approval request of something the call runs for
+	// the session (a nested SCV's tool call, an ACP agent's
+	// session/request_permission) through the session's
+	// approval gate, as approval.requested under the call's id: the
+	// policy, auto-approval and the user decide as for the session's own
+	// calls. It reports whether the request was approved; ctx ending
+	// denies it. nil (no gate) means every relayed request is denied.
+	Approve func(ctx context.Context, risk protocol.Risk, summary string) bool
 	// StateDir is the session's private state directory under SCV_HOME
 	// (state/sessions/<session id>). It may not exist yet: a tool that
 	// writes there creates it with mode 0700. Empty when the server keeps

@@ -131,7 +131,7 @@ type AgentDefaults struct {
 type Host = jobs.Host
 
 // unattended answers a request a background job's agent relays.
-func (s *Set) unattended(risk protocol.Risk, _ string) bool {
+func (s *Set) unattended(_ context.Context, risk protocol.Risk, _ string) bool {
 	p := s.opts.Policy
 	if p == "" {
 		p = approval.OnRisk

@@ -485,10 +485,10 @@ func TestBackgroundRelayedApprovals(t *testing.T) {
 		if c.Approve == nil {
 			t.Fatalf("%s: a background call has no answer for relayed requests", tc.policy)
 		}
-		if got := c.Approve(protocol.RiskReadOnly, "read a file"); got != tc.readOnly {
+		if got := c.Approve(t.Context(), protocol.RiskReadOnly, "read a file"); got != tc.readOnly {
 			t.Errorf("%s auto %v: read-only request approved %v, want %v", tc.policy, tc.auto, got, tc.readOnly)
 		}
-		if got := c.Approve(protocol.RiskProcess, "run a command"); got != tc.proc {
+		if got := c.Approve(t.Context(), protocol.RiskProcess, "run a command"); got != tc.proc {
 			t.Errorf("%s auto %v: process request approved %v, want %v", tc.policy, tc.auto, got, tc.proc)
 		}
 	}

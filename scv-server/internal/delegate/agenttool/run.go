@@ -12,7 +12,6 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/jobs"
 	"github.com/scv-cli/scv/scv-server/internal/tools"
-	"github.com/scv-cli/scv/shared/protocol"
 )
 
 // run executes a checked call: in the foreground on the turn's context,
@@ -68,11 +67,9 @@ func (s *Set) run(ctx context.Context, env tools.Env, p *prepared) (tools.Result
 		return tools.Result{Success: true, Output: string(b), Jobs: []string{j.ID()}}, nil
 	}
 	if env.Approve != nil {
-		// A foreground call's relayed requests go through the turn's gate.
-		call.Approve = func(risk protocol.Risk, summary string) bool {
-			ok, err := env.Approve(ctx, risk, summary)
-			return err == nil && ok
-		}
+		// A backend that relays its agent's approval requests (a nested
+		// SCV) takes them through this session's gate for the call.
+		call.Approve = env.Approve
 	}
 	res := s.runCall(ctx, p.backend, call, env.Progress)
 	if err := ctx.Err(); err != nil {

@@ -268,17 +268,17 @@ func TestPermissionRelay(t *testing.T) {
 		reply   string
 		want    *asked
 	}{
-		{"permission", func(protocol.Risk, string) bool { return true }, "permission: yes", &asked{protocol.RiskProcess, "[claude-1 acp] Run rm -rf build (execute)"}},
-		{"permission", func(protocol.Risk, string) bool { return false }, "permission: no", &asked{protocol.RiskProcess, "[claude-1 acp] Run rm -rf build (execute)"}},
+		{"permission", func(context.Context, protocol.Risk, string) bool { return true }, "permission: yes", &asked{protocol.RiskProcess, "[claude-1 acp] Run rm -rf build (execute)"}},
+		{"permission", func(context.Context, protocol.Risk, string) bool { return false }, "permission: no", &asked{protocol.RiskProcess, "[claude-1 acp] Run rm -rf build (execute)"}},
 		{"permission", nil, "permission: no", nil},
-		{"readsecret", func(protocol.Risk, string) bool { return true }, "permission: yes", &asked{protocol.RiskFilesystem, "[claude-1 acp] Read .env (read)"}},
+		{"readsecret", func(context.Context, protocol.Risk, string) bool { return true }, "permission: yes", &asked{protocol.RiskFilesystem, "[claude-1 acp] Read .env (read)"}},
 	} {
 		var got []asked
 		c := f.call(tt.prompt, "", 1)
 		if tt.approve != nil {
-			c.Approve = func(r protocol.Risk, s string) bool {
+			c.Approve = func(ctx context.Context, r protocol.Risk, s string) bool {
 				got = append(got, asked{r, s})
-				return tt.approve(r, s)
+				return tt.approve(ctx, r, s)
 			}
 		}
 		res := b.Run(context.Background(), c, nil)

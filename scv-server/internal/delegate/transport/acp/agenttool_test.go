@@ -25,9 +25,9 @@ func TestThroughTheAgentTool(t *testing.T) {
 		OnForget: func(_, cli string) { f.r.Forget(cli) }})
 	var asked []string
 	env := tools.Env{Workspace: f.work, OutputLimit: 64 << 10,
-		Approve: func(_ context.Context, risk protocol.Risk, summary string) (bool, error) {
+		Approve: func(_ context.Context, risk protocol.Risk, summary string) bool {
 			asked = append(asked, string(risk)+" "+summary)
-			return true, nil
+			return true
 		}}
 	call := func(args string) map[string]any {
 		t.Helper()

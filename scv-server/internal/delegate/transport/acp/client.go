@@ -69,8 +69,12 @@ func (c *client) RequestPermission(ctx context.Context, p acpsdk.RequestPermissi
 	summary := permissionSummary(t.call.Conversation, c.s.b.a.Name, p.ToolCall)
 	approved := false
 	if t.call.Approve != nil {
+		// Cancelling actx withdraws the question, so no approval stays
+		// open with the user after the turn stopped waiting for it.
+		actx, withdraw := context.WithCancel(ctx)
+		defer withdraw()
 		answer := make(chan bool, 1)
-		go func() { answer <- t.call.Approve(risk, summary) }()
+		go func() { answer <- t.call.Approve(actx, risk, summary) }()
 		select {
 		case approved = <-answer:
 		case <-t.cancelling:
