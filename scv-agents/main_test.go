@@ -32,7 +32,8 @@ var (
 
 // fakeCodexACP is a minimal ACP server in bash: it answers initialize and
 // session/new, and on session/prompt leaves a setsid descendant and never
-// answers, so a test can kill its owner mid-turn.
+// answers, so a test can kill its owner mid-turn; the end of its input does
+// not end it.
 const fakeCodexACP = `#!/bin/bash
 while IFS= read -r line; do
 	id=""; method=""
@@ -44,6 +45,9 @@ while IFS= read -r line; do
 	session/prompt) setsid sleep 300 </dev/null >/dev/null 2>&1 &;;
 	esac
 done
+# Like an agent busy with its turn, it outlives the end of its input, so
+# killing its owner leaves it behind for the reconcile to find.
+exec sleep 300
 `
 
 // secret is the key the tests store; no output may contain it.
