@@ -58,6 +58,10 @@ type Session struct {
 	// hostedSearch offers the endpoint's hosted web search.
 	hostedSearch bool
 	policy       approval.Policy // guarded by mu once the session has started
+	// clientPolicy is the policy its client chose in session.start (v4
+	// approval_policy), empty for the workspace's; a planned restart
+	// keeps it.
+	clientPolicy approval.Policy
 	// toolEnv holds the session's tool timeouts and output limit.
 	toolEnv tools.Env
 	// autoApprove answers every approval request yes without asking
