@@ -873,3 +873,86 @@ func TestDaemonKilledBashTreeReaped(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectRelaySurvivesRestart: a v4 client on `scv-server connect`
+// runs a turn and queues a prompt; a planned restart (SIGUSR2) ends the
+// daemon connection, and the relay reconnects and re-attaches the session:
+// the client sees the first turn end, the queued prompt run in the
+// restarted daemon, with seq continuing without a gap or repeat, and can
+// go on with the session; its end of input still ends the relay with 0.
+func TestConnectRelaySurvivesRestart(t *testing.T) {
+	t.Parallel()
+	f, home, ws, d := daemonFixture(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(d.log())
+		}
+	})
+	f.Enqueue(fo.Script(fo.Text("first "), fo.Delay(1500*time.Millisecond), fo.Text("done")),
+		fo.Script(fo.Text("second done")), fo.Script(fo.Text("third done")))
+	before, err := daemonfile.Read(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startCmd(t, func() *exec.Cmd {
+		c := exec.Command(bin, "connect")
+		c.Env = []string{"SCV_HOME=" + home, "SCV_LOG_LEVEL=info"}
+		return c
+	}(), nil)
+	p.send(&protocol.Initialize{RequestID: "i", ProtocolVersion: 4, Client: protocol.ClientInfo{Name: "relayed"}})
+	nextOf[*protocol.Initialized](p)
+	p.send(&protocol.SessionStart{RequestID: "s", Cwd: ws})
+	sid := nextOf[*protocol.SessionStarted](p).SessionID
+
+	var seqs []uint64
+	var text strings.Builder
+	// upTo reads events to the n-th turn.completed, checking each seq.
+	completed := 0
+	upTo := func(n int) {
+		t.Helper()
+		for completed < n {
+			ev := p.next()
+			if s, ok := ev.(protocol.Sequenced); ok {
+				if want := uint64(len(seqs) + 1); s.SeqNum() != want {
+					t.Fatalf("seq %d after %v, want %d (%T)", s.SeqNum(), seqs, want, ev)
+				}
+				seqs = append(seqs, s.SeqNum())
+			}
+			switch ev := ev.(type) {
+			case *protocol.AssistantCompleted:
+				text.WriteString(ev.Content + "|")
+			case *protocol.TurnCompleted:
+				completed++
+			case *protocol.Error, *protocol.TurnFailed, *protocol.TurnCancelled:
+				t.Fatalf("relayed %+v", ev)
+			}
+		}
+	}
+	p.send(&protocol.TurnStart{RequestID: "t1", SessionID: sid, Prompt: "one"})
+	p.send(&protocol.TurnStart{RequestID: "t2", SessionID: sid, Prompt: "two"})
+	for len(seqs) < 3 { // the snapshot, turn.started, and the queued prompt
+		if s, ok := p.next().(protocol.Sequenced); ok {
+			seqs = append(seqs, s.SeqNum())
+		}
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	upTo(2)
+	after, err := daemonfile.Read(home)
+	if err != nil || after.Instance == before.Instance {
+		t.Fatalf("the second turn ran without a restart: %+v %v", after, err)
+	}
+	// The session is attached on the relay's new connection.
+	p.send(&protocol.TurnStart{RequestID: "t3", SessionID: sid, Prompt: "three"})
+	upTo(3)
+	if got := text.String(); got != "first done|second done|third done|" {
+		t.Fatalf("replies %q", got)
+	}
+	if code := p.exit(); code != 0 {
+		t.Fatalf("connect exited %d", code)
+	}
+	if !strings.Contains(p.stderr.String(), "Reconnected to the daemon") {
+		t.Fatalf("the relay did not say it reconnected:\n%s", p.stderr.String())
+	}
+}
