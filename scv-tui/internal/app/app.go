@@ -43,6 +43,9 @@ type Options struct {
 	History History
 	// Resume is a session id to resume at start ("" = new session).
 	Resume string
+	// Attach is a session open in the daemon to attach to at start,
+	// with the replay of its recent events (--attach; see attach.go).
+	Attach string
 	// Model overrides the server's model ("" = server default).
 	Model string
 }
@@ -110,6 +113,7 @@ const (
 	reqQueueMove
 	reqQueueRemove
 	reqRules
+	reqAttach
 )
 
 // request is a sent request awaiting its answer.
@@ -149,6 +153,11 @@ type Model struct {
 	order     []string // pending ids, oldest first, for the bound
 	sessionID string
 	resumeID  string // the session to resume on the next session.start
+	// attachID is the daemon session to attach to (again, after a
+	// Ctrl+R) instead of a session.start; live are the sessions the last
+	// session.list named open in the daemon (attach.go).
+	attachID string
+	live     map[string]bool
 	model     string
 	// mcpServers are the MCP servers session.started listed (v4): what
 	// /mcp shows.
@@ -199,6 +208,7 @@ func New(opts Options) *Model {
 		pending:    make(map[string]request),
 		dequeued:   make(map[string]string),
 		resumeID:   opts.Resume,
+		attachID:   opts.Attach,
 	}
 	if opts.History != nil {
 		m.editor.SetHistory(opts.History.Entries())

@@ -1,0 +1,79 @@
+package main_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/scv-cli/scv/shared/client"
+	"github.com/scv-cli/scv/shared/daemonfile"
+	"github.com/scv-cli/scv/shared/fakeopenai"
+)
+
+// TestE2EAttachToDaemonSession: scv exec runs a turn in the daemon, whose
+// session stays open there; `scv --attach ID` joins that session: the
+// TUI shows the earlier turn from the daemon's replay, and its own next
+// turn runs in the same session (the model sees the whole conversation).
+func TestE2EAttachToDaemonSession(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(
+		fakeopenai.Script(fakeopenai.Text("Hello from exec.")),
+		fakeopenai.Script(fakeopenai.Text("Second turn, from the TUI.")),
+	)
+	home, ws := fakeHome(t, srv), t.TempDir()
+	t.Cleanup(func() {
+		if info, err := daemonfile.Read(home); err == nil {
+			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
+		}
+	})
+	scv := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, "scv"), args...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "SCV_HOME=" + home}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("scv %q: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	scv("start")
+	if out := scv("exec", "--cd", ws, "first prompt"); !strings.Contains(out, "Hello from exec.") {
+		t.Fatalf("exec in the daemon: %s", out)
+	}
+	st, err := client.QueryDaemonStatus(home, 5*time.Second)
+	if err != nil || len(st.Sessions) != 1 {
+		t.Fatalf("daemon status: %+v, %v", st, err)
+	}
+	sid := st.Sessions[0].SessionID
+	// The pane runs one program without arguments: a script passes them.
+	wrapper := filepath.Join(t.TempDir(), "scv-attach")
+	script := "#!/bin/sh\nexec " + filepath.Join(bin, "scv") + " --attach " + sid + "\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTerm(t, ws, home, nil, wrapper)
+	tm.waitText("Attached to session "+sid, "Hello from exec.")
+	tm.waitIdle()
+	tm.submit("and now from the TUI")
+	tm.waitText("Second turn, from the TUI.")
+	tm.waitIdle()
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "Hello from exec.") || !strings.Contains(string(reqs[1].Body), "and now from the TUI") {
+		t.Fatalf("the TUI's turn did not run in the exec's session: %d requests", len(reqs))
+	}
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	// Quitting detached the TUI; the session stays open in the daemon.
+	if st, err := client.QueryDaemonStatus(home, 5*time.Second); err != nil || len(st.Sessions) != 1 || st.Sessions[0].SessionID != sid {
+		t.Fatalf("after quitting: %+v, %v", st, err)
+	}
+	scv("stop")
+}
