@@ -158,7 +158,7 @@ type Model struct {
 	// session.list named open in the daemon (attach.go).
 	attachID string
 	live     map[string]bool
-	model     string
+	model    string
 	// mcpServers are the MCP servers session.started listed (v4): what
 	// /mcp shows.
 	mcpServers []protocol.MCPServer
