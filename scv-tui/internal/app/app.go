@@ -153,12 +153,7 @@ type Model struct {
 	order     []string // pending ids, oldest first, for the bound
 	sessionID string
 	resumeID  string // the session to resume on the next session.start
-	// attachID is the daemon session to attach to (again, after a
-	// Ctrl+R) instead of a session.start; live are the sessions the last
-	// session.list named open in the daemon (attach.go).
-	attachID string
-	live     map[string]bool
-	model    string
+	model     string
 	// mcpServers are the MCP servers session.started listed (v4): what
 	// /mcp shows.
 	mcpServers []protocol.MCPServer
@@ -192,6 +187,12 @@ type Model struct {
 	tickGen uint64
 	ticking bool
 	frame   int
+
+	// attachID is the daemon session to attach to (again, after a
+	// Ctrl+R) instead of a session.start; live are the sessions the last
+	// session.list named open in the daemon (attach.go).
+	attachID string
+	live     map[string]bool
 }
 
 // New returns the model. It does nothing until ServerStarted arrives.
