@@ -22,11 +22,7 @@ import (
 func TestDaemonCommands(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	t.Cleanup(func() {
-		if info, err := daemonfile.Read(home); err == nil {
-			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
-		}
-	})
+	killDaemonAtEnd(t, home)
 	r := runSCV(t, home, "daemon", "status")
 	if r.code != 4 || !strings.Contains(r.stdout, "No daemon is running") {
 		t.Fatalf("status without a daemon: %+v", r)
@@ -92,11 +88,7 @@ func TestDaemonCommands(t *testing.T) {
 func TestTopLevelDaemonCommands(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	t.Cleanup(func() {
-		if info, err := daemonfile.Read(home); err == nil {
-			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
-		}
-	})
+	killDaemonAtEnd(t, home)
 	self, err := records.Self()
 	if err != nil {
 		t.Fatal(err)
@@ -241,11 +233,7 @@ func TestDaemonInstallWritesUnit(t *testing.T) {
 func TestExecInDaemon(t *testing.T) {
 	t.Parallel()
 	home, ws := t.TempDir(), t.TempDir()
-	t.Cleanup(func() {
-		if info, err := daemonfile.Read(home); err == nil {
-			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
-		}
-	})
+	killDaemonAtEnd(t, home)
 	r := runSCV(t, home, "exec", "--daemon", "--cd", ws, "hello")
 	if r.code != 0 || r.stdout == "" {
 		t.Fatalf("exec --daemon without a daemon: %+v", r)
@@ -341,11 +329,7 @@ func TestExecInDaemon(t *testing.T) {
 func TestUpdateRestartsOntoInstalledServer(t *testing.T) {
 	t.Parallel()
 	home, dir := t.TempDir(), t.TempDir()
-	t.Cleanup(func() {
-		if info, err := daemonfile.Read(home); err == nil {
-			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
-		}
-	})
+	killDaemonAtEnd(t, home)
 	server := filepath.Join(dir, "scv-server")
 	copyFile(t, filepath.Join(filepath.Dir(scvBin), "scv-server"), server)
 	withServer := func(args ...string) result {
@@ -413,11 +397,7 @@ func TestExecThroughPlannedRestart(t *testing.T) {
 	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("first "), fakeopenai.Delay(2*time.Second), fakeopenai.Text("done")))
 	home, ws := fakeHome(t, srv), t.TempDir()
-	t.Cleanup(func() {
-		if info, err := daemonfile.Read(home); err == nil {
-			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
-		}
-	})
+	killDaemonAtEnd(t, home)
 	if r := runSCV(t, home, "start"); r.code != 0 {
 		t.Fatalf("start: %+v", r)
 	}
@@ -533,11 +513,7 @@ func TestExecQueuedPromptSurvivesRestart(t *testing.T) {
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("first "), fakeopenai.Delay(2*time.Second), fakeopenai.Text("done")),
 		fakeopenai.Script(fakeopenai.Text("second "), fakeopenai.Text("reply")))
 	home, ws := fakeHome(t, srv), t.TempDir()
-	t.Cleanup(func() {
-		if info, err := daemonfile.Read(home); err == nil {
-			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
-		}
-	})
+	killDaemonAtEnd(t, home)
 	if r := runSCV(t, home, "start"); r.code != 0 {
 		t.Fatalf("start: %+v", r)
 	}
@@ -606,4 +582,14 @@ func TestExecQueuedPromptSurvivesRestart(t *testing.T) {
 	if r := runSCV(t, home, "stop"); r.code != 0 {
 		t.Fatalf("stop: %+v", r)
 	}
+}
+
+// killDaemonAtEnd kills the daemon of home, if one runs, when the test
+// ends: a failed test must not leave it behind.
+func killDaemonAtEnd(t *testing.T, home string) {
+	t.Cleanup(func() {
+		if info, err := daemonfile.Read(home); err == nil {
+			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
+		}
+	})
 }
