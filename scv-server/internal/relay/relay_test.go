@@ -50,17 +50,10 @@ func (d *fakeDaemon) send(evs ...protocol.Event) {
 	}
 }
 
-func delta(seq uint64, text string) *protocol.AssistantDelta {
-	return &protocol.AssistantDelta{TurnHeader: protocol.TurnHeader{SessionID: "s1", TurnID: "t", Seq: seq}, Content: text}
-}
-
-// TestRelayFollowsRestart: the daemon ends the connection for a planned
-// restart; the relay dials the new instance, initializes it with the
-// client's name, attaches the client's session from seq 0, drops that
-// answer, and renumbers the session's events after the last the client
-// saw; the client's end of input ends the relay with nil, and no
-// goroutine is left.
-func TestRelayFollowsRestart(t *testing.T) {
+// listen makes an SCV_HOME short enough for a socket path and listens
+// on its daemon socket, as a daemon would.
+func listen(t *testing.T) (string, net.Listener) {
+	t.Helper()
 	home, err := os.MkdirTemp("", "scvr")
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +66,22 @@ func TestRelayFollowsRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { _ = ln.Close() })
+	return home, ln
+}
+
+func delta(seq uint64, text string) *protocol.AssistantDelta {
+	return &protocol.AssistantDelta{TurnHeader: protocol.TurnHeader{SessionID: "s1", TurnID: "t", Seq: seq}, Content: text}
+}
+
+// TestRelayFollowsRestart: the daemon ends the connection for a planned
+// restart; the relay dials the new instance, initializes it with the
+// client's name, attaches the client's session from seq 0, drops that
+// answer, and renumbers the session's events after the last the client
+// saw; the client's end of input ends the relay with nil, and no
+// goroutine is left.
+func TestRelayFollowsRestart(t *testing.T) {
+	home, ln := listen(t)
 	info := daemonfile.Info{Pid: os.Getpid(), Instance: "A"}
 	if err := daemonfile.Write(home, info); err != nil {
 		t.Fatal(err)
@@ -180,19 +188,7 @@ func TestRelayFollowsRestart(t *testing.T) {
 // TestRelayEndsWithoutRestart: a v3 client, or a daemon that stops
 // (no restart.json), ends the relay with nil as before.
 func TestRelayEndsWithoutRestart(t *testing.T) {
-	home, err := os.MkdirTemp("", "scvr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(home) })
-	if err := os.MkdirAll(paths.RunDir(home), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("unix", paths.SocketFile(home))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	home, ln := listen(t)
 	uc, err := net.Dial("unix", paths.SocketFile(home))
 	if err != nil {
 		t.Fatal(err)

@@ -15,10 +15,7 @@ func TestAttachAtStart(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.m.attachID = sid
-	h.msg(ServerStarted{})
-	ini := last[*protocol.Initialize](h)
-	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":4,"server":{"name":"scv-server","version":"0.1.0"}}`)
-	at := last[*protocol.SessionAttach](h)
+	at := h.startAttached()
 	if at.SessionID != sid || at.AfterSeq == nil || *at.AfterSeq != 0 {
 		t.Fatalf("session.attach = %s", encode(at))
 	}
@@ -45,10 +42,7 @@ func TestAttachAtStart(t *testing.T) {
 		t.Errorf("warning after the replay: %s", h.m.warning)
 	}
 	// The server restarts (Ctrl+R): the view attaches again.
-	h.msg(ServerStarted{})
-	ini = last[*protocol.Initialize](h)
-	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":4,"server":{"name":"scv-server","version":"0.1.0"}}`)
-	if at := last[*protocol.SessionAttach](h); at.SessionID != sid {
+	if at := h.startAttached(); at.SessionID != sid {
 		t.Fatalf("after a reconnect: %s", encode(at))
 	}
 }
@@ -59,10 +53,7 @@ func TestAttachRefusedResumes(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.m.attachID = sid
-	h.msg(ServerStarted{})
-	ini := last[*protocol.Initialize](h)
-	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":4,"server":{"name":"scv-server","version":"0.1.0"}}`)
-	at := last[*protocol.SessionAttach](h)
+	at := h.startAttached()
 	h.event(`{"type":"error","request_id":"` + at.RequestID + `","code":"session_not_found","message":"no live session","fatal":false}`)
 	if ss := last[*protocol.SessionStart](h); ss.Resume != sid {
 		t.Fatalf("no resume after a refused attach: %s", encode(ss))
@@ -98,4 +89,14 @@ func TestResumePickerAttachesLive(t *testing.T) {
 	if h.m.sessionID != other {
 		t.Fatalf("view on %q", h.m.sessionID)
 	}
+}
+
+// startAttached starts the server and answers initialize; it returns the
+// session.attach the model sent then.
+func (h *harness) startAttached() *protocol.SessionAttach {
+	h.t.Helper()
+	h.msg(ServerStarted{})
+	ini := last[*protocol.Initialize](h)
+	h.event(`{"type":"initialized","request_id":"` + ini.RequestID + `","protocol_version":4,"server":{"name":"scv-server","version":"0.1.0"}}`)
+	return last[*protocol.SessionAttach](h)
 }
