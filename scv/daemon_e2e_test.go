@@ -317,6 +317,18 @@ func TestExecInDaemon(t *testing.T) {
 		!strings.Contains(r.stderr, "under its own approval policy") {
 		t.Fatalf("exec --continue --approval-policy of an open session: %+v", r)
 	}
+	// A stored session that is not open in the daemon is resumed there.
+	ws2 := t.TempDir()
+	if r = runSCV(t, home, "exec", "--no-daemon", "--cd", ws2, "hello"); r.code != 0 {
+		t.Fatalf("exec --no-daemon: %+v", r)
+	}
+	r = runSCV(t, home, "exec", "--continue", "--cd", ws2, "again")
+	if r.code != 0 || !strings.Contains(r.stderr, "continuing the session of") || strings.Contains(r.stderr, "open in the daemon") {
+		t.Fatalf("exec --continue of a stored session in the daemon: %+v", r)
+	}
+	if n := live(); n != 4 {
+		t.Fatalf("the resumed session is not open in the daemon: %d live sessions", n)
+	}
 	if r := runSCV(t, home, "daemon", "stop"); r.code != 0 {
 		t.Fatalf("stop: %+v", r)
 	}
