@@ -70,6 +70,7 @@ func Run(ctx context.Context, opts *Options) error {
 		// session, re-attaching after a restart) and its session a ring
 		// to catch up from.
 		r.version, r.instance = protocol.Version4, child.instance
+		r.idPrefix = fmt.Sprintf("scv-exec-%d-", os.Getpid())
 	}
 	frames := r.read(g, gctx, client.NewConn(child.stream, 0))
 	if terminal {
@@ -198,7 +199,11 @@ type run struct {
 	view   *textView
 	asker  *asker // nil without a terminal
 
-	lastID   int
+	lastID int
+	// idPrefix makes the run's request ids its own in a session other
+	// clients share (the daemon): turn.started names the request that
+	// started the turn, and another client's "3" is not ours.
+	idPrefix string
 	requests map[string]string // request_id -> client message type
 
 	// version is the protocol version the run speaks: 4 in the daemon.
@@ -547,7 +552,7 @@ func (r *run) cancelTurn() error {
 // so an error event can name the request it refuses.
 func (r *run) id(kind string) string {
 	r.lastID++
-	id := strconv.Itoa(r.lastID)
+	id := r.idPrefix + strconv.Itoa(r.lastID)
 	r.requests[id] = kind
 	return id
 }
