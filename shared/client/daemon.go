@@ -133,12 +133,23 @@ func (c *DaemonConn) Request(m protocol.ClientMessage) (protocol.Event, error) {
 			continue
 		}
 		if e, ok := f.Event.(*protocol.Error); ok && (e.RequestID == id || e.Fatal) {
-			return nil, fmt.Errorf("the daemon refused %s: %s (%s)", m.Kind(), e.Message, e.Code)
+			return nil, &RefusedError{Request: m.Kind(), Code: e.Code, Message: e.Message}
 		}
 		if requestOf(f.Event) == id {
 			return f.Event, nil
 		}
 	}
+}
+
+// RefusedError is a request the daemon answered with an error event.
+type RefusedError struct {
+	Request string // the message type
+	Code    protocol.ErrorCode
+	Message string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the daemon refused %s: %s (%s)", e.Request, e.Message, e.Code)
 }
 
 // Attach subscribes the connection to the open session id. With afterSeq
@@ -187,7 +198,9 @@ const ReattachTimeout = 30 * time.Second
 // daemon comes back with the same sessions but numbers their events anew,
 // so on a new instance it attaches with after_seq 0, which replays what
 // the session did since the restart (SessionAttached.ReplayTruncated says
-// some of it is gone from the ring).
+// some of it is gone from the ring). A daemon that answers without the
+// session (session_not_found: it did not come back with it) ends the wait
+// at once with a *RefusedError.
 func Reattach(ctx context.Context, home, name, sessionID string, pos Position, interval time.Duration) (*DaemonConn, *protocol.SessionAttached, error) {
 	for {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -200,6 +213,12 @@ func Reattach(ctx context.Context, home, name, sessionID string, pos Position, i
 				return c, a, nil
 			}
 			_ = c.Close()
+			var re *RefusedError
+			if errors.As(aerr, &re) && re.Code == protocol.ErrSessionNotFound {
+				// A restarted daemon resumes its sessions before it
+				// listens: one it does not have is not coming.
+				return nil, nil, fmt.Errorf("re-attaching to session %s: %w", sessionID, aerr)
+			}
 			err = aerr
 		}
 		t := time.NewTimer(interval)

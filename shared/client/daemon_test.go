@@ -231,3 +231,19 @@ func TestRestartUnderway(t *testing.T) {
 		t.Fatal("not underway with a restart.json")
 	}
 }
+
+// TestReattachUnknownSessionFails: a daemon that answers without the
+// session (it did not come back with it) ends the wait at once.
+func TestReattachUnknownSessionFails(t *testing.T) {
+	t.Parallel()
+	home := shortHome(t)
+	scriptedDaemon(t, home, []uint64{1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, _, err := Reattach(ctx, home, "test", "gone", Position{}, 50*time.Millisecond)
+	var re *RefusedError
+	if !errors.As(err, &re) || re.Code != protocol.ErrSessionNotFound || time.Since(start) > 5*time.Second {
+		t.Fatalf("reattach to an unknown session: %v after %s", err, time.Since(start))
+	}
+}

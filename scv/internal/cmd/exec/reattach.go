@@ -59,7 +59,7 @@ func (r *run) reattach(ctx context.Context, g *errgroup.Group, gctx context.Cont
 		return nil, nil, &cli.InterruptedError{Msg: "interrupted while re-attaching to the daemon"}
 	}
 	if err != nil {
-		fmt.Fprintf(r.opts.IO.ErrOut, "scv: no daemon came back within %s: %v\n", durationOr(r.opts.ReattachTimeout, client.ReattachTimeout), err)
+		fmt.Fprintf(r.opts.IO.ErrOut, "scv: could not re-attach (waited up to %s): %v\n", durationOr(r.opts.ReattachTimeout, client.ReattachTimeout), err)
 		return nil, nil, nil
 	}
 	restarted := r.instance != "" && dc.Instance != r.instance
