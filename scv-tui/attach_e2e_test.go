@@ -16,8 +16,10 @@ import (
 
 // TestE2EAttachToDaemonSession: scv exec runs a turn in the daemon, whose
 // session stays open there; `scv --attach ID` joins that session: the
-// TUI shows the earlier turn from the daemon's replay, and its own next
-// turn runs in the same session (the model sees the whole conversation).
+// TUI shows the earlier turn from the daemon's replay, its own next turn
+// runs in the same session (the model sees the whole conversation), and
+// a turn scv exec --continue runs there while the TUI is attached shows
+// in the TUI too.
 func TestE2EAttachToDaemonSession(t *testing.T) {
 	needTmux(t)
 	bin := binaries(t)
@@ -25,6 +27,7 @@ func TestE2EAttachToDaemonSession(t *testing.T) {
 	srv.Enqueue(
 		fakeopenai.Script(fakeopenai.Text("Hello from exec.")),
 		fakeopenai.Script(fakeopenai.Text("Second turn, from the TUI.")),
+		fakeopenai.Script(fakeopenai.Text("Third, from exec.")),
 	)
 	home, ws := fakeHome(t, srv), t.TempDir()
 	scv := daemonCLI(t, bin, home)
@@ -52,6 +55,11 @@ func TestE2EAttachToDaemonSession(t *testing.T) {
 	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "Hello from exec.") || !strings.Contains(string(reqs[1].Body), "and now from the TUI") {
 		t.Fatalf("the TUI's turn did not run in the exec's session: %d requests", len(reqs))
 	}
+	// Two clients on the session: a turn of scv exec shows in the TUI.
+	if out := scv("exec", "--continue", "--cd", ws, "from exec again"); !strings.Contains(out, "Third, from exec.") || !strings.Contains(out, "open in the daemon") {
+		t.Fatalf("exec --continue on the attached session: %s", out)
+	}
+	tm.waitText("Third, from exec.")
 	tm.submit("/quit")
 	if code := tm.exitCode(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
