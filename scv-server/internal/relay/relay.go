@@ -5,7 +5,7 @@
 // the restarted daemon, initializes it as the client did and attaches to
 // every session the client had started or attached to, after the last
 // event it relayed, so the client sees one continuous stream
-// (docs/daemon.md#scv-server-connect).
+// (docs/daemon.md#through-a-planned-restart).
 package relay
 
 import (

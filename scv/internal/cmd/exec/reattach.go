@@ -22,7 +22,7 @@ import (
 var ErrTurnLostToRestart = errors.New("the daemon restarted before the turn ended and cancelled it")
 
 // reattach follows the run's session into a daemon that comes back after
-// a planned restart (docs/daemon.md#scv-exec): it waits up to
+// a planned restart (docs/daemon.md#through-a-planned-restart): it waits up to
 // client.ReattachTimeout (Options.ReattachTimeout in tests) for the daemon
 // to listen, attaches after the last seq the run printed (from the start
 // of the ring on a new instance, whose numbering restarted) and returns
