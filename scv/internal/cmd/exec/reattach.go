@@ -100,8 +100,32 @@ func (r *run) lostToRestart(att *protocol.SessionAttached) (done bool, err error
 		return true, fmt.Errorf("%w (scv restart --force, or the turn outlasted daemon.restart_timeout_seconds); session %s is open in the daemon with the prompt in its history: `scv exec --continue` goes on from there", ErrTurnLostToRestart, r.sessionID)
 	}
 	queued := r.queuedID != "" && slices.ContainsFunc(att.Queue, func(e protocol.QueueEntry) bool { return e.QueueID == r.queuedID })
-	if queued || att.Replayed > 0 {
-		return false, nil // its turn.started, if it ran, is among the replayed events
+	if queued {
+		return false, nil // it runs when its turn comes
 	}
-	return true, fmt.Errorf("%w: the prompt was not in session %s's queue after the restart (`scv exec --continue` goes on from the session)", ErrTurnLostToRestart, r.sessionID)
+	if att.Replayed > 0 && !att.ReplayTruncated {
+		// Its turn.started, if it ran, is among the replayed events; the
+		// last of them decides (replayDone).
+		r.replayEnd = att.LastSeq
+		return false, nil
+	}
+	return true, r.promptLost()
+}
+
+// replayDone checks, once the replay after a restart has been applied,
+// that the run's turn was among it; a prompt neither queued nor started
+// by then is gone (a turn.start the old daemon never read).
+func (r *run) replayDone() error {
+	if r.replayEnd == 0 || r.lastSeq < r.replayEnd {
+		return nil
+	}
+	r.replayEnd = 0
+	if r.turnID == "" && !r.waitingJobs {
+		return r.promptLost()
+	}
+	return nil
+}
+
+func (r *run) promptLost() error {
+	return fmt.Errorf("%w: the prompt was neither running nor queued in session %s after the restart (`scv exec --continue` goes on from the session)", ErrTurnLostToRestart, r.sessionID)
 }

@@ -211,6 +211,9 @@ type run struct {
 	// instance is the daemon instance whose numbering lastSeq is in.
 	instance string
 	lastSeq  uint64
+	// replayEnd is the last replayed seq after a re-attach to a restarted
+	// daemon, until the run has seen it (reattach.go, replayDone).
+	replayEnd uint64
 
 	sessionID   string
 	turnReqID   string // request_id of our turn.start
@@ -279,6 +282,9 @@ func (r *run) events(frames <-chan frame, sigs <-chan os.Signal) error {
 				return f.err
 			}
 			if done, err := r.handle(f); done || err != nil {
+				return err
+			}
+			if err := r.replayDone(); err != nil {
 				return err
 			}
 		case a := <-answers:
