@@ -88,18 +88,30 @@ func (m *Model) attachRefused(r request, text string) {
 }
 
 // markLive remembers which listed sessions are open in the daemon and
-// says so in their titles, for the picker.
+// says so in their titles, for the picker. A live session with nothing
+// stored yet (no turn so far, such as one another client just started)
+// is listed first, since it is the newest.
 func (m *Model) markLive(e *protocol.SessionListed) []protocol.SessionSummary {
 	m.live = map[string]bool{}
 	for _, l := range e.Live {
 		m.live[l.SessionID] = true
 	}
-	out := make([]protocol.SessionSummary, len(e.Sessions))
-	for i, s := range e.Sessions {
+	stored := map[string]bool{}
+	for _, s := range e.Sessions {
+		stored[s.SessionID] = true
+	}
+	var out []protocol.SessionSummary
+	for _, l := range e.Live {
+		if !stored[l.SessionID] {
+			out = append(out, protocol.SessionSummary{SessionID: l.SessionID, Cwd: l.Cwd,
+				Title: fmt.Sprintf("[open in the daemon] %s, %d client(s), nothing stored yet", l.SessionID, l.Clients)})
+		}
+	}
+	for _, s := range e.Sessions {
 		if m.live[s.SessionID] {
 			s.Title = "[open in the daemon] " + s.Title
 		}
-		out[i] = s
+		out = append(out, s)
 	}
 	return out
 }

@@ -77,6 +77,9 @@ func TestResumePickerAttachesLive(t *testing.T) {
 	if !strings.Contains(h.m.render(), "[open in the daemon] Fix the failing test.") {
 		t.Errorf("the live session is not marked:\n%s", h.m.render())
 	}
+	if got := len(newHarness(t).m.markLive(&protocol.SessionListed{Live: []protocol.LiveSession{{SessionID: "fresh", Clients: 1}}})); got != 1 {
+		t.Errorf("a live session with nothing stored is not listed: %d entries", got)
+	}
 	h.key("down", "enter")
 	at := last[*protocol.SessionAttach](h)
 	if at.SessionID != other {
