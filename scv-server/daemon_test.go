@@ -42,7 +42,8 @@ func daemonFixture(t *testing.T, args ...string) (f *fo.Server, home, ws string,
 	return f, home, ws, startDaemon(t, home, nil, args...)
 }
 
-// startDaemon starts a daemon on home and waits until it listens.
+// startDaemon starts a daemon on home and waits until it listens; a
+// failed test logs its output.
 func startDaemon(t testing.TB, home string, env []string, args ...string) *daemonProc {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"daemon", "--log-level", "info"}, args...)...)
@@ -56,6 +57,9 @@ func startDaemon(t testing.TB, home string, env []string, args ...string) *daemo
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-d.done
+		if t.Failed() {
+			t.Log(d.log())
+		}
 	})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if info, err := daemonfile.Read(home); err == nil && info.Pid == cmd.Process.Pid {
@@ -377,11 +381,6 @@ func TestDaemonSlowClientDetached(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, home, nil, "--detach-wait", "200ms", "--approval-policy", "auto")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(d.log())
-		}
-	})
 	// 480 tool calls' worth of events (about 2 MB): far more than a
 	// socket buffer and a queue of 256 frames that nobody reads (the
 	// non-streamed events wait for room).
@@ -550,12 +549,7 @@ func TestDaemonReconcileTick(t *testing.T) {
 func TestDaemonIdleSessionEnds(t *testing.T) {
 	t.Parallel()
 	home, ws := t.TempDir(), t.TempDir()
-	d := startDaemon(t, home, nil, "--idle-every", "100ms", "--session-idle", "300ms")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(d.log())
-		}
-	})
+	startDaemon(t, home, nil, "--idle-every", "100ms", "--session-idle", "300ms")
 	a := dial(t, home, "a")
 	a.init(protocol.Version4)
 	a.send(&protocol.SessionStart{RequestID: a.id(), Cwd: ws})
@@ -636,11 +630,6 @@ func orphanRun(t *testing.T, home string) <-chan struct{} {
 func TestDaemonPlannedRestart(t *testing.T) {
 	t.Parallel()
 	f, home, ws, d := daemonFixture(t)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(d.log())
-		}
-	})
 	before, err := daemonfile.Read(home)
 	if err != nil {
 		t.Fatal(err)
@@ -720,15 +709,7 @@ func TestConnectRelay(t *testing.T) {
 		t.Fatalf("connect without a daemon: %v\n%s", err, out)
 	}
 	startDaemon(t, home, nil)
-	p := startCmd(t, func() *exec.Cmd {
-		c := exec.Command(bin, "connect")
-		c.Env = []string{"SCV_HOME=" + home}
-		return c
-	}(), nil)
-	p.send(&protocol.Initialize{RequestID: "i", ProtocolVersion: 3, Client: protocol.ClientInfo{Name: "relayed"}})
-	nextOf[*protocol.Initialized](p)
-	p.send(&protocol.SessionStart{RequestID: "s", Cwd: ws})
-	sid := nextOf[*protocol.SessionStarted](p).SessionID
+	p, sid := relayedSession(t, home, ws, 3)
 	if code := p.exit(); code != 0 {
 		t.Fatalf("connect exited %d", code)
 	}
@@ -739,6 +720,21 @@ func TestConnectRelay(t *testing.T) {
 	if len(l.Live) != 1 || l.Live[0].SessionID != sid || l.Live[0].Clients != 0 {
 		t.Fatalf("after the relay ended: %+v", l.Live)
 	}
+}
+
+// relayedSession runs `scv-server connect` on home's daemon (logging at
+// info) and starts a session in ws through it, speaking protocol version.
+func relayedSession(t *testing.T, home, ws string, version int) (*proc, string) {
+	t.Helper()
+	p := startCmd(t, func() *exec.Cmd {
+		c := exec.Command(bin, "connect")
+		c.Env = []string{"SCV_HOME=" + home, "SCV_LOG_LEVEL=info"}
+		return c
+	}(), nil)
+	p.send(&protocol.Initialize{RequestID: "i", ProtocolVersion: version, Client: protocol.ClientInfo{Name: "relayed"}})
+	nextOf[*protocol.Initialized](p)
+	p.send(&protocol.SessionStart{RequestID: "s", Cwd: ws})
+	return p, nextOf[*protocol.SessionStarted](p).SessionID
 }
 
 // TestDaemonQueueEditsFromTwoClients: two clients edit one queued prompt
@@ -871,5 +867,75 @@ func TestDaemonKilledBashTreeReaped(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the new daemon left %d processes of the dead one's bash tree and tree records %+v (%v)\n%s", left, trees, err, second.log())
 		}
+	}
+}
+
+// TestConnectRelaySurvivesRestart: a v4 client on `scv-server connect`
+// runs a turn and queues a prompt; a planned restart (SIGUSR2) ends the
+// daemon connection, and the relay reconnects and re-attaches the session:
+// the client sees the first turn end, the queued prompt run in the
+// restarted daemon, with seq continuing without a gap or repeat, and can
+// go on with the session; its end of input still ends the relay with 0.
+func TestConnectRelaySurvivesRestart(t *testing.T) {
+	t.Parallel()
+	f, home, ws, d := daemonFixture(t)
+	f.Enqueue(fo.Script(fo.Text("first "), fo.Delay(1500*time.Millisecond), fo.Text("done")),
+		fo.Script(fo.Text("second done")), fo.Script(fo.Text("third done")))
+	before, err := daemonfile.Read(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, sid := relayedSession(t, home, ws, 4)
+
+	var seqs []uint64
+	var text strings.Builder
+	// upTo reads events to the n-th turn.completed, checking each seq.
+	completed := 0
+	upTo := func(n int) {
+		t.Helper()
+		for completed < n {
+			ev := p.next()
+			if s, ok := ev.(protocol.Sequenced); ok {
+				if want := uint64(len(seqs) + 1); s.SeqNum() != want {
+					t.Fatalf("seq %d after %v, want %d (%T)", s.SeqNum(), seqs, want, ev)
+				}
+				seqs = append(seqs, s.SeqNum())
+			}
+			switch ev := ev.(type) {
+			case *protocol.AssistantCompleted:
+				text.WriteString(ev.Content + "|")
+			case *protocol.TurnCompleted:
+				completed++
+			case *protocol.Error, *protocol.TurnFailed, *protocol.TurnCancelled:
+				t.Fatalf("relayed %+v", ev)
+			}
+		}
+	}
+	p.send(&protocol.TurnStart{RequestID: "t1", SessionID: sid, Prompt: "one"})
+	p.send(&protocol.TurnStart{RequestID: "t2", SessionID: sid, Prompt: "two"})
+	for len(seqs) < 3 { // the snapshot, turn.started, and the queued prompt
+		if s, ok := p.next().(protocol.Sequenced); ok {
+			seqs = append(seqs, s.SeqNum())
+		}
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	upTo(2)
+	after, err := daemonfile.Read(home)
+	if err != nil || after.Instance == before.Instance {
+		t.Fatalf("the second turn ran without a restart: %+v %v", after, err)
+	}
+	// The session is attached on the relay's new connection.
+	p.send(&protocol.TurnStart{RequestID: "t3", SessionID: sid, Prompt: "three"})
+	upTo(3)
+	if got := text.String(); got != "first done|second done|third done|" {
+		t.Fatalf("replies %q", got)
+	}
+	if code := p.exit(); code != 0 {
+		t.Fatalf("connect exited %d", code)
+	}
+	if !strings.Contains(p.stderr.String(), "Reconnected to the daemon") {
+		t.Fatalf("the relay did not say it reconnected:\n%s", p.stderr.String())
 	}
 }

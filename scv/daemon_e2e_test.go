@@ -22,11 +22,7 @@ import (
 func TestDaemonCommands(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	t.Cleanup(func() {
-		if info, err := daemonfile.Read(home); err == nil {
-			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
-		}
-	})
+	killDaemonAtEnd(t, home)
 	r := runSCV(t, home, "daemon", "status")
 	if r.code != 4 || !strings.Contains(r.stdout, "No daemon is running") {
 		t.Fatalf("status without a daemon: %+v", r)
@@ -92,11 +88,7 @@ func TestDaemonCommands(t *testing.T) {
 func TestTopLevelDaemonCommands(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	t.Cleanup(func() {
-		if info, err := daemonfile.Read(home); err == nil {
-			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
-		}
-	})
+	killDaemonAtEnd(t, home)
 	self, err := records.Self()
 	if err != nil {
 		t.Fatal(err)
@@ -241,11 +233,7 @@ func TestDaemonInstallWritesUnit(t *testing.T) {
 func TestExecInDaemon(t *testing.T) {
 	t.Parallel()
 	home, ws := t.TempDir(), t.TempDir()
-	t.Cleanup(func() {
-		if info, err := daemonfile.Read(home); err == nil {
-			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
-		}
-	})
+	killDaemonAtEnd(t, home)
 	r := runSCV(t, home, "exec", "--daemon", "--cd", ws, "hello")
 	if r.code != 0 || r.stdout == "" {
 		t.Fatalf("exec --daemon without a daemon: %+v", r)
@@ -285,8 +273,10 @@ func TestExecInDaemon(t *testing.T) {
 	if len(st.Sessions) != 1 || st.Sessions[0].Cwd != real || st.Sessions[0].Clients != 0 {
 		t.Fatalf("the exec's session is not live in the daemon: %+v", st)
 	}
+	// --continue continues the workspace's newest session, open in the
+	// daemon: it attaches to it rather than starting or resuming one.
 	r = runSCV(t, home, "exec", "--daemon", "--continue", "--cd", ws, "again")
-	if r.code != 2 {
+	if r.code != 0 || !strings.Contains(r.stderr, "open in the daemon") || !strings.Contains(r.stdout, `You said: "again"`) {
 		t.Fatalf("--daemon --continue: %+v", r)
 	}
 	live := func() int {
@@ -312,13 +302,32 @@ func TestExecInDaemon(t *testing.T) {
 	if n := live(); n != 2 {
 		t.Fatalf("exec --no-daemon ran in the daemon: %d live sessions", n)
 	}
-	// Under auto, a run the daemon cannot take (its own approval policy)
-	// uses a server of its own instead of failing.
-	if r = runSCV(t, home, "exec", "--approval-policy", "never", "--cd", ws, "hello"); r.code != 0 {
-		t.Fatalf("exec --approval-policy under daemon.use = auto: %+v", r)
+	// --approval-policy runs in the daemon too, as the policy of the
+	// run's own session: auto runs the demo's bash call unasked, where
+	// the daemon's on-risk would have denied it (no terminal).
+	if r = runSCV(t, home, "exec", "--approval-policy", "auto", "--cd", ws, "hello"); r.code != 0 ||
+		!strings.Contains(r.stdout, "The call ran.") || strings.Contains(r.stderr, "denied") {
+		t.Fatalf("exec --approval-policy auto in the daemon: %+v", r)
 	}
-	if n := live(); n != 2 {
-		t.Fatalf("exec --approval-policy ran in the daemon: %d live sessions", n)
+	if n := live(); n != 3 {
+		t.Fatalf("exec --approval-policy did not run in the daemon: %d live sessions", n)
+	}
+	// It may not change the policy of a session open there.
+	if r = runSCV(t, home, "exec", "--continue", "--approval-policy", "never", "--cd", ws, "again"); r.code != 1 ||
+		!strings.Contains(r.stderr, "under its own approval policy") {
+		t.Fatalf("exec --continue --approval-policy of an open session: %+v", r)
+	}
+	// A stored session that is not open in the daemon is resumed there.
+	ws2 := t.TempDir()
+	if r = runSCV(t, home, "exec", "--no-daemon", "--cd", ws2, "hello"); r.code != 0 {
+		t.Fatalf("exec --no-daemon: %+v", r)
+	}
+	r = runSCV(t, home, "exec", "--continue", "--cd", ws2, "again")
+	if r.code != 0 || !strings.Contains(r.stderr, "continuing the session of") || strings.Contains(r.stderr, "open in the daemon") {
+		t.Fatalf("exec --continue of a stored session in the daemon: %+v", r)
+	}
+	if n := live(); n != 4 {
+		t.Fatalf("the resumed session is not open in the daemon: %d live sessions", n)
 	}
 	if r := runSCV(t, home, "daemon", "stop"); r.code != 0 {
 		t.Fatalf("stop: %+v", r)
@@ -332,11 +341,7 @@ func TestExecInDaemon(t *testing.T) {
 func TestUpdateRestartsOntoInstalledServer(t *testing.T) {
 	t.Parallel()
 	home, dir := t.TempDir(), t.TempDir()
-	t.Cleanup(func() {
-		if info, err := daemonfile.Read(home); err == nil {
-			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
-		}
-	})
+	killDaemonAtEnd(t, home)
 	server := filepath.Join(dir, "scv-server")
 	copyFile(t, filepath.Join(filepath.Dir(scvBin), "scv-server"), server)
 	withServer := func(args ...string) result {
@@ -404,11 +409,7 @@ func TestExecThroughPlannedRestart(t *testing.T) {
 	srv := fakeopenai.Start(t)
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("first "), fakeopenai.Delay(2*time.Second), fakeopenai.Text("done")))
 	home, ws := fakeHome(t, srv), t.TempDir()
-	t.Cleanup(func() {
-		if info, err := daemonfile.Read(home); err == nil {
-			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
-		}
-	})
+	killDaemonAtEnd(t, home)
 	if r := runSCV(t, home, "start"); r.code != 0 {
 		t.Fatalf("start: %+v", r)
 	}
@@ -467,8 +468,7 @@ func TestExecThroughPlannedRestart(t *testing.T) {
 		t.Fatalf("the session is not open after the restart: %v\n%s", err, r.stdout)
 	}
 
-	// restart --force does not wait: exec's connection ends mid-turn, and
-	// it says so, naming the session, instead of blaming a server exit.
+	// restart --force does not wait: exec's connection ends mid-turn.
 	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("second "), fakeopenai.Delay(5*time.Second), fakeopenai.Text("never")))
 	cmd = scvCmd(t.Context(), home, "exec", "--daemon", "--cd", ws, "again")
 	stdout.Reset()
@@ -494,11 +494,14 @@ func TestExecThroughPlannedRestart(t *testing.T) {
 	if r := runSCV(t, home, "restart", "--force"); r.code != 0 {
 		t.Fatalf("restart --force: %+v", r)
 	}
+	// exec re-attaches to its session in the restarted daemon, which has
+	// cancelled the turn (a forced restart does not wait for it, and the
+	// next daemon does not run it again): it says so and exits 1.
 	select {
 	case err := <-exited:
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "the daemon closed the connection before the turn ended") ||
-			!strings.Contains(stderr.String(), "session ") {
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "re-attaching to session ") ||
+			!strings.Contains(stderr.String(), "the daemon restarted before the turn ended and cancelled it") || stdout.String() != "second \n" {
 			t.Fatalf("exec through restart --force: %v, stdout %q, stderr:\n%s", err, stdout.String(), stderr.String())
 		}
 	case <-time.After(30 * time.Second):
@@ -509,4 +512,96 @@ func TestExecThroughPlannedRestart(t *testing.T) {
 	if r := runSCV(t, home, "stop"); r.code != 0 {
 		t.Fatalf("stop: %+v", r)
 	}
+}
+
+// TestExecQueuedPromptSurvivesRestart: one exec's turn runs in the
+// daemon; a second exec continues the same (open) session, so its prompt
+// is queued; scv restart waits for the first turn, keeps the queue, and
+// the second exec re-attaches to the session in the restarted daemon and
+// prints its reply, once, exiting 0.
+func TestExecQueuedPromptSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("first "), fakeopenai.Delay(2*time.Second), fakeopenai.Text("done")),
+		fakeopenai.Script(fakeopenai.Text("second "), fakeopenai.Text("reply")))
+	home, ws := fakeHome(t, srv), t.TempDir()
+	killDaemonAtEnd(t, home)
+	if r := runSCV(t, home, "start"); r.code != 0 {
+		t.Fatalf("start: %+v", r)
+	}
+	type run struct {
+		stdout, stderr strings.Builder
+		exited         chan error
+	}
+	start := func(args ...string) *run {
+		r := &run{exited: make(chan error, 1)}
+		cmd := scvCmd(t.Context(), home, append([]string{"exec", "--cd", ws}, args...)...)
+		cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { r.exited <- cmd.Wait() }()
+		return r
+	}
+	var st struct {
+		Sessions []struct {
+			TurnID string `json:"turn_id"`
+			Queued int    `json:"queued"`
+		} `json:"sessions"`
+	}
+	waitStatus := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			r := runSCV(t, home, "status", "--json")
+			st.Sessions = nil
+			if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+				t.Fatalf("status --json: %v %+v", err, r)
+			}
+			if len(st.Sessions) == 1 && ok() {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: status %s", what, r.stdout)
+			}
+		}
+	}
+	first := start("one")
+	waitStatus("the first turn did not run", func() bool { return st.Sessions[0].TurnID != "" })
+	second := start("--continue", "two")
+	waitStatus("the second prompt was not queued", func() bool { return st.Sessions[0].Queued == 1 })
+	if r := runSCV(t, home, "restart"); r.code != 0 {
+		t.Fatalf("restart: %+v", r)
+	}
+	for name, c := range map[string]struct {
+		r    *run
+		want string
+	}{"first": {first, "first done\n"}, "second": {second, "second reply\n"}} {
+		select {
+		case err := <-c.r.exited:
+			if err != nil || c.r.stdout.String() != c.want {
+				t.Fatalf("%s exec through the restart: %v, stdout %q, want %q; stderr:\n%s", name, err, c.r.stdout.String(), c.want, c.r.stderr.String())
+			}
+		case <-time.After(40 * time.Second):
+			t.Fatalf("%s exec did not end after the restart; stderr:\n%s", name, c.r.stderr.String())
+		}
+	}
+	if !strings.Contains(second.stderr.String(), "open in the daemon") || !strings.Contains(second.stderr.String(), "re-attaching to session ") {
+		t.Fatalf("the second exec did not continue the open session and re-attach: %s", second.stderr.String())
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Fatalf("%d model requests, want 2 (the queued prompt ran once)", n)
+	}
+	if r := runSCV(t, home, "stop"); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
+}
+
+// killDaemonAtEnd kills the daemon of home, if one runs, when the test
+// ends: a failed test must not leave it behind.
+func killDaemonAtEnd(t *testing.T, home string) {
+	t.Cleanup(func() {
+		if info, err := daemonfile.Read(home); err == nil {
+			_ = syscall.Kill(info.Pid, syscall.SIGKILL)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -62,6 +63,11 @@ type DaemonConn struct {
 	*Conn
 	uc *net.UnixConn
 	id int
+	// Instance is the instance of the daemon that answered (daemon.json's
+	// instance, read once the handshake succeeded; empty when it could
+	// not be read). Event numbers belong to an instance: a restarted
+	// daemon numbers its sessions' events anew.
+	Instance string
 }
 
 // DialDaemon connects to home's daemon and initializes the connection
@@ -87,11 +93,20 @@ func DialDaemon(ctx context.Context, home, name string) (*DaemonConn, error) {
 		return nil, err
 	}
 	_ = uc.SetDeadline(time.Time{})
+	// The daemon writes daemon.json before it accepts connections, so
+	// the file read after a handshake names the instance that answered.
+	if info, err := daemonfile.Read(home); err == nil {
+		c.Instance = info.Instance
+	}
 	return c, nil
 }
 
 // Close closes the connection (which detaches its sessions).
 func (c *DaemonConn) Close() error { return c.uc.Close() }
+
+// Socket returns the connection's socket, for a client that half-closes
+// it or bounds its reads itself.
+func (c *DaemonConn) Socket() *net.UnixConn { return c.uc }
 
 // SetDeadline bounds the reads and writes of the connection (see
 // net.Conn); the zero time removes the bound.
@@ -118,12 +133,23 @@ func (c *DaemonConn) Request(m protocol.ClientMessage) (protocol.Event, error) {
 			continue
 		}
 		if e, ok := f.Event.(*protocol.Error); ok && (e.RequestID == id || e.Fatal) {
-			return nil, fmt.Errorf("the daemon refused %s: %s (%s)", m.Kind(), e.Message, e.Code)
+			return nil, &RefusedError{Request: m.Kind(), Code: e.Code, Message: e.Message}
 		}
 		if requestOf(f.Event) == id {
 			return f.Event, nil
 		}
 	}
+}
+
+// RefusedError is a request the daemon answered with an error event.
+type RefusedError struct {
+	Request string // the message type
+	Code    protocol.ErrorCode
+	Message string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the daemon refused %s: %s (%s)", e.Request, e.Message, e.Code)
 }
 
 // Attach subscribes the connection to the open session id. With afterSeq
@@ -142,23 +168,57 @@ func (c *DaemonConn) Attach(sessionID string, afterSeq *uint64) (*protocol.Sessi
 	return a, nil
 }
 
+// Position is where a client is in a session's event stream: the
+// daemon instance that numbered the events and the last seq it saw.
+type Position struct {
+	Instance string
+	Seq      uint64
+}
+
+// after is the after_seq to attach with on a daemon of instance: the last
+// seq seen on the same instance, and 0 (the whole ring) on a new one,
+// whose events are all new to the client since the numbering restarted.
+func (p Position) after(instance string) uint64 {
+	if p.Instance != "" && instance != "" && instance != p.Instance {
+		return 0
+	}
+	return p.Seq
+}
+
+// ReattachTimeout is how long a client waits for a daemon to come back
+// after a planned restart ended its connection: a restart waits for
+// running turns first (daemon.restart_timeout_seconds) but closes
+// connections only once they ended, so what remains is the re-exec and
+// the resume of the saved sessions, a few seconds at most.
+const ReattachTimeout = 30 * time.Second
+
 // Reattach connects to home's daemon again and attaches to sessionID
-// after lastSeq, retrying every interval until it succeeds or ctx ends:
-// what a client does when its connection ends during a planned restart
-// (the daemon comes back with the same sessions; their numbering restarts,
-// which the answer's ReplayTruncated tells).
-func Reattach(ctx context.Context, home, name, sessionID string, lastSeq uint64, interval time.Duration) (*DaemonConn, *protocol.SessionAttached, error) {
+// after pos, retrying every interval until it succeeds or ctx ends: what
+// a client does when its connection ends during a planned restart. The
+// daemon comes back with the same sessions but numbers their events anew,
+// so on a new instance it attaches with after_seq 0, which replays what
+// the session did since the restart (SessionAttached.ReplayTruncated says
+// some of it is gone from the ring). A daemon that answers without the
+// session (session_not_found: it did not come back with it) ends the wait
+// at once with a *RefusedError.
+func Reattach(ctx context.Context, home, name, sessionID string, pos Position, interval time.Duration) (*DaemonConn, *protocol.SessionAttached, error) {
 	for {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		c, err := DialDaemon(dctx, home, name)
 		cancel()
 		if err == nil {
-			seq := lastSeq
+			seq := pos.after(c.Instance)
 			a, aerr := c.Attach(sessionID, &seq)
 			if aerr == nil {
 				return c, a, nil
 			}
 			_ = c.Close()
+			var re *RefusedError
+			if errors.As(aerr, &re) && re.Code == protocol.ErrSessionNotFound {
+				// A restarted daemon resumes its sessions before it
+				// listens: one it does not have is not coming.
+				return nil, nil, fmt.Errorf("re-attaching to session %s: %w", sessionID, aerr)
+			}
 			err = aerr
 		}
 		t := time.NewTimer(interval)
@@ -169,6 +229,19 @@ func Reattach(ctx context.Context, home, name, sessionID string, lastSeq uint64,
 		case <-t.C:
 		}
 	}
+}
+
+// RestartUnderway reports whether a daemon connection that just ended was
+// ended by a planned restart a client should wait out: the daemon saved
+// its sessions in restart.json (removed once the next daemon resumed
+// them), or a daemon runs again already. A stop (SIGTERM) or a crash
+// leaves neither, and the client need not wait.
+func RestartUnderway(home string) bool {
+	if _, err := os.Lstat(paths.RestartFile(home)); err == nil {
+		return true
+	}
+	_, err := daemonfile.Running(home)
+	return err == nil
 }
 
 func setRequestID(m protocol.ClientMessage, id string) bool {

@@ -175,7 +175,7 @@ func TestReattachWaitsForTheDaemon(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		scriptedDaemon(t, home, []uint64{10, 11})
 	}()
-	c, a, err := Reattach(ctx, home, "test", "s1", 10, 50*time.Millisecond)
+	c, a, err := Reattach(ctx, home, "test", "s1", Position{Seq: 10}, 50*time.Millisecond)
 	<-started
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,58 @@ func TestReattachWaitsForTheDaemon(t *testing.T) {
 	gone := shortHome(t)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel2()
-	if _, _, err := Reattach(ctx2, gone, "test", "s1", 0, 50*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "re-attaching to session s1") {
+	if _, _, err := Reattach(ctx2, gone, "test", "s1", Position{}, 50*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "re-attaching to session s1") {
 		t.Fatalf("reattach with no daemon: %v", err)
+	}
+}
+
+// TestPositionAfterRestart: on the same daemon instance a client attaches
+// after the last seq it saw; on a new one (a restart numbers events anew)
+// from the start of the ring; an unknown instance counts as the same.
+func TestPositionAfterRestart(t *testing.T) {
+	t.Parallel()
+	p := Position{Instance: "a", Seq: 12}
+	for inst, want := range map[string]uint64{"a": 12, "b": 0, "": 12} {
+		if got := p.after(inst); got != want {
+			t.Errorf("after(%q) = %d, want %d", inst, got, want)
+		}
+	}
+	if got := (Position{Seq: 5}).after("b"); got != 5 {
+		t.Errorf("unknown old instance: after = %d, want 5", got)
+	}
+}
+
+// TestRestartUnderway: a restart.json, or a daemon running again, says a
+// closed connection is a planned restart to wait out; neither says not.
+func TestRestartUnderway(t *testing.T) {
+	t.Parallel()
+	home := shortHome(t)
+	if RestartUnderway(home) {
+		t.Fatal("underway with nothing on disk")
+	}
+	if err := os.MkdirAll(paths.RunDir(home), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(paths.RestartFile(home), []byte(`{"sessions":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !RestartUnderway(home) {
+		t.Fatal("not underway with a restart.json")
+	}
+}
+
+// TestReattachUnknownSessionFails: a daemon that answers without the
+// session (it did not come back with it) ends the wait at once.
+func TestReattachUnknownSessionFails(t *testing.T) {
+	t.Parallel()
+	home := shortHome(t)
+	scriptedDaemon(t, home, []uint64{1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, _, err := Reattach(ctx, home, "test", "gone", Position{}, 50*time.Millisecond)
+	var re *RefusedError
+	if !errors.As(err, &re) || re.Code != protocol.ErrSessionNotFound || time.Since(start) > 5*time.Second {
+		t.Fatalf("reattach to an unknown session: %v after %s", err, time.Since(start))
 	}
 }

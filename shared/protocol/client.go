@@ -51,6 +51,11 @@ type SessionStart struct {
 	// its history and usage totals are restored and its transcript is
 	// replayed with session.replay events.
 	Resume string `json:"resume,omitempty"`
+	// ApprovalPolicy is the session's approval policy (v4): "on-risk",
+	// "never" or "auto", overriding tools.approval_policy for this session
+	// only; empty keeps the server's. A daemon serves many clients, so a
+	// client's own policy is per session.
+	ApprovalPolicy string `json:"approval_policy,omitempty"`
 }
 
 // TurnStart starts a turn, or queues it (v2 and later) while another runs.

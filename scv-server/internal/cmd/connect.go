@@ -13,6 +13,7 @@ import (
 	"github.com/scv-cli/scv/shared/cli"
 
 	"github.com/scv-cli/scv/scv-server/internal/daemon"
+	"github.com/scv-cli/scv/scv-server/internal/relay"
 	"github.com/scv-cli/scv/scv-server/internal/transport/unix"
 	"github.com/scv-cli/scv/shared/daemonfile"
 	"github.com/scv-cli/scv/shared/paths"
@@ -20,15 +21,17 @@ import (
 
 // newCmdConnect is `scv-server connect`: a relay between standard input
 // and output and the daemon's socket, so a client built to run
-// `scv-server --stdio` as a child (the TUI) talks to the daemon unchanged.
-// The end of input half-closes the connection: the daemon detaches the
-// client (its sessions go on) and closes its side, which ends the relay.
+// `scv-server --stdio` as a child (the TUI) talks to the daemon unchanged
+// (internal/relay). The end of input half-closes the connection: the
+// daemon detaches the client (its sessions go on) and closes its side,
+// which ends the relay. A planned restart does not end it: it reconnects
+// and re-attaches the client's sessions.
 func newCmdConnect(stdio IO) *cobra.Command {
 	return &cobra.Command{
 		Use:   "connect",
 		Short: "Relay the protocol between stdin/stdout and the running daemon's socket",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			home, err := paths.Home(stdio.Env)
 			if err != nil {
 				return &cli.UsageError{Err: err}
@@ -37,15 +40,19 @@ func newCmdConnect(stdio IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return relay(c.(*net.UnixConn), stdio.In, stdio.Out)
+			log, err := newLogger(stdio.ErrOut, "", stdio.Env)
+			if err != nil {
+				return &cli.UsageError{Err: err}
+			}
+			return relay.New(relay.Options{Home: home, In: stdio.In, Out: stdio.Out, Log: log}, c.(*net.UnixConn)).Run(cmd.Context())
 		},
 	}
 }
 
-// relay copies in to c and c to out until the daemon closes the
+// rawRelay copies in to c and c to out until the daemon closes the
 // connection. A read blocked on the real stdin after that is left to the
 // process exit.
-func relay(c *net.UnixConn, in io.Reader, out io.Writer) error {
+func rawRelay(c *net.UnixConn, in io.Reader, out io.Writer) error {
 	defer c.Close()
 	go func() {
 		_, _ = io.Copy(c, in)
@@ -79,5 +86,5 @@ func acpThroughDaemon(stdio IO, log *slog.Logger) (bool, error) {
 		_ = c.Close()
 		return true, fmt.Errorf("asking the daemon for ACP: %w", err)
 	}
-	return true, relay(c.(*net.UnixConn), stdio.In, stdio.Out)
+	return true, rawRelay(c.(*net.UnixConn), stdio.In, stdio.Out)
 }

@@ -280,7 +280,7 @@ func (d *Daemon) resumeSaved(home string) {
 	}
 	for _, o := range rf.Sessions {
 		v := max(o.Version, protocol.Version2)
-		s, err := d.rt.Manager.Start(session.StartOptions{Cwd: o.Cwd, Resume: o.SessionID, ProtocolVersion: v})
+		s, err := d.rt.Manager.Start(session.StartOptions{Cwd: o.Cwd, Resume: o.SessionID, ProtocolVersion: v, Policy: o.Policy})
 		if err != nil {
 			d.log.Warn("Could not resume a session after the restart; it stays stored", "session", o.SessionID, "err", err)
 			continue

@@ -1,6 +1,7 @@
 package servertest_test
 
 import (
+	"strings"
 	"testing"
 
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
@@ -79,4 +80,35 @@ func TestV4MessagesRefusedBeforeV4(t *testing.T) {
 	if l := st.Expect[*protocol.SessionListed](c); l.Live != nil {
 		t.Fatalf("a v3 session.listed has live: %+v", l)
 	}
+}
+
+// TestV4SessionApprovalPolicy: a v4 session.start may choose the
+// session's approval policy (a daemon's clients each have their own):
+// "never" denies the demo's bash call without asking where the server's
+// on-risk would ask; an unknown policy is refused; v3 ignores the field.
+func TestV4SessionApprovalPolicy(t *testing.T) {
+	t.Parallel()
+	s := st.Start(t, st.Options{})
+	c := s.Client
+	c.Init(protocol.Version4)
+	ws := t.TempDir()
+	c.Send(&protocol.SessionStart{RequestID: c.ID(), Cwd: ws, ApprovalPolicy: "sometimes"})
+	if e := c.ExpectError(protocol.ErrInvalidRequest); !strings.Contains(e.Message, `unknown approval policy "sometimes"`) {
+		t.Fatalf("error = %+v", e)
+	}
+	c.Send(&protocol.SessionStart{RequestID: c.ID(), Cwd: ws, ApprovalPolicy: "never"})
+	sid := st.Expect[*protocol.SessionStarted](c).SessionID
+	st.Expect[*protocol.QueueSnapshot](c)
+	c.Turn(sid, "hi")
+	evs, _ := st.Until[*protocol.TurnCompleted](c)
+	for _, ev := range evs {
+		if _, ok := ev.(*protocol.ApprovalRequested); ok {
+			t.Fatalf("policy never asked: %+v", ev)
+		}
+	}
+
+	v3 := st.Start(t, st.Options{}).Client
+	v3.Init(protocol.Version3)
+	v3.Send(&protocol.SessionStart{RequestID: v3.ID(), Cwd: ws, ApprovalPolicy: "sometimes"})
+	st.Expect[*protocol.SessionStarted](v3)
 }

@@ -189,6 +189,9 @@ type StartOptions struct {
 	// Resume continues the stored session with this id (v3 resume):
 	// the session takes its id, history and usage totals.
 	Resume string
+	// Policy overrides the workspace's approval policy for this session
+	// (v4 session.start approval_policy); empty keeps it.
+	Policy approval.Policy
 }
 
 // workspaceConfig is what the configuration sets for sessions in cwd.
@@ -267,6 +270,9 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 		model = m.opts.Provider.Model()
 	}
 	policy := wc.Policy
+	if opts.Policy != "" {
+		policy = opts.Policy
+	}
 	s := &Session{
 		id:           uuid.NewString(),
 		cwd:          cwd,
@@ -281,6 +287,7 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 		warnings:     wc.Warnings,
 		allow:        wc.Allow,
 		policy:       policy,
+		clientPolicy: opts.Policy,
 		toolEnv:      tools.Env{Timeout: wc.ToolTimeout, MaxTimeout: wc.MaxToolTimeout, OutputLimit: wc.ToolOutputLimit},
 		autoApprove:  opts.AutoApprove,
 		approvals:    approval.NewPending(),
@@ -484,6 +491,9 @@ type Open struct {
 	Paused    bool   `json:"paused"`
 	// Version is the protocol version the session was started with.
 	Version int `json:"version"`
+	// Policy is the session's approval policy, so a client's own
+	// (session.start approval_policy) survives a planned restart.
+	Policy approval.Policy `json:"approval_policy,omitempty"`
 }
 
 // OpenSessions lists the open sessions that are stored (those a new
@@ -497,7 +507,7 @@ func (m *Manager) OpenSessions() []Open {
 			continue
 		}
 		s.mu.Lock()
-		out = append(out, Open{SessionID: s.id, Cwd: s.cwd, Paused: s.paused, Version: s.version})
+		out = append(out, Open{SessionID: s.id, Cwd: s.cwd, Paused: s.paused, Version: s.version, Policy: s.clientPolicy})
 		s.mu.Unlock()
 	}
 	return out

@@ -60,6 +60,10 @@ type Session struct {
 	warnings     []string        // of the configuration, for session.started
 	allow        []protocol.Rule // the configuration's rules (tools.allow), in force unless revoked
 	policy       approval.Policy // guarded by mu once the session has started
+	// clientPolicy is the policy its client chose in session.start (v4
+	// approval_policy), empty for the workspace's; a planned restart
+	// keeps it.
+	clientPolicy approval.Policy
 	// toolEnv holds the session's tool timeouts and output limit.
 	toolEnv tools.Env
 	// autoApprove answers every approval request yes without asking

@@ -44,6 +44,9 @@ type Options struct {
 	History History
 	// Resume is a session id to resume at start ("" = new session).
 	Resume string
+	// Attach is a session open in the daemon to attach to at start,
+	// with the replay of its recent events (--attach; see attach.go).
+	Attach string
 	// Model overrides the server's model ("" = server default).
 	Model string
 }
@@ -111,6 +114,7 @@ const (
 	reqQueueMove
 	reqQueueRemove
 	reqRules
+	reqAttach
 )
 
 // request is a sent request awaiting its answer.
@@ -194,6 +198,12 @@ type Model struct {
 	tickGen uint64
 	ticking bool
 	frame   int
+
+	// attachID is the daemon session to attach to (again, after a
+	// Ctrl+R) instead of a session.start; live are the sessions the last
+	// session.list named open in the daemon (attach.go).
+	attachID string
+	live     map[string]bool
 }
 
 // New returns the model. It does nothing until ServerStarted arrives.
@@ -210,6 +220,7 @@ func New(opts Options) *Model {
 		pending:    make(map[string]request),
 		dequeued:   make(map[string]string),
 		resumeID:   opts.Resume,
+		attachID:   opts.Attach,
 	}
 	if opts.History != nil {
 		m.editor.SetHistory(opts.History.Entries())

@@ -54,16 +54,24 @@ func (m *Model) sessionEvent(e protocol.Event) bool {
 			m.setProblem(fmt.Sprintf("The server answered with protocol version %d; this client speaks version %d. Update scv-server, then press Ctrl+R.", e.ProtocolVersion, sent.ProtocolVersion))
 			return true
 		}
-		m.startSession(m.resumeID, false)
+		if m.attachID != "" {
+			m.attachSession(m.attachID, false)
+		} else {
+			m.startSession(m.resumeID, false)
+		}
 	case *protocol.SessionStarted:
 		m.sessionStarted(e)
+	case *protocol.SessionAttached:
+		m.sessionAttached(e)
+	case *protocol.SessionDetached:
+		m.take(e.RequestID)
 	case *protocol.SessionReplay:
 		if e.SessionID == m.sessionID {
 			m.replay(e.Items)
 		}
 	case *protocol.SessionListed:
 		m.take(e.RequestID)
-		m.openPicker(e.Sessions)
+		m.openPicker(m.markLive(e))
 	case *protocol.RulesListed:
 		m.take(e.RequestID)
 		m.showRules(e.Rules)
@@ -236,6 +244,7 @@ func (m *Model) sessionStarted(e *protocol.SessionStarted) {
 	if r.kind != reqSessionStart {
 		return // not an answer to this client's session.start
 	}
+	m.attachID = ""
 	m.sessionID = e.SessionID
 	m.resumeID = e.SessionID
 	m.model = e.Model

@@ -526,6 +526,10 @@ func (m *Model) openPicker(sessions []protocol.SessionSummary) {
 // resumeSession switches the view to a stored session: a new session.start
 // with resume; the transcript is replaced by its replay.
 func (m *Model) resumeSession(id string) {
+	if m.live[id] {
+		m.attachSession(id, true)
+		return
+	}
 	m.transcript.AddNotice(transcript.Info, "Resuming session "+id+"…")
 	m.resumeID = id
 	m.startSession(id, true)

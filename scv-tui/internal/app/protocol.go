@@ -166,6 +166,8 @@ func (m *Model) serverError(e *protocol.Error) {
 			return
 		}
 		m.setProblem(fmt.Sprintf("The server refused to start a session: %s. Fix that, then press Ctrl+R.", text))
+	case reqAttach:
+		m.attachRefused(r, text)
 	case reqTurnStart:
 		m.transcript.AddNotice(transcript.Error, "The prompt was not sent: "+text)
 		if m.editor.Empty() && r.prompt != "" {

@@ -22,6 +22,7 @@ import (
 type Flags struct {
 	Dir     string // --cd/-C: the workspace; "" is the current directory
 	Resume  string // --resume: a stored session to continue
+	Attach  string // --attach: a session open in the daemon to join
 	Model   string // --model: a model override
 	LogFile string // --log-file: where the server's stderr goes
 	// Daemon (--daemon) talks to the running daemon through `scv-server
@@ -97,11 +98,13 @@ Exit codes: 0 ok, 1 error, 2 usage error, 130 interrupted.`,
 	fl := c.Flags()
 	fl.StringVarP(&f.Dir, "cd", "C", "", "run in `DIR` instead of the current directory")
 	fl.StringVar(&f.Resume, "resume", "", "continue the stored session `ID` of this workspace")
+	fl.StringVar(&f.Attach, "attach", "", "join the session `ID` open in the daemon (scv status lists them), replaying its recent events; a session not open there is resumed")
 	fl.StringVar(&f.Model, "model", "", "use model `M` instead of the configured one")
 	fl.StringVar(&f.LogFile, "log-file", "", "append the server's stderr to `PATH` (default $SCV_HOME/logs/tui-server.log)")
 	fl.BoolVar(&f.Daemon, "daemon", false, "use the running daemon (scv daemon start), whose sessions outlive the UI; without one, start a server as usual (daemon.use = \"auto\")")
 	fl.BoolVar(&f.NoDaemon, "no-daemon", false, "start a server of its own even when a daemon runs (daemon.use = \"never\")")
 	c.MarkFlagsMutuallyExclusive("daemon", "no-daemon")
+	c.MarkFlagsMutuallyExclusive("attach", "resume")
 	return c
 }
 

@@ -180,6 +180,7 @@ func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err err
 			LogPath:   s.logPath,
 			History:   s.hist,
 			Resume:    s.flags.Resume,
+			Attach:    s.flags.Attach,
 			Model:     s.flags.Model,
 		})
 		p = tea.NewProgram(model, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithoutSignalHandler())

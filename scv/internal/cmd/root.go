@@ -42,6 +42,7 @@ var Program = cli.Program{Name: "scv"}
 // replaces the no-argument behaviour in tests.
 func NewCmdRoot(f *cmdutil.Factory, runTUI func() error) *cobra.Command {
 	var useDaemon, noDaemon bool
+	var attach string
 	root := &cobra.Command{
 		Use:   "scv",
 		Short: "SCV, a terminal agent runtime",
@@ -57,11 +58,12 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 			if runTUI != nil {
 				return runTUI()
 			}
-			return tuiRun(f, useDaemon, noDaemon)
+			return tuiRun(f, useDaemon, noDaemon, attach)
 		},
 	}
 	root.Flags().BoolVar(&useDaemon, "daemon", false, "run the terminal UI on the running daemon (scv daemon start), whose sessions outlive it (daemon.use = \"auto\")")
 	root.Flags().BoolVar(&noDaemon, "no-daemon", false, "run the terminal UI on a server of its own even when a daemon runs (daemon.use = \"never\")")
+	root.Flags().StringVar(&attach, "attach", "", "run the terminal UI on the session `ID` open in the daemon (scv status lists them), with its recent events; a session not open there is resumed")
 	root.MarkFlagsMutuallyExclusive("daemon", "no-daemon")
 	root.SetVersionTemplate(version.Line() + "\n")
 	root.SetIn(f.IO.In)
@@ -89,7 +91,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 }
 
 // tuiRun becomes scv-tui, which inherits the terminal.
-func tuiRun(f *cmdutil.Factory, useDaemon, noDaemon bool) error {
+func tuiRun(f *cmdutil.Factory, useDaemon, noDaemon bool, attach string) error {
 	path, err := f.FindBinary(client.TUI)
 	if err != nil {
 		return err
@@ -100,6 +102,9 @@ func tuiRun(f *cmdutil.Factory, useDaemon, noDaemon bool) error {
 	}
 	if noDaemon {
 		argv = append(argv, "--no-daemon")
+	}
+	if attach != "" {
+		argv = append(argv, "--attach", attach)
 	}
 	return f.Exec(path, argv)
 }

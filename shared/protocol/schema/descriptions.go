@@ -190,6 +190,7 @@ var fieldDescriptions = map[string]string{
 	"session.trimmed/removed_messages": "How many of the oldest history messages were dropped.",
 
 	"resume":                            "The id of a stored session of this workspace to continue (v3).",
+	"approval_policy":                   "The session's own approval policy instead of the server's: on-risk, never or auto (v4).",
 	"resumed":                           "True when the session continues a stored one; session.replay events follow (v3).",
 	"session.started/usage":             "The session's usage total so far, for a resumed session (v3).",
 	"limit":                             "The most sessions to list (default 20, at most 200).",

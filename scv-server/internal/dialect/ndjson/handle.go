@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/shared/chatlog"
 	"github.com/scv-cli/scv/shared/protocol"
@@ -241,6 +242,13 @@ func (c *conn) startSession(m *protocol.SessionStart) error {
 			}
 			opts.Channel = &ch
 		}
+	}
+	if c.version >= protocol.Version4 && m.ApprovalPolicy != "" {
+		p, err := approval.ParsePolicy(m.ApprovalPolicy)
+		if err != nil {
+			return &session.Error{Code: protocol.ErrInvalidRequest, Message: fmt.Sprintf("approval_policy: %v", err)}
+		}
+		opts.Policy = p
 	}
 	s, err := c.mgr.Start(opts)
 	if err != nil {

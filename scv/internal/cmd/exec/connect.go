@@ -2,9 +2,9 @@ package exec
 
 import (
 	"context"
+	"net"
 	"time"
 
-	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/paths"
@@ -25,8 +25,12 @@ type server struct {
 	// runs once the reader has ended.
 	release func()
 	// daemon is set for the daemon's socket: its end is not a server
-	// process's exit, and the session outlives it.
-	daemon bool
+	// process's exit, and the session outlives it. home is then the
+	// daemon's SCV_HOME and instance the instance that answered (its
+	// events' numbering).
+	daemon   bool
+	home     string
+	instance string
 }
 
 // connect returns the run's server: the daemon's socket when daemon.use
@@ -44,18 +48,13 @@ func connect(opts *Options) (*server, error) {
 	if !opts.Daemon {
 		use = client.ConfiguredDaemonUse(home, paths.OSEnv())
 	}
-	if use != config.DaemonNever && (opts.Continue || opts.ApprovalPolicy != "") {
-		// The daemon's sessions are locked in it and its policy is its
-		// own: a run that needs either keeps a server of its own.
-		if use == config.DaemonAlways {
-			return nil, cli.UsageErrorf("daemon.use is \"always\", which --continue and --approval-policy cannot use yet: pass --no-daemon for this run (see docs/daemon.md)")
-		}
-		return startOwn(opts)
-	}
-	if _, ok, err := client.ChooseDaemon(use, home); err != nil {
+	// A run in the daemon continues the workspace's newest session there
+	// (attaching to it when it is open) and passes --approval-policy in
+	// its session.start (protocol 4); see run.continueSession.
+	if info, ok, err := client.ChooseDaemon(use, home); err != nil {
 		return nil, err
 	} else if ok {
-		return dialDaemon(home)
+		return dialDaemon(home, info.Instance)
 	}
 	return startOwn(opts)
 }
@@ -82,18 +81,22 @@ func startOwn(opts *Options) (*server, error) {
 	}, nil
 }
 
-// dialDaemon connects to the daemon's socket (shared/client). Closing
-// the stream half-closes the connection: the daemon reads the end of
-// input and closes its side, detaching the run from its session, which
-// the daemon keeps (its turn, if one still runs after turn.cancel, goes
-// on).
-func dialDaemon(home string) (*server, error) {
+// dialDaemon connects to the daemon's socket (shared/client).
+func dialDaemon(home, instance string) (*server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	uc, err := client.DialSocket(ctx, home)
 	if err != nil {
 		return nil, err
 	}
+	return daemonServer(uc, home, instance), nil
+}
+
+// daemonServer is a run's server over a daemon connection. Closing the
+// stream half-closes the connection: the daemon reads the end of input
+// and closes its side, detaching the run from its session, which the
+// daemon keeps (its turn, if one still runs after turn.cancel, goes on).
+func daemonServer(uc *net.UnixConn, home, instance string) *server {
 	return &server{
 		stream: client.HalfCloser{UnixConn: uc},
 		stop: func(grace time.Duration) error {
@@ -103,8 +106,10 @@ func dialDaemon(home string) (*server, error) {
 			_ = uc.SetReadDeadline(time.Now().Add(grace))
 			return nil
 		},
-		kill:    func() { _ = uc.Close() },
-		release: func() { _ = uc.Close() },
-		daemon:  true,
-	}, nil
+		kill:     func() { _ = uc.Close() },
+		release:  func() { _ = uc.Close() },
+		daemon:   true,
+		home:     home,
+		instance: instance,
+	}
 }

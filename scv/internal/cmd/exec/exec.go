@@ -49,6 +49,10 @@ type Options struct {
 	// means the default.
 	CancelTimeout   time.Duration
 	ShutdownTimeout time.Duration
+	// ReattachTimeout bounds the wait for a daemon to come back after a
+	// planned restart ended the run's connection; zero means
+	// client.ReattachTimeout.
+	ReattachTimeout time.Duration
 
 	// Prompt is the prompt, or "-" to read it from stdin.
 	Prompt string
@@ -104,9 +108,6 @@ Exit codes: 0 the turn completed, 1 it failed or an error occurred,
 			}
 			if cmd.Flags().Changed("approval-policy") && !validPolicy(opts.ApprovalPolicy) {
 				return cli.UsageErrorf("invalid --approval-policy %q: want one of %s", opts.ApprovalPolicy, strings.Join(ApprovalPolicies, ", "))
-			}
-			if opts.Daemon && (opts.Continue || opts.ApprovalPolicy != "") {
-				return cli.UsageErrorf("--daemon cannot be combined with --continue or --approval-policy yet: the daemon's sessions and policy are its own (see docs/daemon.md)")
 			}
 			if opts.Daemon && opts.NoDaemon {
 				return cli.UsageErrorf("--daemon and --no-daemon contradict each other: pass one of them")

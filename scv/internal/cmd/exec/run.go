@@ -51,29 +51,48 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	conn := client.NewConn(child.stream, 0)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
-	frames := make(chan frame)
-	g.Go(func() error { return readFrames(gctx, conn, frames) })
 
 	r := &run{
 		opts:     opts,
-		conn:     conn,
 		prompt:   prompt,
 		dir:      dir,
 		requests: map[string]string{},
 		jobs:     map[string]bool{},
 		view:     &textView{out: opts.IO.Out, errOut: opts.IO.ErrOut, text: !opts.JSON},
+		version:  client.HelloVersion,
 	}
+	if child.daemon {
+		// Protocol 4 gives the run session.attach (--continue of an open
+		// session, re-attaching after a restart) and its session a ring
+		// to catch up from.
+		r.version, r.instance = protocol.Version4, child.instance
+		r.idPrefix = fmt.Sprintf("scv-exec-%d-", os.Getpid())
+	}
+	frames := r.read(g, gctx, client.NewConn(child.stream, 0))
 	if terminal {
 		r.asker = newAsker(opts.IO.In, opts.IO.ErrOut)
 		g.Go(func() error { return r.asker.run(gctx) })
 	}
 
 	loopErr := r.loop(frames, sigs)
+	for child.daemon && errors.Is(loopErr, ErrServerExited) {
+		// The reader has ended (its channel closed): the old connection
+		// can go before a new one takes its place.
+		child.release()
+		next, nextFrames, err := r.reattach(ctx, g, gctx, child.home, sigs)
+		if next == nil {
+			if err != nil {
+				loopErr = err
+			}
+			break
+		}
+		child = next
+		loopErr = r.events(nextFrames, sigs)
+	}
 	r.view.endLine()
 	r.closePrompt()
 	if r.killNow {
@@ -89,18 +108,28 @@ func Run(ctx context.Context, opts *Options) error {
 	return r.finish(loopErr, stopErr)
 }
 
+// read starts the goroutine that reads conn's frames for the loop, owned
+// by g, and makes conn the run's connection.
+func (r *run) read(g *errgroup.Group, ctx context.Context, conn *client.Conn) <-chan frame {
+	r.conn = conn
+	frames := make(chan frame)
+	g.Go(func() error { return readFrames(ctx, conn, frames) })
+	return frames
+}
+
 // ErrDaemonClosed is wrapped by the error of a run whose daemon
 // connection ended before its turn did.
 var ErrDaemonClosed = errors.New("the daemon closed the connection before the turn ended")
 
-// daemonGone is the outcome of a run whose daemon connection ended first:
-// a forced restart, a stop, or a crash. The session is not lost with the
+// daemonGone is the outcome of a run whose daemon connection ended first
+// and that could not follow its session into a restarted daemon: a stop,
+// a crash, or a restart that did not come back in time. The session is not lost with the
 // connection, so the error says where it is.
 func (r *run) daemonGone() error {
 	if r.sessionID == "" {
 		return fmt.Errorf("%w (it stopped or restarted; `scv status` says whether it runs)", ErrDaemonClosed)
 	}
-	return fmt.Errorf("%w (it stopped or restarted with --force, which cancels running turns); session %s stays stored with its prompt (`scv status` lists it while a daemon keeps it open)", ErrDaemonClosed, r.sessionID)
+	return fmt.Errorf("%w (it stopped, crashed, or did not come back from a restart in time); session %s stays stored with its prompt (`scv status` lists it while a daemon keeps it open)", ErrDaemonClosed, r.sessionID)
 }
 
 // frame is one line from the server: its bytes, and its event when the type
@@ -170,11 +199,25 @@ type run struct {
 	view   *textView
 	asker  *asker // nil without a terminal
 
-	lastID   int
+	lastID int
+	// idPrefix makes the run's request ids its own in a session other
+	// clients share (the daemon): turn.started names the request that
+	// started the turn, and another client's "3" is not ours.
+	idPrefix string
 	requests map[string]string // request_id -> client message type
+
+	// version is the protocol version the run speaks: 4 in the daemon.
+	version int
+	// instance is the daemon instance whose numbering lastSeq is in.
+	instance string
+	lastSeq  uint64
+	// replayEnd is the last replayed seq after a re-attach to a restarted
+	// daemon, until the run has seen it (reattach.go, replayDone).
+	replayEnd uint64
 
 	sessionID   string
 	turnReqID   string // request_id of our turn.start
+	queuedID    string // its queue entry while it waits in the queue
 	turnID      string
 	interrupted bool
 	cancelSent  bool
@@ -200,14 +243,30 @@ func (r *run) loop(frames <-chan frame, sigs <-chan os.Signal) error {
 	// go in one write: one round trip fewer before the turn starts. With
 	// --continue, session.list goes first and its answer names the session
 	// to resume.
-	var open protocol.ClientMessage = &protocol.SessionStart{RequestID: r.id(protocol.TypeSessionStart), Cwd: r.dir}
+	var open protocol.ClientMessage = r.sessionStart("")
 	if r.opts.Continue {
 		open = &protocol.SessionList{RequestID: r.id(protocol.TypeSessionList), Cwd: r.dir, Limit: 1}
 	}
-	if err := r.send(client.Hello(r.id(protocol.TypeInitialize), ClientName), open); err != nil {
+	if err := r.send(client.HelloAt(r.version, r.id(protocol.TypeInitialize), ClientName), open); err != nil {
 		return err
 	}
+	return r.events(frames, sigs)
+}
 
+// sessionStart is the run's session.start, resuming the stored session
+// resume when it is not "". In the daemon (protocol 4) it carries
+// --approval-policy, which a server of the run's own takes as a flag.
+func (r *run) sessionStart(resume string) *protocol.SessionStart {
+	m := &protocol.SessionStart{RequestID: r.id(protocol.TypeSessionStart), Cwd: r.dir, Resume: resume}
+	if r.version >= protocol.Version4 {
+		m.ApprovalPolicy = r.opts.ApprovalPolicy
+	}
+	return m
+}
+
+// events drives the run on frames until the turn ends, the connection
+// ends, or the user interrupts it.
+func (r *run) events(frames <-chan frame, sigs <-chan os.Signal) error {
 	var answers <-chan answer
 	if r.asker != nil {
 		answers = r.asker.answers
@@ -223,6 +282,9 @@ func (r *run) loop(frames <-chan frame, sigs <-chan os.Signal) error {
 				return f.err
 			}
 			if done, err := r.handle(f); done || err != nil {
+				return err
+			}
+			if err := r.replayDone(); err != nil {
 				return err
 			}
 		case a := <-answers:
@@ -272,16 +334,26 @@ func (r *run) handle(f frame) (done bool, err error) {
 			return true, err
 		}
 	}
+	if sq, ok := f.ev.(protocol.Sequenced); ok && sq.Session() == r.sessionID {
+		r.lastSeq = sq.SeqNum()
+	}
 	switch ev := f.ev.(type) {
 	case *protocol.SessionListed:
 		return false, r.continueSession(ev)
+	case *protocol.SessionAttached:
+		if r.sessionID != "" || r.requests[ev.RequestID] != protocol.TypeSessionAttach {
+			return false, nil
+		}
+		return false, r.started(ev.SessionID)
+	case *protocol.QueueEnqueued:
+		if ev.RequestID == r.turnReqID && r.turnReqID != "" {
+			r.queuedID = ev.Entry.QueueID
+		}
 	case *protocol.SessionStarted:
 		if r.sessionID != "" {
 			return false, nil
 		}
-		r.sessionID = ev.SessionID
-		r.turnReqID = r.id(protocol.TypeTurnStart)
-		return false, r.send(&protocol.TurnStart{RequestID: r.turnReqID, SessionID: r.sessionID, Prompt: r.prompt})
+		return false, r.started(ev.SessionID)
 	case *protocol.TurnStarted:
 		if r.turnID == "" && ev.RequestID == r.turnReqID {
 			r.turnID = ev.TurnID
@@ -372,6 +444,14 @@ func (r *run) turnDone(origin *protocol.Origin) (bool, error) {
 	return false, nil
 }
 
+// started sends the run's prompt to the session it started, resumed or
+// attached to.
+func (r *run) started(sessionID string) error {
+	r.sessionID = sessionID
+	r.turnReqID = r.id(protocol.TypeTurnStart)
+	return r.send(&protocol.TurnStart{RequestID: r.turnReqID, SessionID: r.sessionID, Prompt: r.prompt})
+}
+
 // reports says whether a report turn names one of our jobs.
 func (r *run) reports(jobs []string) bool {
 	for _, j := range jobs {
@@ -383,21 +463,29 @@ func (r *run) reports(jobs []string) bool {
 }
 
 // continueSession answers session.list for --continue: resume the newest
-// session, or start a new one when the workspace has none. The replay that
-// follows a resume is not printed (--json prints it like every frame).
+// session, or start a new one when the workspace has none. In the daemon
+// the newest session may be open there (session.listed's live): the run
+// attaches to it instead, since an open session cannot be resumed twice.
+// The replay that follows a resume is not printed (--json prints it like
+// every frame).
 func (r *run) continueSession(ev *protocol.SessionListed) error {
 	if !r.opts.Continue || r.sessionID != "" || r.requests[ev.RequestID] != protocol.TypeSessionList {
 		return nil
 	}
-	start := &protocol.SessionStart{RequestID: r.id(protocol.TypeSessionStart), Cwd: r.dir}
 	if len(ev.Sessions) == 0 {
 		fmt.Fprintln(r.opts.IO.ErrOut, "scv: no earlier session in this workspace; starting a new one")
-	} else {
-		last := ev.Sessions[0]
-		start.Resume = last.SessionID
-		fmt.Fprintf(r.opts.IO.ErrOut, "scv: continuing the session of %s (%d turns): %s\n", last.UpdatedAt, last.Turns, last.Title)
+		return r.send(r.sessionStart(""))
 	}
-	return r.send(start)
+	last := ev.Sessions[0]
+	if slices.ContainsFunc(ev.Live, func(l protocol.LiveSession) bool { return l.SessionID == last.SessionID }) {
+		if r.opts.ApprovalPolicy != "" {
+			return fmt.Errorf("session %s is open in the daemon under its own approval policy, which --approval-policy may not change for the other clients it may have: continue it without --approval-policy", last.SessionID)
+		}
+		fmt.Fprintf(r.opts.IO.ErrOut, "scv: continuing the session of %s (%d turns), open in the daemon: %s\n", last.UpdatedAt, last.Turns, last.Title)
+		return r.send(&protocol.SessionAttach{RequestID: r.id(protocol.TypeSessionAttach), SessionID: last.SessionID})
+	}
+	fmt.Fprintf(r.opts.IO.ErrOut, "scv: continuing the session of %s (%d turns): %s\n", last.UpdatedAt, last.Turns, last.Title)
+	return r.send(r.sessionStart(last.SessionID))
 }
 
 // mine reports whether a turn event belongs to the turn this run started,
@@ -470,7 +558,7 @@ func (r *run) cancelTurn() error {
 // so an error event can name the request it refuses.
 func (r *run) id(kind string) string {
 	r.lastID++
-	id := strconv.Itoa(r.lastID)
+	id := r.idPrefix + strconv.Itoa(r.lastID)
 	r.requests[id] = kind
 	return id
 }
