@@ -15,6 +15,7 @@ import (
 	"github.com/scv-cli/scv/shared/daemonfile"
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit"
 )
 
 // TestDaemonCommands drives scv daemon start, status, restart, stop and
@@ -418,7 +419,7 @@ func TestExecThroughPlannedRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := scvCmd(t.Context(), home, "exec", "--daemon", "--cd", ws, "go")
-	var stdout, stderr strings.Builder
+	var stdout, stderr testkit.Buffer // read while exec writes
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -484,7 +485,9 @@ func TestExecThroughPlannedRestart(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 			t.Fatalf("status --json: %v %+v", err, r)
 		}
-		if len(st.Sessions) == 2 && (st.Sessions[0].TurnID != "" || st.Sessions[1].TurnID != "") {
+		// Restart once the turn's first text reached exec: what it printed
+		// before the restart is what the test can expect on stdout.
+		if len(st.Sessions) == 2 && (st.Sessions[0].TurnID != "" || st.Sessions[1].TurnID != "") && stdout.String() == "second " {
 			break
 		}
 		if time.Now().After(deadline) {

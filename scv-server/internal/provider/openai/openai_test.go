@@ -725,10 +725,12 @@ func TestIdleTimeout(t *testing.T) {
 // A slow handler is backpressure, not provider silence.
 func TestIdleTimeoutIgnoresHandlerTime(t *testing.T) {
 	t.Parallel()
-	fx := newFixture(t, func(c *Config) { c.IdleTimeout = 50 * time.Millisecond })
+	// The timeout leaves a loaded machine room to send the headers; the
+	// handler takes three times as long, on purpose.
+	fx := newFixture(t, func(c *Config) { c.IdleTimeout = 500 * time.Millisecond })
 	fx.srv.Enqueue(f.Script(f.Text("a", "b")))
 	resp, err := fx.p.Stream(context.Background(), userReq, provider.HandlerFunc(func(string) error {
-		time.Sleep(150 * time.Millisecond) // longer than the idle timeout, on purpose
+		time.Sleep(1500 * time.Millisecond) // longer than the idle timeout, on purpose
 		return nil
 	}))
 	if err != nil || resp.Content != "ab" {
