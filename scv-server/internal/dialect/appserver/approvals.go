@@ -62,6 +62,10 @@ func (p *projector) resolve(requestID, decision string) bool {
 		delete(c.asked, requestID)
 		c.mu.Unlock()
 	}
+	// approval/resolved goes out before the session hears the decision,
+	// so it precedes the call's item/started.
+	note := p.note("approval/resolved", ApprovalResolvedParams{ThreadID: p.s.ID(), TurnID: ask.params.TurnID, RequestID: requestID, Decision: decision})
+	p.send(p.ctx, subs, []outMsg{note})
 	approved, scope := false, protocol.ScopeOnce
 	switch decision {
 	case DecisionAllow:
@@ -78,8 +82,6 @@ func (p *projector) resolve(requestID, decision string) bool {
 	if err != nil {
 		p.reg.log.Debug("Approval already settled in the session", "approval", requestID, "err", err)
 	}
-	note := p.note("approval/resolved", ApprovalResolvedParams{ThreadID: p.s.ID(), TurnID: ask.params.TurnID, RequestID: requestID, Decision: decision})
-	p.send(p.ctx, subs, []outMsg{note})
 	return true
 }
 
