@@ -212,6 +212,9 @@ func TestGoldenApprovalTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs = append(msgs, h.until("turn/completed")...)
+	// Read up to the last notification before the next request, so the
+	// transcript's order does not depend on the reader's timing.
+	h.until("thread/status/changed")
 	var read appserver.ThreadReadResult
 	h.call("thread/read", appserver.ResumeParams{ThreadID: tid}, &read)
 

@@ -73,12 +73,14 @@ func (m *Message) IsResponse() bool { return m.Method == "" && m.ID != nil }
 
 // envelope is what Decode reads first, to tell absent fields from null.
 type envelope struct {
-	JSONRPC *string          `json:"jsonrpc"`
-	ID      *json.RawMessage `json:"id"`
-	Method  *json.RawMessage `json:"method"`
-	Params  *json.RawMessage `json:"params"`
-	Result  *json.RawMessage `json:"result"`
-	Error   *json.RawMessage `json:"error"`
+	JSONRPC *string `json:"jsonrpc"`
+	// ID is a plain RawMessage so that null is kept ("null"), where a
+	// pointer would be nil as if the id were absent.
+	ID     json.RawMessage  `json:"id"`
+	Method *json.RawMessage `json:"method"`
+	Params *json.RawMessage `json:"params"`
+	Result *json.RawMessage `json:"result"`
+	Error  *json.RawMessage `json:"error"`
 }
 
 // Decode parses one line. A line that is no JSON-RPC message returns an
@@ -101,6 +103,14 @@ func Decode(line []byte) (Message, json.RawMessage, *RPCError) {
 		return Message{}, nil, rpcErrorf(CodeInvalidRequest, "Invalid request: the message does not have the shape of a JSON-RPC 2.0 message: %v", err)
 	}
 	id := validID(env.ID)
+	if env.Method == nil && env.Error != nil && bytes.Equal(bytes.TrimSpace(env.ID), nullID) {
+		// An error answering a message that had no usable id.
+		var e RPCError
+		if json.Unmarshal(*env.Error, &e) != nil {
+			return Message{}, nil, rpcErrorf(CodeInvalidRequest, `Invalid request: "error" must be a JSON-RPC error object`)
+		}
+		return Message{JSONRPC: "2.0", ID: nullID, Error: &e}, nil, nil
+	}
 	if env.ID != nil && id == nil {
 		return Message{}, nil, rpcErrorf(CodeInvalidRequest, `Invalid request: "id" must be a string or a number`)
 	}
@@ -138,11 +148,8 @@ func Decode(line []byte) (Message, json.RawMessage, *RPCError) {
 }
 
 // validID returns raw when it is a usable id (a string or a number).
-func validID(raw *json.RawMessage) json.RawMessage {
-	if raw == nil {
-		return nil
-	}
-	t := bytes.TrimSpace(*raw)
+func validID(raw json.RawMessage) json.RawMessage {
+	t := bytes.TrimSpace(raw)
 	if len(t) == 0 {
 		return nil
 	}
