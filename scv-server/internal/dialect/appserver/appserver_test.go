@@ -51,13 +51,21 @@ type harness struct {
 type options struct {
 	extra  string // appended to config.toml
 	policy string
+	home   string // SCV_HOME; empty: a new one
+	f      *fo.Server
 }
 
 func start(t testing.TB, o options) *harness {
 	t.Helper()
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
-	home := t.TempDir()
+	f := o.f
+	if f == nil {
+		f = fo.NewServer()
+		t.Cleanup(f.Close)
+	}
+	home := o.home
+	if home == "" {
+		home = t.TempDir()
+	}
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fo.Config(f.URL(), o.extra)), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,21 @@
 package appserver_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/dialect/appserver"
+	"github.com/scv-cli/scv/scv-server/internal/server"
+	"github.com/scv-cli/scv/scv-server/internal/session"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/paths"
 )
 
 func rpcCode(t *testing.T, err error) int {
@@ -305,5 +311,106 @@ func TestSchemaExport(t *testing.T) {
 	h.call("schema/export", map[string]any{}, &r)
 	if _, ok := r.JSONSchema[appserver.BundleFile]; !ok || !strings.Contains(r.TypeScript, "export interface TurnStartParams") {
 		t.Fatalf("schema/export: %d JSON files, TypeScript %d bytes", len(r.JSONSchema), len(r.TypeScript))
+	}
+}
+
+// TestSessionsBothWays: a thread is an SCV session, so a TUI's session
+// (started on the runtime as session.start does) is resumed as a thread,
+// and a thread is resumed by the runtime as the TUI's session.resume does.
+func TestSessionsBothWays(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{})
+	h.init()
+	// The TUI's way: a session and a turn on the runtime itself.
+	s, err := h.rt.Manager.Start(session.StartOptions{Cwd: h.ws, ProtocolVersion: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.f.Enqueue(fo.Script(fo.Text("from the TUI")))
+	if err := s.StartTurn(ctx(t), "r1", "typed in the TUI", "tui"); err != nil {
+		t.Fatal(err)
+	}
+	for s.Active() || len(s.History()) < 2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := h.rt.Manager.CloseSession(ctx(t), s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	var read appserver.ThreadReadResult
+	h.call("thread/resume", appserver.ResumeParams{ThreadID: s.ID(), Cwd: h.ws}, &read)
+	if len(read.Items) != 2 || !strings.Contains(string(read.Items[0].Payload), "typed in the TUI") || !strings.Contains(string(read.Items[1].Payload), "from the TUI") {
+		t.Fatalf("the TUI's session as a thread: %+v", read.Items)
+	}
+	// The other way: a thread's session resumed by a second runtime.
+	tid := h.thread()
+	h.f.Enqueue(fo.Script(fo.Text("from the app")))
+	h.call("turn/start", appserver.TurnStartParams{ThreadID: tid, Input: text("typed in the app")}, nil)
+	h.until("turn/completed")
+	h.stop()
+	h2 := start(t, options{home: h.home, f: h.f})
+	s2, err := h2.rt.Manager.Start(session.StartOptions{Cwd: h.ws, ProtocolVersion: 4, Resume: tid})
+	if err != nil {
+		t.Fatalf("the TUI cannot resume the thread: %v", err)
+	}
+	hist := s2.History()
+	if len(hist) != 2 || hist[0].Content != "typed in the app" || hist[1].Content != "from the app" {
+		t.Fatalf("the thread's history in the TUI: %+v", hist)
+	}
+}
+
+// TestOverloaded: a client that does not read gets -32001 on new requests
+// while the server holds a full queue for it, and the server does not
+// grow its queue past the bound.
+func TestOverloaded(t *testing.T) {
+	t.Parallel()
+	f := fo.NewServer()
+	t.Cleanup(f.Close)
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fo.Config(f.URL(), "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := server.New(server.Options{Env: paths.MapEnv(map[string]string{"SCV_HOME": home}), Grace: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := appserver.Options{Host: nil, Threads: rt.Threads(), CloseManager: true, QueueLimit: 4, Grace: 2 * time.Second}
+	cr, aw := io.Pipe()
+	ar, cw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- appserver.Serve(context.Background(), rt.Manager, struct {
+			io.Reader
+			io.Writer
+		}{ar, aw}, opts)
+		_ = aw.Close()
+	}()
+	write := func(s string) {
+		if _, err := cw.Write([]byte(s + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"id":0,"method":"initialize"}`)
+	// Nothing is read: 4 answers fill the queue (the writer holds one more
+	// in a blocked write), then requests are refused as overloaded.
+	for i := 1; i <= 12; i++ {
+		write(`{"id":` + strconv.Itoa(i) + `,"method":"model/list"}`)
+	}
+	c := appserver.NewClient(cr, io.Discard)
+	overloaded := 0
+	for i := 0; i <= 12; i++ {
+		m, err := c.Next(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Error != nil && m.Error.Code == appserver.CodeOverloaded && strings.Contains(m.Error.Message, "server overloaded") {
+			overloaded++
+		}
+	}
+	if overloaded == 0 {
+		t.Fatal("no request was refused as overloaded")
+	}
+	_ = cw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
