@@ -49,8 +49,8 @@ func TestAppServerVSCodeJSONRPC(t *testing.T) {
 			ProtocolVersion string          `json:"protocolVersion"`
 			Capabilities    map[string]bool `json:"capabilities"`
 		} `json:"init"`
-		ThreadStatus string   `json:"threadStatus"`
-		TurnStatus   string   `json:"turnStatus"`
+		ThreadStatus string `json:"threadStatus"`
+		TurnStatus   string `json:"turnStatus"`
 		Turn1        struct{ Status, FinalOutput string }
 		Approvals    []string `json:"approvals"`
 		Resolved     []string `json:"resolved"`

@@ -1,7 +1,6 @@
 package appserver
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -177,6 +176,3 @@ func mapErr(err error) error {
 	}
 	return &RPCError{Code: code, Message: se.Message, Data: map[string]any{"code": string(se.Code)}}
 }
-
-// ctxOf bounds a request's waits by the connection.
-func (c *conn) ctxOf() context.Context { return c.ctx }

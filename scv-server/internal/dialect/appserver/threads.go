@@ -304,7 +304,7 @@ func (c *conn) threadUnsubscribe(_ Message, p ThreadParams) (any, error) {
 	closed := pr.unsubscribe(c)
 	if closed {
 		c.out.put(c.ctx, responseLine(c.currentID, ThreadUnsubscribeResult{ThreadID: p.ThreadID, Subscribed: false, Closed: true}, nil), true)
-		c.notify(c.ctx, "thread/closed", ThreadClosedParams{ThreadID: p.ThreadID})
+		c.notify(c.ctx, "thread/closed", ThreadClosedParams(p))
 		c.notify(c.ctx, "thread/status/changed", ThreadStatusChangedParams{ThreadID: p.ThreadID, Status: ThreadClosed})
 		return answered, nil
 	}
