@@ -7,15 +7,11 @@ package main_test
 // the dialect's drift test).
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -33,17 +29,8 @@ func TestAppServerVSCodeJSONRPC(t *testing.T) {
 	f, home, ws := acpSetup(t)
 	f.Enqueue(fo.Script(fo.ToolCall("c1", "bash", `{"command":"touch touched"}`)), fo.Script(fo.Text("touched it")), fo.Script(fo.Hang()))
 	transcript := filepath.Join(t.TempDir(), "server.jsonl")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(root, "scripts", "node", "app-server-e2e.mjs"))
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "SCV_HOME=" + home,
-		"JSONRPC_DIR=" + rpc, "SCV_BIN=" + scvBin(t), "APP_CWD=" + ws, "APP_TRANSCRIPT=" + transcript}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the vscode-jsonrpc client failed: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
-	}
+	out, stderr := runNodeDriver(t, node, filepath.Join(root, "scripts", "node", "app-server-e2e.mjs"), home,
+		"JSONRPC_DIR="+rpc, "SCV_BIN="+scvBin(t), "APP_CWD="+ws, "APP_TRANSCRIPT="+transcript)
 	var sum struct {
 		Init struct {
 			ProtocolVersion string          `json:"protocolVersion"`
@@ -92,7 +79,7 @@ func TestAppServerVSCodeJSONRPC(t *testing.T) {
 	case !slices.Equal(sum.List, []bool{true}):
 		t.Errorf("thread/list %v", sum.List)
 	case sum.Exit.Code == nil || *sum.Exit.Code != 0:
-		t.Errorf("scv app-server exit %+v; stderr:\n%s", sum.Exit, stderr.String())
+		t.Errorf("scv app-server exit %+v; stderr:\n%s", sum.Exit, stderr)
 	}
 	validateAppServer(t, filepath.Join(root, "docs", "app-server-schema", "json", "scv_app_server.schemas.json"), transcript)
 }

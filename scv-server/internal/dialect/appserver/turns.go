@@ -100,18 +100,28 @@ func guard(pr *projector, threadID, expected string) (string, error) {
 	return active, nil
 }
 
-// turnSteer adds input to the running turn: the model reads it before its
-// next request.
-func (c *conn) turnSteer(_ Message, p TurnSteerParams) (any, error) {
+// guarded checks a steer or follow-up: the thread, expectedTurnId and the
+// input, which it returns as text.
+func (c *conn) guarded(p TurnSteerParams) (*projector, string, string, error) {
 	pr, err := c.live(p.ThreadID)
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
 	active, err := guard(pr, p.ThreadID, p.ExpectedTurnID)
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
 	text, err := inputText(p.Input)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return pr, active, text, nil
+}
+
+// turnSteer adds input to the running turn: the model reads it before its
+// next request.
+func (c *conn) turnSteer(_ Message, p TurnSteerParams) (any, error) {
+	pr, active, text, err := c.guarded(p)
 	if err != nil {
 		return nil, err
 	}
@@ -134,15 +144,7 @@ func (c *conn) turnSteer(_ Message, p TurnSteerParams) (any, error) {
 // turnFollowUp queues a turn after the running one; its configuration is
 // resolved now.
 func (c *conn) turnFollowUp(_ Message, p TurnSteerParams) (any, error) {
-	pr, err := c.live(p.ThreadID)
-	if err != nil {
-		return nil, err
-	}
-	active, err := guard(pr, p.ThreadID, p.ExpectedTurnID)
-	if err != nil {
-		return nil, err
-	}
-	text, err := inputText(p.Input)
+	pr, active, text, err := c.guarded(p)
 	if err != nil {
 		return nil, err
 	}
