@@ -466,9 +466,11 @@ func (p *projector) subscribe(c *conn) Thread {
 	return th
 }
 
-// unsubscribe removes c; it reports whether the thread closed (no
-// subscriber, no running turn, no other client of the session).
-func (p *projector) unsubscribe(c *conn) bool {
+// unsubscribe removes c; with closeIdle (thread/unsubscribe) it reports
+// whether the thread closed (no subscriber, no running turn, no other
+// client of the session). The end of a connection does not close its
+// threads: on the daemon they outlive it, on stdio the manager closes.
+func (p *projector) unsubscribe(c *conn, closeIdle bool) bool {
 	p.mu.Lock()
 	delete(p.subs, c)
 	for id, st := range p.starts {
@@ -476,8 +478,20 @@ func (p *projector) unsubscribe(c *conn) bool {
 			delete(p.starts, id)
 		}
 	}
+	release := len(p.subs) == 0 && p.turn == nil
 	p.mu.Unlock()
-	return p.closeIfIdle()
+	if closeIdle {
+		return p.closeIfIdle()
+	}
+	if release {
+		// Nobody watches: the projector lets the session go (the daemon's
+		// idle rule applies to it) and a later thread/resume makes a new
+		// one from the stored record.
+		p.reg.forget(p)
+		p.unsub()
+		p.cancel()
+	}
+	return false
 }
 
 // closeIfIdle closes the thread's session when nothing holds it.

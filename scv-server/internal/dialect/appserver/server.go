@@ -316,7 +316,7 @@ func (c *conn) detachAll() {
 	c.threads = map[string]*projector{}
 	c.mu.Unlock()
 	for _, p := range all {
-		p.unsubscribe(c)
+		p.unsubscribe(c, false)
 	}
 }
 

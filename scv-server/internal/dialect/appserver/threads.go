@@ -301,7 +301,7 @@ func (c *conn) threadUnsubscribe(_ Message, p ThreadParams) (any, error) {
 	if pr == nil {
 		return nil, rpcErrorf(CodeNotFound, "thread %s is not subscribed on this connection", p.ThreadID)
 	}
-	closed := pr.unsubscribe(c)
+	closed := pr.unsubscribe(c, true)
 	if closed {
 		c.out.put(c.ctx, responseLine(c.currentID, ThreadUnsubscribeResult{ThreadID: p.ThreadID, Subscribed: false, Closed: true}, nil), true)
 		c.notify(c.ctx, "thread/closed", ThreadClosedParams(p))

@@ -1,0 +1,83 @@
+package main_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scv-cli/scv/scv-server/internal/dialect/appserver"
+	fo "github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit"
+)
+
+// TestDaemonAppServer runs `scv-server app-server --listen stdio --daemon`
+// against a running daemon (the first line {"dialect":"app-server"} on the
+// socket): the thread is a session of the daemon, which an NDJSON client
+// sees live, and which outlives the App Server client.
+func TestDaemonAppServer(t *testing.T) {
+	t.Parallel()
+	f, home, ws := acpSetup(t)
+	startDaemon(t, home, nil)
+
+	cmd := exec.Command(bin, "app-server", "--listen", "stdio", "--daemon", "--log-level", "info")
+	cmd.Env = []string{"SCV_HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOME=" + home}
+	var stderr testkit.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	c := appserver.NewClient(out, stdin)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Call(ctx, "initialize", appserver.InitializeParams{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var th appserver.Thread
+	if err := c.Call(ctx, "thread/start", appserver.ThreadStartParams{Cwd: ws}, &th); err != nil {
+		t.Fatal(err)
+	}
+	f.Enqueue(fo.Script(fo.Text("from the daemon")))
+	if err := c.Call(ctx, "turn/start", appserver.TurnStartParams{ThreadID: th.ThreadID, Input: []appserver.InputItem{{Type: "text", Text: "hi"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := c.Until(ctx, func(m appserver.Message) bool { return m.Method == "turn/completed" })
+	if err != nil || !strings.Contains(string(msgs[len(msgs)-1].Params), "from the daemon") {
+		t.Fatalf("turn/completed: %v %s", err, stderr.String())
+	}
+
+	nd := dial(t, home, "nd")
+	nd.init(4)
+	live := func() []protocol.LiveSession {
+		nd.send(&protocol.SessionList{RequestID: nd.id()})
+		_, listed := until[*protocol.SessionListed](nd)
+		return listed.Live
+	}
+	if l := live(); len(l) != 1 || l[0].SessionID != th.ThreadID {
+		t.Fatalf("live sessions while the App Server client is connected: %+v", l)
+	}
+	_ = stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("scv-server app-server --daemon: %v\n%s", err, stderr.String())
+	}
+	if l := live(); len(l) != 1 || l[0].SessionID != th.ThreadID {
+		t.Fatalf("live sessions after the client left: %+v", l)
+	}
+}
