@@ -81,3 +81,56 @@ func TestDaemonAppServer(t *testing.T) {
 		t.Fatalf("live sessions after the client left: %+v", l)
 	}
 }
+
+// TestAppServerCommandLine: flags in any order and as --key=value; a bad
+// --listen is a usage error (2); a configuration error exits 78 before
+// any input is read (stdin stays open).
+func TestAppServerCommandLine(t *testing.T) {
+	t.Parallel()
+	_, home, _ := acpSetup(t)
+	run := func(home string, args ...string) (int, string) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{"SCV_HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOME=" + home}
+		var stderr testkit.Buffer
+		cmd.Stderr = &stderr
+		in, err := cmd.StdinPipe() // never closed: the command must not wait for input
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Fatalf("%v waited for input: %s", args, stderr.String())
+		}
+		return cmd.ProcessState.ExitCode(), stderr.String()
+	}
+	if code, msg := run(home, "app-server", "--listen", "tcp"); code != 2 || !strings.Contains(msg, "stdio") {
+		t.Errorf("--listen tcp: exit %d, %s", code, msg)
+	}
+	if code, msg := run(home, "app-server", "--timeout-seconds=5", "--provider=nope", "--listen=stdio"); code != 78 || !strings.Contains(msg, "nope") {
+		t.Errorf("unknown provider: exit %d, %s", code, msg)
+	}
+	// Any order, --key=value: one request, then the end of input, exit 0.
+	cmd := exec.Command(bin, "app-server", "--model=other-model", "--timeout-seconds", "5", "--listen=stdio")
+	cmd.Env = []string{"SCV_HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOME=" + home}
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}` + "\n")
+	got, err := cmd.Output()
+	if err != nil || !strings.Contains(string(got), `"protocolVersion":"v1"`) {
+		t.Errorf("app-server with flags in any order: %v, %s", err, got)
+	}
+	broken := t.TempDir()
+	if err := os.WriteFile(broken+"/config.toml", []byte("[provider\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, msg := run(broken, "app-server", "--listen", "stdio"); code != 78 {
+		t.Errorf("broken configuration: exit %d, %s", code, msg)
+	}
+}
