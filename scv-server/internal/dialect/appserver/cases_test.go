@@ -414,3 +414,41 @@ func TestOverloaded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReasoningAndReadTools: the model's reasoning summary becomes a
+// reasoning item, completed when the call it led to starts; a read-only
+// call runs without asking and its item carries toolMetadata for reads.
+func TestReasoningAndReadTools(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{extra: "wire_api = \"responses\"\n"})
+	if err := os.WriteFile(filepath.Join(h.ws, "notes.txt"), []byte("blue\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.f.Enqueue(
+		fo.Script(fo.Reasoning("Read the notes first.", "ENC-1"), fo.ToolCall("call_1", "read", `{"path":"notes.txt"}`)),
+		fo.Script(fo.Text("They say blue.")),
+	)
+	h.init()
+	tid := h.thread()
+	h.call("turn/start", appserver.TurnStartParams{ThreadID: tid, Input: text("notes?")}, nil)
+	h.until("turn/completed")
+	var read appserver.ThreadReadResult
+	h.call("thread/read", appserver.ResumeParams{ThreadID: tid}, &read)
+	var types []string
+	for _, it := range read.Items {
+		types = append(types, it.Type)
+		switch it.Type {
+		case appserver.ItemReasoning:
+			if !strings.Contains(string(it.Payload), "Read the notes first.") || it.Status != appserver.ItemCompleted {
+				t.Errorf("reasoning item %s %s", it.Status, it.Payload)
+			}
+		case appserver.ItemToolCall:
+			if !strings.Contains(string(it.Payload), `"sideEffect":"read","idempotency":"supported"`) {
+				t.Errorf("read call's metadata: %s", it.Payload)
+			}
+		}
+	}
+	if got := strings.Join(types, " "); got != "userMessage reasoning toolCall agentMessage" {
+		t.Fatalf("items %s", got)
+	}
+}
