@@ -452,3 +452,34 @@ func TestReasoningAndReadTools(t *testing.T) {
 		t.Fatalf("items %s", got)
 	}
 }
+
+// TestContextCompactionItem: a compaction of the thread's history is a
+// contextCompaction item of the turn that compacted.
+func TestContextCompactionItem(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{extra: "context_max_tokens = 12000\n"})
+	h.init()
+	tid := h.thread()
+	// Varied words, so the estimate counts thousands of tokens a reply;
+	// whichever reply the compaction takes as its summary is one of them.
+	long := ""
+	for i := 0; len(long) < 12000; i++ {
+		long += "word" + strconv.Itoa(i) + " "
+	}
+	for i := 0; i < 10; i++ {
+		h.f.Enqueue(fo.Script(fo.Text(long)))
+	}
+	for i := 0; i < 5; i++ {
+		h.call("turn/start", appserver.TurnStartParams{ThreadID: tid, Input: text("count " + strconv.Itoa(i))}, nil)
+		msgs := h.until("turn/completed")
+		for _, m := range msgs {
+			if m.Method == "item/completed" && strings.Contains(string(m.Params), `"type":"contextCompaction"`) {
+				if !strings.Contains(string(m.Params), `"beforeTokens":`) {
+					t.Fatalf("compaction item %s", m.Params)
+				}
+				return
+			}
+		}
+	}
+	t.Fatal("no contextCompaction item in five turns")
+}
