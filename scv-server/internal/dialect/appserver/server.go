@@ -102,10 +102,19 @@ func Serve(ctx context.Context, mgr *session.Manager, rw io.ReadWriter, opts Opt
 	defer stop()
 	c := &conn{opts: opts, mgr: mgr, log: opts.Logger, ctx: connCtx, out: newOutbox(opts.QueueLimit, responseReserve),
 		threads: map[string]*projector{}, asked: map[string]*projector{}}
+	// A failed write (the client is gone) ends the reading too.
+	readCtx, cancelRead := context.WithCancel(ctx)
+	defer cancelRead()
 	writerDone := make(chan error, 1)
-	go func() { writerDone <- c.writeLoop(rw) }()
+	go func() {
+		err := c.writeLoop(rw)
+		if err != nil {
+			cancelRead()
+		}
+		writerDone <- err
+	}()
 
-	readErr := c.readLoop(ctx, rw)
+	readErr := c.readLoop(readCtx, rw)
 
 	// The end: cancel the turns (stdio) and wait, within the grace period,
 	// for their terminal notifications; then detach and drain the writer.
@@ -125,11 +134,11 @@ func Serve(ctx context.Context, mgr *session.Manager, rw io.ReadWriter, opts Opt
 		stop()
 		writeErr = <-writerDone
 	}
-	if readErr != nil {
-		return readErr
-	}
 	if writeErr != nil && !errors.Is(writeErr, io.ErrClosedPipe) {
 		return writeErr
+	}
+	if readErr != nil && (ctx.Err() != nil || !errors.Is(readErr, context.Canceled)) {
+		return readErr
 	}
 	return nil
 }
@@ -148,7 +157,6 @@ type conn struct {
 	clientName  string                // guarded by mu
 	threads     map[string]*projector // subscribed threads, guarded by mu
 	asked       map[string]*projector // open approval/request ids → thread, guarded by mu
-	broken      atomic.Bool           // the writer failed
 	// currentID is the id of the request being dispatched (the reader's
 	// goroutine only): methods that answer before their notifications
 	// write the response themselves and return answered.
@@ -210,7 +218,6 @@ func (c *conn) writeLoop(w io.Writer) error {
 			return nil
 		}
 		if _, err := w.Write(b); err != nil {
-			c.broken.Store(true)
 			c.out.close()
 			for c.out.take(c.ctx) != nil {
 			}
