@@ -134,3 +134,23 @@ func TestAppServerCommandLine(t *testing.T) {
 		t.Errorf("broken configuration: exit %d, %s", code, msg)
 	}
 }
+
+// TestDebugSendMessage: `scv-server debug app-server send-message` runs a
+// whole scripted session through the facade and prints both directions.
+func TestDebugSendMessage(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	cmd := exec.Command(bin, "debug", "app-server", "send-message", "hello")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home}
+	out, err := cmd.Output()
+	s := string(out)
+	for _, want := range []string{`<< {"jsonrpc":"2.0","id":1,"method":"initialize"`, `"text":"hello"`, `>> {"jsonrpc":"2.0","method":"approval/requested"`,
+		`"decision":"deny"`, `>> {"jsonrpc":"2.0","method":"turn/completed"`, `<< {"jsonrpc":"2.0","id":4,"method":"thread/read"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the debug session lacks %s (err %v):\n%.2000s", want, err, s)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -9,20 +9,17 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/dialect/appserver"
-	"github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/paths"
 )
 
 // DebugAppServer runs one scripted turn through the whole App Server
-// facade (`scv debug app-server send-message`): a scripted model on a
-// loopback port, a runtime in a temporary SCV home, and a client that
-// sends initialize, thread/start, turn/start with message and thread/read.
-// Every line is printed to out as it crosses, "<<" from the client and
-// ">>" from the server, so a client author can compare theirs.
+// facade (`scv debug app-server send-message`): the built-in demo model
+// (a runtime in a temporary SCV home with no provider configured) and a
+// client that sends initialize, thread/start, turn/start with message,
+// denies the demo's approval request, and sends thread/read. Every line is
+// printed to out as it crosses, "<<" from the client and ">>" from the
+// server, so a client author can compare theirs.
 func DebugAppServer(ctx context.Context, message string, out io.Writer) error {
-	model := fakeopenai.NewServer()
-	defer model.Close()
-	model.Enqueue(fakeopenai.Script(fakeopenai.Text("You said: ", message), fakeopenai.Usage(int64(len(message)), 3)))
 	home, err := os.MkdirTemp("", "scv-app-server-debug-")
 	if err != nil {
 		return fmt.Errorf("creating a temporary SCV home: %w", err)
@@ -30,9 +27,6 @@ func DebugAppServer(ctx context.Context, message string, out io.Writer) error {
 	defer os.RemoveAll(home)
 	ws := filepath.Join(home, "workspace")
 	if err := os.Mkdir(ws, 0o700); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fakeopenai.Config(model.URL(), "")), 0o600); err != nil {
 		return err
 	}
 	rt, err := New(Options{Env: paths.MapEnv(map[string]string{"SCV_HOME": home})})
@@ -77,8 +71,20 @@ func debugSession(ctx context.Context, c *appserver.Client, ws, message string) 
 	if err := c.Call(ctx, "turn/start", appserver.TurnStartParams{ThreadID: th.ThreadID, Input: []appserver.InputItem{{Type: "text", Text: message}}}, nil); err != nil {
 		return fmt.Errorf("turn/start: %w", err)
 	}
-	if _, err := c.Until(ctx, func(m appserver.Message) bool { return m.Method == "turn/completed" }); err != nil {
-		return fmt.Errorf("waiting for turn/completed: %w", err)
+	for {
+		m, err := c.Next(ctx)
+		if err != nil {
+			return fmt.Errorf("waiting for turn/completed: %w", err)
+		}
+		if m.Method == "approval/request" {
+			// Denied: the debug session never changes anything.
+			if err := c.Respond(m.ID, appserver.ApprovalDecision{Decision: appserver.DecisionDeny}); err != nil {
+				return err
+			}
+		}
+		if m.Method == "turn/completed" {
+			break
+		}
 	}
 	if _, err := c.Until(ctx, func(m appserver.Message) bool { return m.Method == "thread/status/changed" }); err != nil {
 		return err
