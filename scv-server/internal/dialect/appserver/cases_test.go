@@ -483,3 +483,29 @@ func TestContextCompactionItem(t *testing.T) {
 	}
 	t.Fatal("no contextCompaction item in five turns")
 }
+
+// TestParseErrorMidTurn: a malformed line while a turn streams is answered
+// with -32700 (id null) and the turn's notifications keep coming with no
+// further input.
+func TestParseErrorMidTurn(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{})
+	h.init()
+	tid := h.thread()
+	h.f.Enqueue(fo.Script(fo.Pace(20*time.Millisecond), fo.Text("a", "b", "c", "d", "e")))
+	h.call("turn/start", appserver.TurnStartParams{ThreadID: tid, Input: text("go")}, nil)
+	h.until("item/agentMessage/delta")
+	if err := h.c.Send([]byte("not json")); err != nil {
+		t.Fatal(err)
+	}
+	msgs := h.until("turn/completed")
+	parseErrors := 0
+	for _, m := range msgs {
+		if m.Error != nil && m.Error.Code == appserver.CodeParseError && string(m.ID) == "null" {
+			parseErrors++
+		}
+	}
+	if parseErrors != 1 {
+		t.Fatalf("parse errors %d in %s", parseErrors, methods(msgs))
+	}
+}
