@@ -81,33 +81,37 @@ func reflector() *jsonschema.Reflector {
 	}
 }
 
+// protocolTypes are every type of the protocol, by name.
+func protocolTypes() map[string]any {
+	vals := map[string]any{}
+	add := func(vs ...any) {
+		for _, v := range vs {
+			vals[typeName(v)] = v
+		}
+	}
+	for _, m := range clientRequests {
+		add(m.params, m.result)
+	}
+	for _, v := range serverNotifications {
+		add(v)
+	}
+	for _, m := range serverRequests {
+		add(m.params, m.result)
+	}
+	add(payloadTypes...)
+	return vals
+}
+
 // allDefs reflects every protocol type into one $defs map.
 func allDefs() (map[string]*jsonschema.Schema, error) {
 	defs := map[string]*jsonschema.Schema{}
-	add := func(v any) error {
+	for name, v := range protocolTypes() {
 		s := reflector().Reflect(v)
-		for name, d := range s.Definitions {
-			defs[name] = d
-		}
 		if len(s.Definitions) == 0 {
-			return fmt.Errorf("schema: %T reflected no definitions", v)
+			return nil, fmt.Errorf("schema: %s reflected no definitions", name)
 		}
-		return nil
-	}
-	var vals []any
-	for _, m := range clientRequests {
-		vals = append(vals, m.params, m.result)
-	}
-	for _, v := range serverNotifications {
-		vals = append(vals, v)
-	}
-	for _, m := range serverRequests {
-		vals = append(vals, m.params, m.result)
-	}
-	vals = append(vals, payloadTypes...)
-	for _, v := range vals {
-		if err := add(v); err != nil {
-			return nil, err
+		for n, d := range s.Definitions {
+			defs[n] = d
 		}
 	}
 	return defs, nil
@@ -162,9 +166,11 @@ func GenerateJSON() (map[string][]byte, error) {
 		files[name] = append(b, '\n')
 		return nil
 	}
-	for name := range defs {
-		doc := map[string]any{"$schema": jsonschema.Version, "title": name, "$defs": defs, "$ref": "#/$defs/" + name}
-		if err := put(name+".json", doc); err != nil {
+	// One file a type, with the definitions it refers to.
+	for name, v := range protocolTypes() {
+		s := reflector().Reflect(v)
+		s.Title = name
+		if err := put(name+".json", s); err != nil {
 			return nil, err
 		}
 	}
