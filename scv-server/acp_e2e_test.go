@@ -244,17 +244,8 @@ func TestACPTypeScriptClient(t *testing.T) {
 	f.SetModels("gpt-e2e", "fake-model")
 	f.Enqueue(writeReply("c1", "hello.txt", "hello from ts\n"), fo.Script(fo.Text("written")), fo.Script(fo.Text("partial"), fo.Hang()))
 	transcript := filepath.Join(t.TempDir(), "agent.jsonl")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(root, "scripts", "node", "acp-e2e.mjs"))
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "SCV_HOME=" + home,
-		"ACP_SDK_DIR=" + sdk, "SCV_BIN=" + scvBin(t), "ACP_CWD=" + ws, "ACP_TRANSCRIPT=" + transcript}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the TypeScript client failed: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
-	}
+	out, stderr := runNodeDriver(t, node, filepath.Join(root, "scripts", "node", "acp-e2e.mjs"), home,
+		"ACP_SDK_DIR="+sdk, "SCV_BIN="+scvBin(t), "ACP_CWD="+ws, "ACP_TRANSCRIPT="+transcript)
 	var sum struct {
 		Init struct {
 			ProtocolVersion int    `json:"protocolVersion"`
@@ -306,7 +297,7 @@ func TestACPTypeScriptClient(t *testing.T) {
 	case !sum.Listed:
 		t.Errorf("the session is not listed")
 	case sum.Exit.Code == nil || *sum.Exit.Code != 0:
-		t.Errorf("scv acp exit %+v; stderr:\n%s", sum.Exit, stderr.String())
+		t.Errorf("scv acp exit %+v; stderr:\n%s", sum.Exit, stderr)
 	}
 	validateTranscript(t, filepath.Join(sdk, "schema", "v1", "schema.json"), transcript)
 }
@@ -418,6 +409,24 @@ func validateTranscript(t *testing.T, schemaPath, path string) {
 		checked++
 	}
 	t.Logf("%d agent lines validated against %s (%d by their method's definition)", len(lines), schemaPath, checked)
+}
+
+// runNodeDriver runs a Node e2e driver script with a clean environment
+// (PATH, HOME and SCV_HOME set to home, and env) and returns its stdout
+// (the summary) and stderr; it fails the test when the driver fails.
+func runNodeDriver(t *testing.T, node, script, home string, env ...string) ([]byte, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "SCV_HOME=" + home}, env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the Node client %s failed: %v\nstdout: %s\nstderr: %s", filepath.Base(script), err, out, stderr.String())
+	}
+	return out, stderr.String()
 }
 
 func readLines(t *testing.T, path string) []string {

@@ -117,6 +117,10 @@ type AssistantDelta struct {
 type AssistantCompleted struct {
 	TurnHeader
 	Content string `json:"content"`
+	// Usage is the provider's report of this one model request (nil when
+	// it gave none). It is for dialects that report usage per request
+	// (the App Server's token-usage cycles) and never on the NDJSON wire.
+	Usage *Usage `json:"-"`
 }
 
 // ToolProposed announces a tool call the model asked for.
@@ -166,6 +170,10 @@ type ToolStarted struct {
 	Name   string `json:"name"`
 	// Rule is the session rule that let the call run without asking (v3).
 	Rule *Rule `json:"rule,omitempty"`
+	// Risk is the risk the tool declared for this call. It is for dialects
+	// that show it (the App Server's toolMetadata) and never on the NDJSON
+	// wire.
+	Risk Risk `json:"-"`
 }
 
 // ToolProgress is one progress line of a running call (v3). It is never
@@ -191,7 +199,28 @@ type ToolCompleted struct {
 	// agent_cancel): the server will not report them in a turn of its
 	// own (v3).
 	SettledJobs []string `json:"settled_jobs,omitempty"`
+	// ErrorCode classifies a failed call (ToolError*; empty on success).
+	// It is for dialects that report it (the App Server's errorCode) and
+	// never on the NDJSON wire.
+	ErrorCode string `json:"-"`
 }
+
+// Error codes of failed tool calls (ToolCompleted.ErrorCode).
+const (
+	// ToolErrorNotAllowed: the approval policy denies the call without
+	// asking, or the session has no such tool; it never started.
+	ToolErrorNotAllowed = "tool_not_allowed"
+	// ToolErrorApprovalDenied: the user (or the approval timeout) denied
+	// the call; it never started.
+	ToolErrorApprovalDenied = "approval_denied"
+	// ToolErrorInvalidArguments: the arguments failed validation; the
+	// call never started.
+	ToolErrorInvalidArguments = "invalid_arguments"
+	// ToolErrorFailed: the call ran and failed.
+	ToolErrorFailed = "tool_failed"
+	// ToolErrorCancelled: the turn ended while the call ran.
+	ToolErrorCancelled = "cancelled"
+)
 
 // ContextCompacted reports a compaction of the session's history.
 type ContextCompacted struct {

@@ -143,7 +143,7 @@ func NewCmdRoot(stdio IO) *cobra.Command {
 	root.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file (for performance work)")
 	_ = root.Flags().MarkHidden("cpuprofile")
 	root.SetFlagErrorFunc(cli.FlagErrorFunc)
-	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdACP(stdio), newCmdDaemon(stdio), newCmdConnect(stdio), newCmdMCP(stdio))
+	root.AddCommand(newCmdSchema(stdio), newCmdVersion(stdio), newCmdACP(stdio), newCmdAppServer(stdio), newCmdDebug(stdio), newCmdDaemon(stdio), newCmdConnect(stdio), newCmdMCP(stdio))
 	return root
 }
 
@@ -168,7 +168,7 @@ Exit codes: 0 at the end of input, 1 on a runtime failure or a signal, 2 on a us
 				if policy != "" {
 					return &cli.UsageError{Err: errors.New("--approval-policy cannot be used with --daemon: the daemon's sessions follow its own configuration; switch the session's mode from the editor instead")}
 				}
-				done, err := acpThroughDaemon(stdio, log)
+				done, err := throughDaemon(stdio, log, daemon.ACPPreamble, "ACP")
 				if done || err != nil {
 					return err
 				}

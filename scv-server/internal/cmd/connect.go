@@ -12,7 +12,6 @@ import (
 
 	"github.com/scv-cli/scv/shared/cli"
 
-	"github.com/scv-cli/scv/scv-server/internal/daemon"
 	"github.com/scv-cli/scv/scv-server/internal/relay"
 	"github.com/scv-cli/scv/scv-server/internal/transport/unix"
 	"github.com/scv-cli/scv/shared/daemonfile"
@@ -64,27 +63,27 @@ func rawRelay(c *net.UnixConn, in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// acpThroughDaemon relays ACP between stdio and the running daemon (the
-// connection's first line asks for the ACP dialect). It reports false,
-// and nothing is relayed, when no daemon runs: the caller serves the
-// editor itself.
-func acpThroughDaemon(stdio IO, log *slog.Logger) (bool, error) {
+// throughDaemon relays a JSON-RPC dialect (ACP, the App Server) between
+// stdio and the running daemon: the connection's first line, preamble,
+// asks for the dialect. It reports false, and nothing is relayed, when no
+// daemon runs: the caller serves the client itself.
+func throughDaemon(stdio IO, log *slog.Logger, preamble, dialect string) (bool, error) {
 	home, err := paths.Home(stdio.Env)
 	if err != nil {
 		return true, &cli.UsageError{Err: err}
 	}
 	if _, err := daemonfile.Running(home); err != nil {
-		log.Info("No daemon runs; serving ACP in this process", "reason", err)
+		log.Info("No daemon runs; serving "+dialect+" in this process", "reason", err)
 		return false, nil
 	}
 	c, err := unix.Dial(paths.SocketFile(home), 5*time.Second)
 	if err != nil {
-		log.Warn("The daemon runs but its socket refused the connection; serving ACP in this process", "err", err)
+		log.Warn("The daemon runs but its socket refused the connection; serving "+dialect+" in this process", "err", err)
 		return false, nil
 	}
-	if _, err := c.Write([]byte(daemon.ACPPreamble + "\n")); err != nil {
+	if _, err := c.Write([]byte(preamble + "\n")); err != nil {
 		_ = c.Close()
-		return true, fmt.Errorf("asking the daemon for ACP: %w", err)
+		return true, fmt.Errorf("asking the daemon for %s: %w", dialect, err)
 	}
 	return true, rawRelay(c.(*net.UnixConn), stdio.In, stdio.Out)
 }

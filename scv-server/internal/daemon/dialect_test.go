@@ -12,23 +12,24 @@ func TestSniff(t *testing.T) {
 	long := `{"type":"initialize","pad":"` + strings.Repeat("x", 2*maxPreamble) + "\"}\n"
 	for _, tt := range []struct {
 		name, in string
-		acp      bool
+		dialect  string
 		rest     string
 	}{
-		{"acp", ACPPreamble + "\n" + `{"jsonrpc":"2.0"}` + "\n", true, `{"jsonrpc":"2.0"}` + "\n"},
-		{"acp crlf", ACPPreamble + "\r\n", true, ""},
-		{"ndjson", `{"type":"initialize"}` + "\nnext\n", false, `{"type":"initialize"}` + "\nnext\n"},
-		{"preamble with spaces is ndjson", `{"dialect": "acp"}` + "\n", false, `{"dialect": "acp"}` + "\n"},
-		{"no newline", ACPPreamble, false, ACPPreamble},
-		{"empty", "", false, ""},
-		{"longer than the buffer", long, false, long},
+		{"acp", ACPPreamble + "\n" + `{"jsonrpc":"2.0"}` + "\n", dialectACP, `{"jsonrpc":"2.0"}` + "\n"},
+		{"acp crlf", ACPPreamble + "\r\n", dialectACP, ""},
+		{"app-server", AppServerPreamble + "\n" + `{"id":1,"method":"initialize"}` + "\n", dialectAppServer, `{"id":1,"method":"initialize"}` + "\n"},
+		{"ndjson", `{"type":"initialize"}` + "\nnext\n", dialectNDJSON, `{"type":"initialize"}` + "\nnext\n"},
+		{"preamble with spaces is ndjson", `{"dialect": "acp"}` + "\n", dialectNDJSON, `{"dialect": "acp"}` + "\n"},
+		{"no newline", ACPPreamble, dialectNDJSON, ACPPreamble},
+		{"empty", "", dialectNDJSON, ""},
+		{"longer than the buffer", long, dialectNDJSON, long},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			acp, rest := sniff(strings.NewReader(tt.in))
+			dialect, rest := sniff(strings.NewReader(tt.in))
 			got, err := io.ReadAll(rest)
-			if err != nil || acp != tt.acp || string(got) != tt.rest {
-				t.Fatalf("acp %v, rest %.80q (%v); want %v, %.80q", acp, got, err, tt.acp, tt.rest)
+			if err != nil || dialect != tt.dialect || string(got) != tt.rest {
+				t.Fatalf("dialect %q, rest %.80q (%v); want %q, %.80q", dialect, got, err, tt.dialect, tt.rest)
 			}
 		})
 	}
@@ -41,15 +42,16 @@ func FuzzSniff(f *testing.F) {
 	f.Add([]byte(`{"type":"initialize","request_id":"1","protocol_version":4}` + "\n"))
 	f.Add([]byte("\n\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		acp, rest := sniff(bytes.NewReader(in))
+		dialect, rest := sniff(bytes.NewReader(in))
 		got, err := io.ReadAll(rest)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if acp {
+		if dialect != dialectNDJSON {
+			want := map[string]string{dialectACP: ACPPreamble, dialectAppServer: AppServerPreamble}[dialect]
 			line, after, _ := bytes.Cut(in, []byte("\n"))
-			if string(bytes.TrimRight(line, "\r")) != ACPPreamble || !bytes.Equal(got, after) {
-				t.Fatalf("ACP chosen for %q (rest %q)", in, got)
+			if string(bytes.TrimRight(line, "\r")) != want || !bytes.Equal(got, after) {
+				t.Fatalf("%s chosen for %q (rest %q)", dialect, in, got)
 			}
 			return
 		}

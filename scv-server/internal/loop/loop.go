@@ -75,6 +75,10 @@ type Config struct {
 	MaxSteps   int
 	// Progress enables tool.progress events (protocol v3).
 	Progress bool
+	// TakeSteer, when set, returns (and forgets) the input a client
+	// steered into the running turn since the last call; the loop adds it
+	// as user messages before its next model request.
+	TakeSteer func() []string
 	// OnReasoning, when set, receives the model's reasoning text as it
 	// streams (providers that expose it); an error stops the request like
 	// a failed emission. It is no protocol event: dialects that show
@@ -227,11 +231,16 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 		l.addUsage(resp.Usage)
 		l.calibrate(resp.Usage, held)
 		l.out.FinishReason = resp.FinishReason
-		if err := l.sink.Emit(ctx, &protocol.AssistantCompleted{Content: resp.Content}); err != nil {
+		if err := l.sink.Emit(ctx, &protocol.AssistantCompleted{Content: resp.Content, Usage: protoUsage(resp.Usage)}); err != nil {
 			return l.classify(ctx, err)
 		}
 		l.add(provider.Message{Role: provider.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Reasoning: resp.Reasoning})
 		if len(resp.ToolCalls) == 0 {
+			// Input steered in while the model answered continues the
+			// turn rather than being lost.
+			if l.steer() {
+				continue
+			}
 			return nil
 		}
 		if step == l.cfg.MaxSteps {
@@ -252,6 +261,7 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 				return l.classify(ctx, err)
 			}
 		}
+		l.steer()
 	}
 	return &Failure{Code: protocol.FailStepLimit, Message: fmt.Sprintf("agent reached %d steps", l.cfg.MaxSteps)}
 }
@@ -303,6 +313,28 @@ func (l *loop) add(m provider.Message) {
 	}
 }
 
+// protoUsage is one request's usage on the protocol; nil when the
+// provider reported none.
+func protoUsage(u *provider.Usage) *protocol.Usage {
+	if u == nil {
+		return nil
+	}
+	return &protocol.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+}
+
+// steer adds the input steered into the running turn (Config.TakeSteer)
+// as user messages; it reports whether there was any.
+func (l *loop) steer() bool {
+	if l.cfg.TakeSteer == nil {
+		return false
+	}
+	inputs := l.cfg.TakeSteer()
+	for _, text := range inputs {
+		l.add(provider.Message{Role: provider.RoleUser, Content: text})
+	}
+	return len(inputs) > 0
+}
+
 func (l *loop) addUsage(u *provider.Usage) {
 	if u == nil {
 		return
@@ -350,25 +382,30 @@ func (l *loop) runCall(ctx context.Context, call provider.ToolCall) (tools.Resul
 	if l.cfg.Progress {
 		progress = rep.report
 	}
-	res, plan := l.check(call, progress)
+	res, plan, code := l.check(call, progress)
 	if plan != nil {
 		var err error
 		var started bool
-		res, started, err = l.gateAndRun(ctx, call, plan, rep)
+		res, started, code, err = l.gateAndRun(ctx, call, plan, rep)
 		if err != nil {
 			if started {
 				// Every started call ends with tool.completed, even when the
 				// turn is being cancelled; the connection still bounds the
 				// wait.
 				_ = l.sink.Emit(context.WithoutCancel(ctx), &protocol.ToolCompleted{CallID: call.ID, Name: call.Name,
-					Success: false, Output: "cancelled: the turn ended while this call ran"})
+					Success: false, Output: "cancelled: the turn ended while this call ran", ErrorCode: protocol.ToolErrorCancelled})
 			}
 			return tools.Result{}, err
 		}
 	}
 	res = l.bound(res)
+	if res.Success {
+		code = ""
+	} else if code == "" {
+		code = protocol.ToolErrorFailed
+	}
 	ev := &protocol.ToolCompleted{CallID: call.ID, Name: call.Name, Success: res.Success,
-		Output: res.Output, Truncated: res.Truncated, Jobs: res.Jobs, SettledJobs: res.Settled}
+		Output: res.Output, Truncated: res.Truncated, Jobs: res.Jobs, SettledJobs: res.Settled, ErrorCode: code}
 	// A call that returned a result reports it even when the turn is being
 	// cancelled: what the client is told must be what happened.
 	if err := l.sink.Emit(context.WithoutCancel(ctx), ev); err != nil {
@@ -377,14 +414,19 @@ func (l *loop) runCall(ctx context.Context, call provider.ToolCall) (tools.Resul
 	return res, nil
 }
 
-// check validates and prepares a call; a refusal comes back as a result.
-func (l *loop) check(call provider.ToolCall, progress func(string)) (tools.Result, *tools.Plan) {
+// check validates and prepares a call; a refusal comes back as a result,
+// with its error code (protocol.ToolError*).
+func (l *loop) check(call provider.ToolCall, progress func(string)) (tools.Result, *tools.Plan, string) {
 	if l.cfg.Tools == nil || l.cfg.Tools.Len() == 0 {
-		return tools.Failed(fmt.Sprintf("there are no tools in this session; answer without calling %q", call.Name)), nil
+		return tools.Failed(fmt.Sprintf("there are no tools in this session; answer without calling %q", call.Name)), nil, protocol.ToolErrorNotAllowed
 	}
 	args, err := l.cfg.Tools.Validate(call.Name, call.Arguments)
 	if err != nil {
-		return tools.Failed(err.Error()), nil
+		code := protocol.ToolErrorInvalidArguments
+		if _, known := l.cfg.Tools.Lookup(call.Name); !known {
+			code = protocol.ToolErrorNotAllowed
+		}
+		return tools.Failed(err.Error()), nil, code
 	}
 	t, _ := l.cfg.Tools.Lookup(call.Name)
 	env := l.cfg.ToolEnv
@@ -392,12 +434,12 @@ func (l *loop) check(call provider.ToolCall, progress func(string)) (tools.Resul
 	env.Approve = l.relay(call)
 	plan, err := t.Prepare(env, args)
 	if err != nil {
-		return tools.Failed(err.Error()), nil
+		return tools.Failed(err.Error()), nil, protocol.ToolErrorInvalidArguments
 	}
-	return tools.Result{}, plan
+	return tools.Result{}, plan, ""
 }
 
-func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *tools.Plan, rep *reporter) (res tools.Result, started bool, err error) {
+func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *tools.Plan, rep *reporter) (res tools.Result, started bool, code string, err error) {
 	policy := l.cfg.Policy
 	if l.cfg.PolicyNow != nil {
 		policy = l.cfg.PolicyNow()
@@ -416,7 +458,7 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 	switch decision {
 	case approval.Deny:
 		return tools.Failed(fmt.Sprintf("denied: the approval policy %q does not allow %s calls (%s risk) without asking, and it never asks; do not retry this call",
-			policy, call.Name, plan.Risk)), false, nil
+			policy, call.Name, plan.Risk)), false, protocol.ToolErrorNotAllowed, nil
 	case approval.Ask:
 		var proposed, wider *protocol.Rule
 		if l.cfg.Rules != nil && plan.Rule != nil {
@@ -433,37 +475,37 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 		}
 		if err := l.sink.Emit(ctx, ev); err != nil {
 			l.cfg.Approvals.Forget(id)
-			return tools.Result{}, false, err
+			return tools.Result{}, false, "", err
 		}
 		ok, feedback, err := l.cfg.Approvals.WaitFeedback(ctx, id)
 		if err != nil {
-			return tools.Result{}, false, err
+			return tools.Result{}, false, "", err
 		}
 		if !ok && feedback != "" {
-			return tools.Failed(fmt.Sprintf("denied: the user did not approve this %s call and said why:\n%s\nTake that into account; do not retry the same call unless the user asks", call.Name, feedback)), false, nil
+			return tools.Failed(fmt.Sprintf("denied: the user did not approve this %s call and said why:\n%s\nTake that into account; do not retry the same call unless the user asks", call.Name, feedback)), false, protocol.ToolErrorApprovalDenied, nil
 		}
 		if !ok {
-			return tools.Failed(fmt.Sprintf("denied: the user did not approve this %s call; do not retry it unless the user asks", call.Name)), false, nil
+			return tools.Failed(fmt.Sprintf("denied: the user did not approve this %s call; do not retry it unless the user asks", call.Name)), false, protocol.ToolErrorApprovalDenied, nil
 		}
 	}
-	if err := l.sink.Emit(ctx, &protocol.ToolStarted{CallID: call.ID, Name: call.Name, Rule: allowedBy}); err != nil {
-		return tools.Result{}, false, err
+	if err := l.sink.Emit(ctx, &protocol.ToolStarted{CallID: call.ID, Name: call.Name, Rule: allowedBy, Risk: plan.Risk}); err != nil {
+		return tools.Result{}, false, "", err
 	}
 	rep.start()
 	res, err = plan.Run(ctx)
 	rep.stop()
 	if err != nil {
 		if ctx.Err() != nil {
-			return tools.Result{}, true, ctx.Err()
+			return tools.Result{}, true, "", ctx.Err()
 		}
 		// The tool's infrastructure broke; the model reads that, the turn
 		// goes on.
-		return tools.Failed("the tool failed: " + err.Error()), true, nil
+		return tools.Failed("the tool failed: " + err.Error()), true, protocol.ToolErrorFailed, nil
 	}
 	// A result, even one that comes back after the turn was cancelled, is
 	// what the call did (a write that renamed its file is done): it is
 	// reported as it is, and the turn stops after it.
-	return res, true, nil
+	return res, true, "", nil
 }
 
 // relay returns the approval gate for requests a running call relays

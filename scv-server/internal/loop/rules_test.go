@@ -90,7 +90,7 @@ func TestGateWithRules(t *testing.T) {
 				return tools.Result{Success: true, Output: "ok"}, nil
 			}}
 			rep := &reporter{ctx: context.Background(), sink: sink, call: call}
-			res, _, err := l.gateAndRun(context.Background(), call, plan, rep)
+			res, _, _, err := l.gateAndRun(context.Background(), call, plan, rep)
 			if err != nil {
 				t.Fatal(err)
 			}

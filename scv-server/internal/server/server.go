@@ -13,11 +13,13 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/reconcile"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/acp"
+	"github.com/scv-cli/scv/scv-server/internal/dialect/appserver"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/ndjson"
 	"github.com/scv-cli/scv/scv-server/internal/mcp"
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
@@ -71,6 +73,12 @@ type Options struct {
 	// AgentEnv is the environment delegated agents start from before the
 	// scrub; nil is the server's own environment.
 	AgentEnv []string
+
+	// Provider, Model and TimeoutSeconds override the active provider, its
+	// model and its request timeout (scv app-server's flags) when set.
+	Provider       string
+	Model          string
+	TimeoutSeconds int
 }
 
 // autoPolicyWarning is logged, and shown to v4 clients, when every call
@@ -90,6 +98,9 @@ type Runtime struct {
 	log  *slog.Logger
 	opts Options
 	home string
+
+	appOnce sync.Once
+	threads *appserver.Registry // the App Server's threads, made once
 }
 
 // New loads the configuration and builds the runtime. Configuration
@@ -126,6 +137,9 @@ func New(opts Options) (*Runtime, error) {
 	if policy == approval.Auto {
 		log.Warn(autoPolicyWarning)
 		warnings = append(warnings, autoPolicyWarning)
+	}
+	if err := overrideProvider(cfg, opts); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	prov, err := NewProvider(cfg, opts.Env, log)
 	if err != nil {

@@ -133,6 +133,9 @@ type turn struct {
 	cancel    context.CancelFunc
 	rec       *turnRecord   // what the session log has of the turn; nil when not stored
 	done      chan struct{} // closed once the turn has ended and emitted its end
+	// steer is input steered into the turn that the loop has not taken yet
+	// (guarded by the session's mu).
+	steer []string
 
 	// Streamed events coalesced while a subscriber lags (coalesce.go).
 	pendMu     sync.Mutex
@@ -427,6 +430,13 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 		MaxSteps:        m.opts.MaxSteps,
 		Progress:        s.version >= protocol.Version3,
 		Retries:         s.version >= protocol.Version4,
+		TakeSteer: func() []string {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			in := t.steer
+			t.steer = nil
+			return in
+		},
 		OnReasoning: func(ctx context.Context, text string) error {
 			return s.observeReasoning(ctx, t, text)
 		},
@@ -615,6 +625,31 @@ func (s *Session) CancelTurn(turnID string) error {
 	}
 	s.active.cancel()
 	return nil
+}
+
+// Steer adds prompt to the running turn turnID: the model reads it before
+// its next request (after the running tool calls), in the same turn.
+func (s *Session) Steer(turnID, prompt string) error {
+	if err := CheckPrompt(prompt); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active == nil || s.active.id != turnID {
+		return errorf(protocol.ErrTurnNotFound, "turn %q is not running in this session", turnID)
+	}
+	s.active.steer = append(s.active.steer, prompt)
+	return nil
+}
+
+// ActiveTurn returns the running turn's id; empty when none runs.
+func (s *Session) ActiveTurn() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active == nil {
+		return ""
+	}
+	return s.active.id
 }
 
 // Active reports whether a turn is running.

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/scv-cli/scv/scv/internal/cmd/acp"
+	"github.com/scv-cli/scv/scv/internal/cmd/appserver"
 	"github.com/scv-cli/scv/scv/internal/cmd/config"
 	"github.com/scv-cli/scv/scv/internal/cmd/daemon"
 	"github.com/scv-cli/scv/scv/internal/cmd/exec"
@@ -82,6 +83,8 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 		newCmdMCP(f, nil),
 		server.NewCmdServer(f, nil),
 		acp.NewCmdACP(f, nil),
+		appserver.NewCmdAppServer(f, nil),
+		appserver.NewCmdDebug(f, nil),
 		daemon.NewCmdDaemon(f),
 		daemon.NewCmdUpdate(f),
 		version.NewCmdVersion(f),

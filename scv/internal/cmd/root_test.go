@@ -80,6 +80,14 @@ func TestRun(t *testing.T) {
 			wantExecd: []string{"/bin/scv-server", "scv-server", "acp", "--approval-policy", "never", "--help"},
 		},
 		{
+			name: "app-server becomes scv-server app-server", args: []string{"app-server", "--timeout-seconds=30", "--listen", "stdio"},
+			wantExecd: []string{"/bin/scv-server", "scv-server", "app-server", "--timeout-seconds=30", "--listen", "stdio"},
+		},
+		{
+			name: "debug becomes scv-server debug", args: []string{"debug", "app-server", "send-message", "hello"},
+			wantExecd: []string{"/bin/scv-server", "scv-server", "debug", "app-server", "send-message", "hello"},
+		},
+		{
 			name: "no server", args: []string{"server", "--stdio"}, missing: []string{client.Server}, wantCode: cli.Failure,
 			wantErr: []string{"scv-server not found", "SCV_SERVER_BIN"},
 		},
