@@ -45,7 +45,7 @@ func builtinTools(home string, cfg *config.Config, opts Options) (*tools.Registr
 		write.New(),
 		edit.New(),
 		bash.New(bash.Options{DefaultTimeout: tc.CommandTimeout(), MaxTimeout: tc.MaxTimeout(), SpillMaxBytes: tc.SpillMaxBytes,
-			MaxProcesses: tc.MaxProcesses, MemoryLimitMB: tc.MemoryLimitMB, HideEnv: cfg.SecretEnvNames(), TreesDir: treesDir(home)}),
+			MaxProcesses: tc.MaxProcesses, MemoryLimitMB: tc.MemoryLimitMB, HideEnv: cfg.SecretEnvNames(), TreesDir: treesDir(home), Logger: opts.Logger}),
 		webfetch.New(webfetch.Options{
 			MaxBytes:           wc.FetchMaxBytes,
 			MaxRedirects:       redirects,
