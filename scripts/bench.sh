@@ -64,7 +64,7 @@ run scv-server/internal/provider/openai 'Stream10kDeltas|Responses10kDeltas' web
 run scv-server/internal/provider/openai 'NagleServerRequest' roundtrip
 run shared/atomicfile 'WriteFile' roundtrip
 run scv-server/internal/delegate/output 'ClaudeStream' agents
-run scv-server/internal/delegate/runner 'Launch' agents
+run scv-server/internal/delegate/transport/oneshot 'Launch' agents
 for f in protocol server tools sessions exec tui web agents roundtrip; do
 	echo
 	"$gobin/benchstat" "$out/$f.txt"
