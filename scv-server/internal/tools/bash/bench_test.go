@@ -98,3 +98,19 @@ func BenchmarkExecBashTrue(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSnapshot is taking a session's login-shell snapshot (a plain
+// and a login shell printing their state, the difference written to the
+// snapshot file) with an empty HOME: what a session's first bash call
+// adds to the command.
+func BenchmarkSnapshot(b *testing.B) {
+	benchHome(b)
+	dir, state := b.TempDir(), b.TempDir()
+	env := os.Environ()
+	for b.Loop() {
+		s := &snapshot{timeout: time.Minute}
+		if err := s.take(context.Background(), env, dir, state, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -34,8 +36,8 @@ import (
 // every command with `bash -lc`.
 const DefaultSnapshotTimeout = 10 * time.Second
 
-// snapshotMaxBytes bounds what the snapshot's shells may print.
-const snapshotMaxBytes = 16 << 20
+// snapshotMaxBytes bounds the state a snapshot's shell may write.
+const snapshotMaxBytes int64 = 16 << 20
 
 // profileFiles are the files whose change makes the next call take a new
 // snapshot: what a login bash reads, and the ~/.bashrc profiles commonly
@@ -71,15 +73,18 @@ func skipVar(name string) bool {
 	return skipVars[name] || strings.HasPrefix(name, "__scv_")
 }
 
-// dumpScript prints, after the marker ($1), the shell's state as
-// NUL-separated sections. Builtins only (no command substitution), so
-// the dump forks nothing.
+// dumpScript writes, after the marker ($1), the shell's state as
+// NUL-separated sections to the file $2: a file, not the output pipe,
+// because bash writes each builtin's output at once, and hundreds of small
+// pipe writes each waking the reader cost more than the shell itself.
+// Builtins only (no command substitution), so the dump forks nothing.
 var dumpScript = func() string {
 	var names strings.Builder
 	for _, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_" {
 		fmt.Fprintf(&names, " ${!%c@}", c)
 	}
-	return `builtin printf '\n%s\0' "$1"
+	return `{
+builtin printf '\n%s\0' "$1"
 builtin printf 'umask\0'; builtin umask -p; builtin printf '\0'
 builtin printf 'opts\0'; builtin shopt -p; builtin set +o; builtin printf '\0'
 builtin printf 'funcs\0'; builtin declare -f; builtin printf '\0'
@@ -89,6 +94,7 @@ for __scv_n in` + names.String() + `; do
 builtin printf 'var\0%s\0' "$__scv_n"; builtin declare -p "$__scv_n" 2>/dev/null; builtin printf '\0'
 done
 builtin printf 'end\0'
+} >"$2"
 `
 }()
 
@@ -170,12 +176,12 @@ func splitLines(s string) []string {
 func renderSnapshot(login, plain *shellState) []byte {
 	var b bytes.Buffer
 	b.WriteString("# SCV login-shell snapshot: generated, private to one session.\nbuiltin unset -v BASH_ENV\n")
-	for _, name := range sortedKeys(login.vars) {
+	for _, name := range slices.Sorted(maps.Keys(login.vars)) {
 		if d := login.vars[name]; !skipVar(name) && plain.vars[name] != d {
 			b.WriteString(d + "\n")
 		}
 	}
-	for _, name := range sortedKeys(plain.vars) {
+	for _, name := range slices.Sorted(maps.Keys(plain.vars)) {
 		if _, ok := login.vars[name]; !ok && !skipVar(name) {
 			fmt.Fprintf(&b, "builtin unset -v %s\n", name)
 		}
@@ -209,15 +215,6 @@ func renderSnapshot(login, plain *shellState) []byte {
 		b.WriteString(d + "\n")
 	}
 	return b.Bytes()
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // snapshot is a session's login-shell snapshot: made by the first call,
@@ -292,10 +289,15 @@ func (s *snapshot) take(ctx context.Context, env []string, dir, stateDir string,
 // dumpShell runs the dump in `bash flag` and parses it.
 func dumpShell(ctx context.Context, env []string, dir, flag string, lim *procgroup.ProcessLimit) (*shellState, error) {
 	marker := "SCV-SNAPSHOT-" + uuid.NewString()
-	out := &boundedBuffer{max: snapshotMaxBytes}
+	f, err := os.CreateTemp("", "scv-shell-state-*")
+	if err != nil {
+		return nil, fmt.Errorf("a file for the shell's state: %w", err)
+	}
+	defer func() { _ = os.Remove(f.Name()) }()
+	_ = f.Close()
 	st, err := procgroup.Run(ctx, procgroup.Command{
-		Path: Shell, Args: []string{flag, dumpScript, Shell, marker},
-		Dir: dir, Env: env, Output: out, Limit: lim, PipeGrace: 50 * time.Millisecond,
+		Path: Shell, Args: []string{flag, dumpScript, Shell, marker, f.Name()},
+		Dir: dir, Env: env, Limit: lim, PipeGrace: 50 * time.Millisecond,
 	})
 	switch {
 	case err != nil:
@@ -304,10 +306,29 @@ func dumpShell(ctx context.Context, env []string, dir, flag string, lim *procgro
 		return nil, errors.New("the login shell did not finish in time; is the profile waiting for input or the network?")
 	case st.Cancelled:
 		return nil, ctx.Err()
-	case out.over:
-		return nil, fmt.Errorf("the shell printed more than %d MiB", snapshotMaxBytes>>20)
 	}
-	return parseDump(out.b, marker)
+	out, err := readBounded(f.Name(), snapshotMaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return parseDump(out, marker)
+}
+
+// readBounded reads the file at path, refusing one larger than max.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the shell's state: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading the shell's state: %w", err)
+	case int64(len(b)) > max:
+		return nil, fmt.Errorf("the shell's state is larger than %d MiB", max>>20)
+	}
+	return b, nil
 }
 
 // write replaces the snapshot file with data (mode 0600 in a 0700
@@ -394,20 +415,4 @@ func withoutVar(env []string, name string) []string {
 		}
 	}
 	return out
-}
-
-// boundedBuffer keeps up to max bytes and notes whether more came.
-type boundedBuffer struct {
-	b    []byte
-	max  int
-	over bool
-}
-
-func (w *boundedBuffer) Write(p []byte) (int, error) {
-	if len(w.b)+len(p) > w.max {
-		w.over = true
-		return len(p), nil
-	}
-	w.b = append(w.b, p...)
-	return len(p), nil
 }
