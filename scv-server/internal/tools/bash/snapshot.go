@@ -88,7 +88,6 @@ builtin printf '\n%s\0' "$1"
 builtin printf 'umask\0'; builtin umask -p; builtin printf '\0'
 builtin printf 'opts\0'; builtin shopt -p; builtin set +o; builtin printf '\0'
 builtin printf 'funcs\0'; builtin declare -f; builtin printf '\0'
-builtin printf 'fnames\0'; builtin declare -F; builtin printf '\0'
 builtin printf 'aliases\0'; builtin alias -p; builtin printf '\0'
 for __scv_n in` + names.String() + `; do
 builtin printf 'var\0%s\0' "$__scv_n"; builtin declare -p "$__scv_n" 2>/dev/null; builtin printf '\0'
@@ -103,7 +102,6 @@ type shellState struct {
 	umask   string
 	opts    []string
 	funcs   string
-	fnames  []string
 	aliases string
 	vars    map[string]string
 }
@@ -120,7 +118,7 @@ func parseDump(out []byte, marker string) (*shellState, error) {
 		switch key := fields[0]; key {
 		case "end":
 			return st, nil
-		case "umask", "opts", "funcs", "fnames", "aliases":
+		case "umask", "opts", "funcs", "aliases":
 			if len(fields) < 2 {
 				return nil, errors.New("the shell's state was cut short")
 			}
@@ -132,8 +130,6 @@ func parseDump(out []byte, marker string) (*shellState, error) {
 				st.opts = splitLines(v)
 			case "funcs":
 				st.funcs = v
-			case "fnames":
-				st.fnames = splitLines(v)
 			case "aliases":
 				st.aliases = v
 			}
@@ -187,14 +183,9 @@ func renderSnapshot(login, plain *shellState) []byte {
 		}
 	}
 	if login.funcs != plain.funcs {
+		// declare -f follows each exported function with its
+		// `declare -fx name`, so the command's children get them too.
 		b.WriteString(login.funcs)
-		for _, l := range login.fnames {
-			// Redefining a function keeps it; re-export the exported
-			// ones so the command's children still get them.
-			if strings.HasPrefix(l, "declare -fx ") {
-				b.WriteString(l + "\n")
-			}
-		}
 	}
 	if login.aliases != plain.aliases {
 		b.WriteString(login.aliases)

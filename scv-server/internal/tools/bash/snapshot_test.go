@@ -160,7 +160,7 @@ func TestSnapshotKeepsSCVEnvironmentRules(t *testing.T) {
 }
 
 func FuzzParseDump(f *testing.F) {
-	f.Add([]byte("noise\nM\x00umask\x00umask 0022\n\x00opts\x00shopt -u x\n\x00funcs\x00\x00fnames\x00\x00aliases\x00\x00var\x00A\x00declare -x A=\"1\"\n\x00end\x00"))
+	f.Add([]byte("noise\nM\x00umask\x00umask 0022\n\x00opts\x00shopt -u x\n\x00funcs\x00\x00aliases\x00\x00var\x00A\x00declare -x A=\"1\"\n\x00end\x00"))
 	f.Add([]byte("\nM\x00var\x00A"))
 	f.Add([]byte("\nM\x00what\x00"))
 	f.Fuzz(func(t *testing.T, out []byte) {
@@ -172,4 +172,22 @@ func FuzzParseDump(f *testing.F) {
 			renderSnapshot(st, &shellState{vars: map[string]string{}})
 		}
 	})
+}
+
+func TestSnapshotUnsetAndExportedFunctions(t *testing.T) {
+	profileHome(t, "unset -v SCV_TEST_DROPPED\nshared() { echo shared-fn; }\nexport -f shared\nset -o pipefail\n")
+	t.Setenv("SCV_TEST_DROPPED", "inherited")
+	env := newEnv(t, 1<<16)
+	tool := newTool()
+	for range 2 {
+		o := await(t, call(context.Background(), t, tool, env, map[string]any{
+			"command": `echo "dropped=${SCV_TEST_DROPPED-unset}"; bash -c shared; false | true; echo "pipefail=$?"`,
+		}))
+		if o.err != nil || o.res.Output != "exit 0\ndropped=unset\nshared-fn\npipefail=1\n" {
+			t.Fatalf("%+v %v", o.res, o.err)
+		}
+	}
+	if tool.snap.runs != 1 || tool.snap.path == "" {
+		t.Fatalf("%d snapshots, path %q: want one snapshot in use", tool.snap.runs, tool.snap.path)
+	}
 }
