@@ -153,6 +153,10 @@ type ToolsConfig struct {
 	// MemoryLimitMB is the address-space limit (RLIMIT_AS) of every
 	// process of a bash call, in MiB; 0 sets none.
 	MemoryLimitMB int64 `toml:"memory_limit_mb"`
+	// LoginSnapshot runs the login shell once per session and each bash
+	// call as a non-login shell with its snapshot; false starts a login
+	// shell for every call (docs/tools.md).
+	LoginSnapshot bool `toml:"login_snapshot"`
 }
 
 // AgentConfig is the [agent] table.
@@ -311,6 +315,7 @@ func Defaults() *Config {
 			MaxProcesses:          512,
 			MemoryLimitMB:         4096,
 			AgentTimeoutSeconds:   3600,
+			LoginSnapshot:         true,
 		},
 		Agent: AgentConfig{
 			MaxSteps:                32,

@@ -191,3 +191,19 @@ func TestSnapshotUnsetAndExportedFunctions(t *testing.T) {
 		t.Fatalf("%d snapshots, path %q: want one snapshot in use", tool.snap.runs, tool.snap.path)
 	}
 }
+
+func TestSnapshotOffRunsALoginShellPerCall(t *testing.T) {
+	home := profileHome(t, "echo run >>\"$HOME/profile-runs\"\nexport V=from-profile\n")
+	env := newEnv(t, 1<<16)
+	// tools.login_snapshot = false gives the tool a negative timeout.
+	tool := New(Options{DefaultTimeout: 30 * time.Second, MaxTimeout: 120 * time.Second, SnapshotTimeout: -1})
+	for range 3 {
+		o := await(t, call(context.Background(), t, tool, env, map[string]any{"command": `echo "$V"; shopt -q login_shell && echo login`}))
+		if o.err != nil || o.res.Output != "exit 0\nfrom-profile\nlogin\n" {
+			t.Fatalf("%+v %v", o.res, o.err)
+		}
+	}
+	if n := profileRuns(t, home); n != 3 || tool.snap.runs != 0 {
+		t.Fatalf("the profile ran %d times with %d snapshots, want 3 and none", n, tool.snap.runs)
+	}
+}
