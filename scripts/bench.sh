@@ -14,7 +14,14 @@
 #   - the web: HTML to text at 256 KiB, 1 MiB and 4 MiB, the checking
 #     dialer against a plain client, the Responses wire's 10k deltas;
 #   - delegated agents: parsing a 50 MB Claude stream-json log, the runner's
-#     launch against procgroup and os/exec.
+#     launch against procgroup and os/exec;
+#   - the tool round trip's parts (issue 23): a provider request to a server
+#     that writes with Nagle's algorithm on, a process tree record written
+#     with and without fsync;
+#   - end to end (scripts/bench-exec.sh, when the shared bench is there):
+#     hello, tools5 and long2000 through `scv exec` against the bench's
+#     scripted model, tools5 with a login profile, and a run attached to a
+#     daemon against one that spawns its own server.
 # Usage: scripts/bench.sh [count]   (default 10 runs of each)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,9 +61,18 @@ run scv 'Exec' exec
 run scv-tui/internal/app '.' tui
 run scv-server/internal/tools/webfetch 'ConvertHTML|Dial|Resolve' web
 run scv-server/internal/provider/openai 'Stream10kDeltas|Responses10kDeltas' web
+run scv-server/internal/provider/openai 'NagleServerRequest' roundtrip
+run shared/atomicfile 'WriteFile' roundtrip
 run scv-server/internal/delegate/output 'ClaudeStream' agents
-run scv-server/internal/delegate/runner 'Launch' agents
-for f in protocol server tools sessions exec tui web agents; do
+run scv-server/internal/delegate/transport/oneshot 'Launch' agents
+for f in protocol server tools sessions exec tui web agents roundtrip; do
 	echo
 	"$gobin/benchstat" "$out/$f.txt"
 done
+if [[ -x "${SCV_BENCH_DIR:-$root/../shared/bench}/run.sh" ]]; then
+	echo
+	scripts/bench-exec.sh "$count"
+else
+	echo
+	echo "bench: no shared bench (../shared/bench or SCV_BENCH_DIR): the end-to-end table is left out" >&2
+fi

@@ -38,7 +38,19 @@ const TempPrefix = ".scv-tmp-"
 // The directory of path must exist. If path is a symbolic link, the link
 // itself is replaced by a regular file.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
-	return writeFile(path, perm, func(f *os.File) error {
+	return writeFile(path, perm, true, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+// WriteFileNoSync is WriteFile without the fsyncs: readers still see the
+// old or the new content, never a mix, but after a machine crash the file
+// may hold either, or be missing. It is for records that only matter
+// while the machine runs, such as a record of running processes, which a
+// crash ends anyway; it saves two fsyncs per write.
+func WriteFileNoSync(path string, data []byte, perm fs.FileMode) error {
+	return writeFile(path, perm, false, func(f *os.File) error {
 		_, err := f.Write(data)
 		return err
 	})
@@ -53,7 +65,7 @@ func WriteFileFunc(path string, perm fs.FileMode, write func(w io.Writer) error)
 	if write == nil {
 		return fmt.Errorf("atomicfile: write %s: nil write function", path)
 	}
-	return writeFile(path, perm, func(f *os.File) error {
+	return writeFile(path, perm, true, func(f *os.File) error {
 		bw := bufio.NewWriterSize(f, 64<<10)
 		if err := write(bw); err != nil {
 			return err
@@ -62,7 +74,7 @@ func WriteFileFunc(path string, perm fs.FileMode, write func(w io.Writer) error)
 	})
 }
 
-func writeFile(path string, perm fs.FileMode, fill func(*os.File) error) error {
+func writeFile(path string, perm fs.FileMode, durable bool, fill func(*os.File) error) error {
 	if path == "" {
 		return errors.New("atomicfile: empty path")
 	}
@@ -105,8 +117,10 @@ func writeFile(path string, perm fs.FileMode, fill func(*os.File) error) error {
 	if err := fill(f); err != nil {
 		return fmt.Errorf("atomicfile: write %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("atomicfile: write %s: fsync: %w", path, err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("atomicfile: write %s: fsync: %w", path, err)
+		}
 	}
 	closed = true
 	if err := f.Close(); err != nil {
@@ -116,6 +130,9 @@ func writeFile(path string, perm fs.FileMode, fill func(*os.File) error) error {
 		return fmt.Errorf("atomicfile: write %s: rename into place: %w", path, err)
 	}
 	renamed = true
+	if !durable {
+		return nil
+	}
 	if err := SyncDir(dir); err != nil {
 		return fmt.Errorf("atomicfile: write %s: the new content is in place but fsync of directory %s failed: %w", path, dir, err)
 	}

@@ -315,3 +315,43 @@ func TestConcurrentWriters(t *testing.T) {
 		t.Fatalf("temporary files left: %v", left)
 	}
 }
+
+func TestWriteFileNoSyncReplaces(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tree.json")
+	for _, content := range []string{"old content that is longer", "new"} {
+		if err := WriteFileNoSync(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != "new" {
+		t.Fatalf("content = %q, %v; want %q", got, err, "new")
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, %v; want 0600", fi.Mode(), err)
+	}
+	if left := tempFiles(t, dir); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// BenchmarkWriteFile is one small record written durably (sync) and
+// without the fsyncs (nosync).
+func BenchmarkWriteFile(b *testing.B) {
+	data := []byte(`{"tag":"4685ccab-354c-4b1b-94c5-3f0e5b1f9d11","owner":{"pid":1,"start":2},"what":"bash"}` + "\n")
+	for _, tc := range []struct {
+		name  string
+		write func(string, []byte, fs.FileMode) error
+	}{{"sync", WriteFile}, {"nosync", WriteFileNoSync}} {
+		b.Run(tc.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "tree.json")
+			for b.Loop() {
+				if err := tc.write(path, data, 0o600); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

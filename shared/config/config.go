@@ -160,6 +160,10 @@ type ToolsConfig struct {
 	// session rules ("bash:go test", "fs:src/", "mcp:tracker/"): calls
 	// they cover run without asking. Only the user's file sets them.
 	Allow []string `toml:"allow"`
+	// LoginSnapshot runs the login shell once per session and each bash
+	// call as a non-login shell with its snapshot; false starts a login
+	// shell for every call (docs/tools.md).
+	LoginSnapshot bool `toml:"login_snapshot"`
 }
 
 // AgentConfig is the [agent] table.
@@ -369,6 +373,7 @@ func Defaults() *Config {
 			MaxProcesses:          512,
 			MemoryLimitMB:         4096,
 			AgentTimeoutSeconds:   3600,
+			LoginSnapshot:         true,
 		},
 		Agent: AgentConfig{
 			MaxSteps:                32,

@@ -598,6 +598,7 @@ max_timeout_seconds = 60
 spill_max_bytes = 1048576
 max_processes = 64
 memory_limit_mb = 1024
+login_snapshot = false
 
 [agent]
 max_steps = 8
@@ -626,7 +627,7 @@ compact_keep_turns = 3
 		t.Errorf("local = %v", l)
 	}
 	wantTools := ToolsConfig{ApprovalPolicy: ApprovalNever, OutputLimitBytes: 1024, CommandTimeoutSeconds: 30, MaxTimeoutSeconds: 60, SpillMaxBytes: 1 << 20, AgentTimeoutSeconds: 3600,
-		MaxProcesses: 64, MemoryLimitMB: 1024}
+		MaxProcesses: 64, MemoryLimitMB: 1024, LoginSnapshot: false}
 	wantAgent := Defaults().Agent
 	wantAgent.MaxSteps, wantAgent.SystemPrompt, wantAgent.CompactThresholdPercent, wantAgent.CompactKeepTurns = 8, "Be brief.", 70, 3
 	if !reflect.DeepEqual(c.Tools, wantTools) || !reflect.DeepEqual(c.Agent, wantAgent) {
@@ -641,7 +642,8 @@ compact_keep_turns = 3
 		"tools.approval_policy":            "$USER:21",
 		"tools.max_timeout_seconds":        "$USER:24",
 		"tools.spill_max_bytes":            "$USER:25",
-		"agent.system_prompt":              "$USER:31",
+		"agent.system_prompt":              "$USER:32",
+		"tools.login_snapshot":             "$USER:28",
 		"tools.memory_limit_mb":            "$USER:27",
 		"providers.openai.max_retries":     "$USER:13",
 		"providers.local.timeout_seconds":  "default",

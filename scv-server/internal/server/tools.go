@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/scv-cli/scv/scv-server/internal/netguard"
 	"github.com/scv-cli/scv/scv-server/internal/session"
@@ -45,7 +46,8 @@ func builtinTools(home string, cfg *config.Config, opts Options) (*tools.Registr
 		write.New(),
 		edit.New(),
 		bash.New(bash.Options{DefaultTimeout: tc.CommandTimeout(), MaxTimeout: tc.MaxTimeout(), SpillMaxBytes: tc.SpillMaxBytes,
-			MaxProcesses: tc.MaxProcesses, MemoryLimitMB: tc.MemoryLimitMB, HideEnv: cfg.SecretEnvNames(), TreesDir: treesDir(home)}),
+			MaxProcesses: tc.MaxProcesses, MemoryLimitMB: tc.MemoryLimitMB, HideEnv: cfg.SecretEnvNames(), TreesDir: treesDir(home), Logger: opts.Logger,
+			SnapshotTimeout: snapshotTimeout(tc)}),
 		webfetch.New(webfetch.Options{
 			MaxBytes:           wc.FetchMaxBytes,
 			MaxRedirects:       redirects,
@@ -131,4 +133,13 @@ func treesDir(home string) string {
 		return ""
 	}
 	return records.TreesDir(home)
+}
+
+// snapshotTimeout is the bash tool's SnapshotTimeout for tools.login_snapshot:
+// its default, or below zero (a login shell per call) when it is off.
+func snapshotTimeout(tc config.ToolsConfig) time.Duration {
+	if tc.LoginSnapshot {
+		return 0
+	}
+	return -1
 }

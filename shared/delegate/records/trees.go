@@ -36,7 +36,10 @@ type Tree struct {
 
 // WriteTree records that owner runs the tree tagged tag in dir (TreesDir),
 // atomically with mode 0600. Write it before the tree starts, so no moment
-// exists when an owner's SIGKILL leaves a tree nobody knows.
+// exists when an owner's SIGKILL leaves a tree nobody knows. It is not
+// fsynced (a bash call's hot path): a record outlives its owner's SIGKILL
+// in the page cache, and a machine crash, which could lose it, ends the
+// tree it describes too.
 func WriteTree(dir string, t Tree) error {
 	if err := CheckName("process tree tag", t.Tag); err != nil {
 		return fmt.Errorf("cannot record the process tree: %w", err)
@@ -48,7 +51,7 @@ func WriteTree(dir string, t Tree) error {
 	if err := paths.EnsureDir(dir); err != nil {
 		return fmt.Errorf("cannot record the process tree: %w", err)
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, t.Tag+".json"), append(data, '\n'), 0o600); err != nil {
+	if err := atomicfile.WriteFileNoSync(filepath.Join(dir, t.Tag+".json"), append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("cannot record process tree %s: %w", t.Tag, err)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package output
 
 import (
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -13,16 +12,16 @@ const MaxProgress = 200
 // guarantee: it hides values that look like credentials.
 var (
 	// Authorization: Bearer <token>, Basic <token>.
-	bearerRE = regexp.MustCompile(`(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{6,}`)
+	bearerRE = lazyRE(`(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{6,}`)
 	// NAME=value, --name value, --name=value, "name": "value" and
 	// name: value where the name mentions a key, token, secret or
 	// password.
-	assignRE = regexp.MustCompile(`(?i)([A-Za-z0-9_.-]*(?:key|token|secret|passw(?:or)?d|credential|auth)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)([^\s"',;&|]+)`)
-	flagRE   = regexp.MustCompile(`(?i)(--?[A-Za-z0-9_-]*(?:key|token|secret|passw(?:or)?d|credential)[A-Za-z0-9_-]*)(\s+)([^\s-][^\s]*)`)
+	assignRE = lazyRE(`(?i)([A-Za-z0-9_.-]*(?:key|token|secret|passw(?:or)?d|credential|auth)[A-Za-z0-9_.-]*)("?\s*[=:]\s*"?)([^\s"',;&|]+)`)
+	flagRE   = lazyRE(`(?i)(--?[A-Za-z0-9_-]*(?:key|token|secret|passw(?:or)?d|credential)[A-Za-z0-9_-]*)(\s+)([^\s-][^\s]*)`)
 	// Well-known token prefixes.
-	prefixRE = regexp.MustCompile(`\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{10,}|github_pat_[A-Za-z0-9_]{10,}|xox[abposr]-[A-Za-z0-9-]{8,}|(?:AKIA|ASIA)[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{10,}|AIza[0-9A-Za-z_-]{20,}|xai-[A-Za-z0-9]{10,}|hf_[A-Za-z0-9]{10,}|npm_[A-Za-z0-9]{10,}|pypi-[A-Za-z0-9_-]{10,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)`)
+	prefixRE = lazyRE(`\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{10,}|github_pat_[A-Za-z0-9_]{10,}|xox[abposr]-[A-Za-z0-9-]{8,}|(?:AKIA|ASIA)[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{10,}|AIza[0-9A-Za-z_-]{20,}|xai-[A-Za-z0-9]{10,}|hf_[A-Za-z0-9]{10,}|npm_[A-Za-z0-9]{10,}|pypi-[A-Za-z0-9_-]{10,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)`)
 	// user:password@ in a URL.
-	userinfoRE = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@`)
+	userinfoRE = lazyRE(`(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@`)
 )
 
 // Redact turns one status line into what clients may see: its first line
@@ -51,20 +50,20 @@ func Redact(line string) string {
 	// regular expressions cost more than the rest of the parse.
 	lower := strings.ToLower(line)
 	if strings.Contains(line, "://") && strings.Contains(line, "@") {
-		line = userinfoRE.ReplaceAllString(line, "${1}…@")
+		line = userinfoRE().ReplaceAllString(line, "${1}…@")
 	}
 	named := containsAny(lower, credentialWords)
 	if named || strings.Contains(lower, "bearer") || strings.Contains(lower, "basic") {
-		line = bearerRE.ReplaceAllString(line, "${1}${2}…")
+		line = bearerRE().ReplaceAllString(line, "${1}${2}…")
 	}
 	if named && strings.ContainsAny(line, "=:") {
-		line = assignRE.ReplaceAllStringFunc(line, redactAssign)
+		line = assignRE().ReplaceAllStringFunc(line, redactAssign)
 	}
 	if named && strings.Contains(line, "-") {
-		line = flagRE.ReplaceAllString(line, "${1}${2}…")
+		line = flagRE().ReplaceAllString(line, "${1}${2}…")
 	}
 	if containsAny(line, tokenPrefixes) {
-		line = prefixRE.ReplaceAllString(line, "…")
+		line = prefixRE().ReplaceAllString(line, "…")
 	}
 	if strings.ContainsAny(line, "/~") {
 		line = shortenTokens(line)
@@ -97,7 +96,7 @@ func containsAny(s string, subs []string) bool {
 // without a credential look alone (author=, keyboard=, monkey=) when the
 // value is short and plain.
 func redactAssign(m string) string {
-	sub := assignRE.FindStringSubmatch(m)
+	sub := assignRE().FindStringSubmatch(m)
 	name, sep, value := sub[1], sub[2], sub[3]
 	lower := strings.ToLower(name)
 	if value == "…" || strings.HasPrefix(value, "$") || strings.EqualFold(value, "bearer") || strings.EqualFold(value, "basic") {

@@ -51,6 +51,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -219,7 +220,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	p.log = p.log.With("provider", cfg.Name)
 	if p.http == nil {
-		p.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		p.http = &http.Client{Transport: newTransport()}
 	}
 	// A key or password of a few characters is no real secret, and
 	// replacing every occurrence of it would garble every message.
@@ -401,4 +402,13 @@ func (p *Provider) newHTTPRequest(ctx context.Context, path string, body []byte)
 		h.Set("Authorization", "Bearer "+p.cfg.APIKey)
 	}
 	return req, nil
+}
+
+// newTransport is the default transport of a provider: Go's default, whose
+// connections acknowledge reads at once (quickAckDial).
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	t.DialContext = quickAckDial(d.DialContext)
+	return t
 }

@@ -1,5 +1,6 @@
-// Package bash is the bash tool: a shell command run with /bin/bash -lc in
-// the workspace, under the process rules of package procgroup (a new
+// Package bash is the bash tool: a shell command run in the workspace with
+// what `/bin/bash -lc` would give it (a `bash -c` that sources the
+// session's login-shell snapshot, see snapshot.go), under the process rules of package procgroup (a new
 // session and process group, TERM then KILL on cancel, KILL at the
 // deadline, every leftover process killed when the command ends), with its
 // combined output bounded to the output limit (head and tail) and, when it
@@ -17,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,6 +88,14 @@ type Options struct {
 	// runs (records.TreesDir), so that the next server or the daemon
 	// reaps the tree of a server killed with SIGKILL; "" records nothing.
 	TreesDir string
+	// SnapshotTimeout bounds the login shell that takes the session's
+	// login-shell snapshot (see snapshot.go); zero means
+	// DefaultSnapshotTimeout, below zero runs every call with `bash -lc`
+	// and takes no snapshot.
+	SnapshotTimeout time.Duration
+	// Logger receives the warning of a profile that could not be
+	// captured; nil logs nothing.
+	Logger *slog.Logger
 }
 
 // Tool is the bash tool.
@@ -94,6 +104,8 @@ type Tool struct {
 	spec tools.Spec
 	// procs counts the processes of every call of this instance.
 	procs *procgroup.ProcessLimit
+	// snap is the session's login-shell snapshot.
+	snap *snapshot
 }
 
 // New returns the bash tool.
@@ -106,6 +118,9 @@ func New(o Options) *Tool {
 	}
 	if o.MaxProcesses <= 0 {
 		o.MaxProcesses = DefaultMaxProcesses
+	}
+	if o.SnapshotTimeout == 0 {
+		o.SnapshotTimeout = DefaultSnapshotTimeout
 	}
 	o.MaxTimeout = max(o.MaxTimeout, time.Second)
 	o.DefaultTimeout = min(o.DefaultTimeout, o.MaxTimeout)
@@ -122,7 +137,7 @@ func New(o Options) *Tool {
   "additionalProperties": false
 }`, ceil, def)
 	return &Tool{opts: o, spec: tools.Spec{Name: "bash", Description: desc, Schema: json.RawMessage(schema)},
-		procs: procgroup.NewProcessLimit(o.MaxProcesses)}
+		procs: procgroup.NewProcessLimit(o.MaxProcesses), snap: &snapshot{timeout: o.SnapshotTimeout}}
 }
 
 // Spec describes the tool.
@@ -246,11 +261,22 @@ func (t *Tool) run(ctx context.Context, env tools.Env, command string, timeout t
 			defer func() { _ = records.RemoveTree(t.opts.TreesDir, tag) }()
 		}
 	}
+	pc, err := t.snap.prepare(ctx, childenv.Without(os.Environ(), t.opts.HideEnv...), env.Workspace, env.StateDir, command, t.procs)
+	if err != nil {
+		c.discard()
+		if fw != nil {
+			fw.stop()
+		}
+		return tools.Result{}, err
+	}
+	if pc.warning != "" && t.opts.Logger != nil {
+		t.opts.Logger.Warn("The login profile could not be captured; bash calls of this session start a login shell each", "warning", pc.warning)
+	}
 	st, err := procgroup.Run(ctx, procgroup.Command{
 		Path:        Shell,
-		Args:        []string{"-lc", command},
+		Args:        pc.args,
 		Dir:         env.Workspace,
-		Env:         childenv.Without(os.Environ(), t.opts.HideEnv...),
+		Env:         pc.env,
 		Tag:         tag,
 		Output:      c,
 		Timeout:     timeout,
@@ -271,7 +297,7 @@ func (t *Tool) run(ctx context.Context, env tools.Env, command string, timeout t
 		c.discard()
 		return tools.Failed(fmt.Sprintf("could not run %s in %s: %v", Shell, env.Workspace, err)), nil
 	}
-	res := render(st, c, timeout, limit, t.limits())
+	res := render(st, c, timeout, limit, t.limits(), pc.warning)
 	_ = c.close()
 	return res, nil
 }
@@ -304,9 +330,12 @@ func status(st procgroup.Status, timeout time.Duration) string {
 // render is the result the model reads: the status line, the bounded
 // output, then notes (truncation, spill file, processes killed), the
 // whole within limit bytes.
-func render(st procgroup.Status, c *capture, timeout time.Duration, limit int, lim limits) tools.Result {
+func render(st procgroup.Status, c *capture, timeout time.Duration, limit int, lim limits, warning string) tools.Result {
 	head := status(st, timeout) + "\n"
 	var notes []string
+	if warning != "" {
+		notes = append(notes, warning)
+	}
 	if st.ProcessLimited {
 		notes = append(notes, fmt.Sprintf("[the command was stopped: this session's commands had more than %d processes alive at once (tools.max_processes), as a fork loop would; every process of the command was killed. Start fewer processes at once, or ask the user to raise tools.max_processes]",
 			lim.maxProcesses))

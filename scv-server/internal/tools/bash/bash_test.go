@@ -63,7 +63,9 @@ func newEnv(t *testing.T, limit int) tools.Env {
 }
 
 func newTool() *Tool {
-	return New(Options{DefaultTimeout: 30 * time.Second, MaxTimeout: 120 * time.Second, SpillMaxBytes: testSpillMax})
+	// The snapshot's bound is generous: a loaded machine must not turn a
+	// test into the fallback's.
+	return New(Options{DefaultTimeout: 30 * time.Second, MaxTimeout: 120 * time.Second, SpillMaxBytes: testSpillMax, SnapshotTimeout: hang / 2})
 }
 
 func argsJSON(t testing.TB, a map[string]any) json.RawMessage {
@@ -607,7 +609,7 @@ func checkRender(t *testing.T, in []byte, limit int, chunk int) {
 		_, _ = c.Write(rest[:n])
 		rest = rest[n:]
 	}
-	res := render(procgroup.Status{Exited: true}, c, time.Second, limit, limits{})
+	res := render(procgroup.Status{Exited: true}, c, time.Second, limit, limits{}, "")
 	if len(res.Output) > limit || !utf8.ValidString(res.Output) {
 		t.Fatalf("limit %d, %d input bytes: %d output bytes, valid %v", limit, len(in), len(res.Output), utf8.ValidString(res.Output))
 	}

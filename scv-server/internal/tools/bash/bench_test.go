@@ -30,18 +30,43 @@ func benchHome(b *testing.B) {
 
 func BenchmarkBashTrue(b *testing.B) {
 	benchHome(b)
+	benchBashTrue(b, Options{SpillMaxBytes: 64 << 20})
+}
+
+// BenchmarkBashTrueProfile is BenchmarkBashTrue with a login profile
+// that costs 50 ms (like ../shared/bench's PROFILE=1): with the
+// session's login-shell snapshot (snapshot: the profile runs once, at
+// the first call, outside the timed loop) and with a login shell per
+// call (login-each-call, the tool before issue 23).
+func BenchmarkBashTrueProfile(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+	}{{"snapshot", 0}, {"login-each-call", -1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			home := b.TempDir()
+			if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte("sleep 0.05\nexport FROM_PROFILE=1\n"), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			b.Setenv("HOME", home)
+			benchBashTrue(b, Options{SpillMaxBytes: 64 << 20, SnapshotTimeout: tc.timeout})
+		})
+	}
+}
+
+func benchBashTrue(b *testing.B, o Options) {
 	dir, err := filepath.EvalSymlinks(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	tool := New(Options{SpillMaxBytes: 64 << 20})
+	tool := New(o)
 	reg := tools.NewRegistry()
 	if err := reg.Register(tool); err != nil {
 		b.Fatal(err)
 	}
 	env := tools.Env{Workspace: dir, Timeout: time.Minute, MaxTimeout: time.Hour, OutputLimit: 65536, StateDir: b.TempDir()}
 	ctx := context.Background()
-	for b.Loop() {
+	call := func() {
 		args, err := reg.Validate("bash", `{"command":"true"}`)
 		if err != nil {
 			b.Fatal(err)
@@ -55,6 +80,10 @@ func BenchmarkBashTrue(b *testing.B) {
 			b.Fatalf("%+v %v", res, err)
 		}
 	}
+	call() // the session's first call takes the snapshot
+	for b.Loop() {
+		call()
+	}
 }
 
 func BenchmarkExecBashTrue(b *testing.B) {
@@ -66,6 +95,22 @@ func BenchmarkExecBashTrue(b *testing.B) {
 		cmd.Env = os.Environ()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}
+
+// BenchmarkSnapshot is taking a session's login-shell snapshot (a plain
+// and a login shell printing their state, the difference written to the
+// snapshot file) with an empty HOME: what a session's first bash call
+// adds to the command.
+func BenchmarkSnapshot(b *testing.B) {
+	benchHome(b)
+	dir, state := b.TempDir(), b.TempDir()
+	env := os.Environ()
+	for b.Loop() {
+		s := &snapshot{timeout: time.Minute}
+		if err := s.take(context.Background(), env, dir, state, nil); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
