@@ -49,6 +49,9 @@ type Options struct {
 	Attach string
 	// Model overrides the server's model ("" = server default).
 	Model string
+	// Prompt is sent as if typed once the first session is ready (the
+	// command line's PROMPT): a prompt, or a /command.
+	Prompt string
 }
 
 // History is the prompt history (Up/Down recall) of one workspace.

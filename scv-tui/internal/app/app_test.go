@@ -648,6 +648,22 @@ func TestRevokeRule(t *testing.T) {
 	}
 }
 
+// TestPromptFromTheCommandLine: the command line's PROMPT is sent once,
+// when the session is ready, as if typed.
+func TestPromptFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.m.opts.Prompt = "fix the failing tests"
+	h.connect("gpt-4.1-mini")
+	ts := last[*protocol.TurnStart](h)
+	if ts.Prompt != "fix the failing tests" || ts.SessionID != sid {
+		t.Fatalf("sent %s", encode(ts))
+	}
+	if h.m.opts.Prompt != "" || !h.m.editor.Empty() {
+		t.Errorf("the prompt would be sent again (opts %q, editor %q)", h.m.opts.Prompt, h.m.editor.Value())
+	}
+}
+
 func TestOtherNotices(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

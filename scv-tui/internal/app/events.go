@@ -283,6 +283,17 @@ func (m *Model) sessionStarted(e *protocol.SessionStarted) {
 	for _, w := range e.Warnings {
 		m.transcript.AddNotice(transcript.Warn, "Configuration warning: "+wrap.OneLine(w))
 	}
+	if p := m.opts.Prompt; p != "" {
+		// The command line's prompt goes once, as if typed: the editor's
+		// draft is kept for after.
+		m.opts.Prompt = ""
+		draft := m.editor.Value()
+		m.editor.SetValue(p)
+		m.submit()
+		if m.editor.Value() == "" {
+			m.editor.SetValue(draft)
+		}
+	}
 }
 
 // demoBanner tells a user of the demo provider how to get a real one.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/paths"
@@ -24,6 +25,7 @@ type Flags struct {
 	Resume  string // --resume: a stored session to continue
 	Attach  string // --attach: a session open in the daemon to join
 	Model   string // --model: a model override
+	Prompt  string // PROMPT: sent once the session is ready
 	LogFile string // --log-file: where the server's stderr goes
 	// Daemon (--daemon) talks to the running daemon through `scv-server
 	// connect` instead of starting a server of its own, when one runs.
@@ -59,7 +61,7 @@ var program = cli.Program{Name: "scv-tui"}
 func NewCommand(run func(context.Context, Flags) error) *cobra.Command {
 	var f Flags
 	c := &cobra.Command{
-		Use:   "scv-tui",
+		Use:   "scv-tui [flags] [PROMPT]",
 		Short: "SCV's terminal UI",
 		Long: `scv-tui is SCV's interactive terminal UI. It starts scv-server --stdio as a
 child process in the workspace (the current directory, or --cd) and talks
@@ -73,8 +75,14 @@ Exit codes: 0 ok, 1 error, 2 usage error, 130 interrupted.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return &cli.UsageError{Err: fmt.Errorf("scv-tui takes no arguments, got %q; type prompts in the UI, or use `scv exec PROMPT` for one turn without it", args[0])}
+			if len(args) > 1 {
+				return &cli.UsageError{Err: fmt.Errorf("scv-tui takes at most one PROMPT, got %d arguments; quote a prompt of several words", len(args))}
+			}
+			if len(args) == 1 {
+				if strings.TrimSpace(args[0]) == "" {
+					return &cli.UsageError{Err: errors.New("the PROMPT is empty; leave it out to start without one")}
+				}
+				f.Prompt = args[0]
 			}
 			return nil
 		},

@@ -182,6 +182,7 @@ func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err err
 			Resume:    s.flags.Resume,
 			Attach:    s.flags.Attach,
 			Model:     s.flags.Model,
+			Prompt:    s.flags.Prompt,
 		})
 		p = tea.NewProgram(model, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithoutSignalHandler())
 		pumping = true

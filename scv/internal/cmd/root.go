@@ -5,6 +5,7 @@ package cmd
 import (
 	"context"
 	"os"
+	"strings"
 
 	"github.com/scv-cli/scv/scv/internal/cmd/acp"
 	"github.com/scv-cli/scv/scv/internal/cmd/appserver"
@@ -42,39 +43,49 @@ var Program = cli.Program{Name: "scv"}
 // NewCmdRoot returns the root command with every subcommand. runTUI
 // replaces the no-argument behaviour in tests.
 func NewCmdRoot(f *cmdutil.Factory, runTUI func() error) *cobra.Command {
-	var useDaemon, noDaemon bool
-	var attach string
+	var o tuiOptions
 	root := &cobra.Command{
-		Use:   "scv",
+		Use:   "scv [flags] [PROMPT]",
 		Short: "SCV, a terminal agent runtime",
-		Long: `SCV is a terminal agent runtime. Run scv with no arguments for the terminal UI,
-or "scv exec PROMPT" to run one turn headless.
+		Long: `SCV is a terminal agent runtime. Run scv for the terminal UI (with PROMPT, it
+starts with that prompt), or "scv exec PROMPT" to run one turn headless.
 
 Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
+		Example: `  scv
+  scv "fix the failing tests"
+  scv -C ~/src/app --model gpt-4.1
+  scv --resume 0b6f4c2e-9d1a-4e8b-a7c3-5f2d1e0c9b84`,
 		Version:       sharedversion.Version,
-		Args:          cli.NoArgs,
+		Args:          tuiArgs(&o),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runTUI != nil {
 				return runTUI()
 			}
-			return tuiRun(f, useDaemon, noDaemon, attach)
+			return tuiRun(f, o)
 		},
 	}
-	root.Flags().BoolVar(&useDaemon, "daemon", false, "run the terminal UI on the running daemon (scv daemon start), whose sessions outlive it (daemon.use = \"auto\")")
-	root.Flags().BoolVar(&noDaemon, "no-daemon", false, "run the terminal UI on a server of its own even when a daemon runs (daemon.use = \"never\")")
-	root.Flags().StringVar(&attach, "attach", "", "run the terminal UI on the session `ID` open in the daemon (scv status lists them), with its recent events; a session not open there is resumed")
+	fl := root.Flags()
+	fl.StringVarP(&o.dir, "cd", "C", "", "run in `DIR` instead of the current directory")
+	fl.StringVar(&o.resume, "resume", "", "continue the stored session `ID` of this workspace")
+	fl.StringVar(&o.model, "model", "", "use model `M` instead of the configured one")
+	fl.StringVar(&o.logFile, "log-file", "", "append the server's stderr to `PATH` (default $SCV_HOME/logs/tui-server.log)")
+	fl.BoolVar(&o.daemon, "daemon", false, "run the terminal UI on the running daemon (scv daemon start), whose sessions outlive it (daemon.use = \"auto\")")
+	fl.BoolVar(&o.noDaemon, "no-daemon", false, "run the terminal UI on a server of its own even when a daemon runs (daemon.use = \"never\")")
+	fl.StringVar(&o.attach, "attach", "", "run the terminal UI on the session `ID` open in the daemon (scv status lists them), with its recent events; a session not open there is resumed")
 	root.MarkFlagsMutuallyExclusive("daemon", "no-daemon")
+	root.MarkFlagsMutuallyExclusive("attach", "resume")
+	root.SuggestionsMinimumDistance = 2
 	root.SetVersionTemplate(version.Line() + "\n")
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	// Subcommands inherit this, so every flag mistake exits 2.
 	root.SetFlagErrorFunc(cli.FlagErrorFunc)
-	// Completion scripts can come later; a hidden "completion" command
-	// would only be one more thing to keep working.
-	root.CompletionOptions.DisableDefaultCmd = true
+	// `scv completion bash|zsh|fish|powershell` prints a completion script
+	// (cobra's, which knows every command and flag).
+	root.CompletionOptions.HiddenDefaultCmd = false
 
 	root.AddCommand(
 		newCmdAgents(f, nil),
@@ -93,21 +104,56 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 	return root
 }
 
+// tuiOptions are the terminal UI's flags and PROMPT, passed on to scv-tui.
+type tuiOptions struct {
+	dir, resume, model, logFile, attach, prompt string
+	daemon, noDaemon                            bool
+}
+
+// tuiArgs takes the optional PROMPT of the terminal UI; a subcommand's
+// name is a subcommand, not a prompt.
+func tuiArgs(o *tuiOptions) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) > 1:
+			return cli.UsageErrorf("scv takes at most one PROMPT, got %d arguments: quote a prompt of several words, or see scv --help for the commands", len(args))
+		case len(args) == 1 && strings.TrimSpace(args[0]) == "":
+			return cli.UsageErrorf("the PROMPT is empty; leave it out to start without one")
+		case len(args) == 1 && cmd.ArgsLenAtDash() != 0 && !strings.ContainsAny(args[0], " \t\n"):
+			// One word that looks like a mistyped command is more likely
+			// that than a prompt; after "--" it is a prompt.
+			if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+				return cli.UsageErrorf("unknown command %q for \"scv\"; did you mean %s? (to start the UI with the prompt %q, run: scv -- %s)",
+					args[0], strings.Join(near, " or "), args[0], args[0])
+			}
+			o.prompt = args[0]
+		case len(args) == 1:
+			o.prompt = args[0]
+		}
+		return nil
+	}
+}
+
 // tuiRun becomes scv-tui, which inherits the terminal.
-func tuiRun(f *cmdutil.Factory, useDaemon, noDaemon bool, attach string) error {
+func tuiRun(f *cmdutil.Factory, o tuiOptions) error {
 	path, err := f.FindBinary(client.TUI)
 	if err != nil {
 		return err
 	}
 	argv := []string{client.TUI}
-	if useDaemon {
+	for _, fl := range []struct{ name, value string }{{"--cd", o.dir}, {"--resume", o.resume}, {"--model", o.model}, {"--log-file", o.logFile}, {"--attach", o.attach}} {
+		if fl.value != "" {
+			argv = append(argv, fl.name+"="+fl.value)
+		}
+	}
+	if o.daemon {
 		argv = append(argv, "--daemon")
 	}
-	if noDaemon {
+	if o.noDaemon {
 		argv = append(argv, "--no-daemon")
 	}
-	if attach != "" {
-		argv = append(argv, "--attach", attach)
+	if o.prompt != "" {
+		argv = append(argv, "--", o.prompt)
 	}
 	return f.Exec(path, argv)
 }

@@ -16,6 +16,18 @@ import (
 // fakeFactory returns a Factory whose binaries are found at /bin/<name>
 // unless missing lists them, and whose Exec records its call instead of
 // replacing the test process.
+// TestCompletionScript: scv prints a shell completion script that knows
+// its commands.
+func TestCompletionScript(t *testing.T) {
+	t.Parallel()
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		f, out, errOut, _ := fakeFactory()
+		if code := Run(f, []string{"completion", shell}); code != cli.OK || !strings.Contains(out.String(), "scv") {
+			t.Errorf("scv completion %s: exit %d, %d bytes, stderr %q", shell, code, out.Len(), errOut)
+		}
+	}
+}
+
 func fakeFactory(missing ...string) (*cmdutil.Factory, *bytes.Buffer, *bytes.Buffer, *[]string) {
 	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
 	var execd []string
@@ -96,8 +108,24 @@ func TestRun(t *testing.T) {
 			wantCode: cli.Failure, wantErr: []string{"scv: exec /bin/scv-server: permission denied"},
 		},
 		{
-			name: "unknown command", args: []string{"bogus"}, wantCode: cli.Usage,
-			wantErr: []string{`scv: unknown command "bogus" for "scv"`, "Run 'scv --help' for usage."},
+			name: "mistyped command", args: []string{"stauts"}, wantCode: cli.Usage,
+			wantErr: []string{`scv: unknown command "stauts" for "scv"; did you mean start or status?`, "scv -- stauts", "Run 'scv --help' for usage."},
+		},
+		{
+			name: "a prompt starts the TUI with it", args: []string{"fix the failing tests"},
+			wantExecd: []string{"/bin/scv-tui", "scv-tui", "--", "fix the failing tests"},
+		},
+		{
+			name: "a one-word prompt after --", args: []string{"--", "stauts"},
+			wantExecd: []string{"/bin/scv-tui", "scv-tui", "--", "stauts"},
+		},
+		{
+			name: "the TUI's flags pass through", args: []string{"-C", "/w", "--model", "m1", "--resume", "abc", "hello"},
+			wantExecd: []string{"/bin/scv-tui", "scv-tui", "--cd=/w", "--resume=abc", "--model=m1", "--", "hello"},
+		},
+		{
+			name: "two prompts", args: []string{"one", "two"}, wantCode: cli.Usage,
+			wantErr: []string{"scv takes at most one PROMPT, got 2 arguments"},
 		},
 		{
 			name: "unknown flag", args: []string{"--bogus"}, wantCode: cli.Usage,
