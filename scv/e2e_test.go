@@ -170,6 +170,25 @@ func TestExecDemo(t *testing.T) {
 	}
 }
 
+// TestExecShowsRetries: a retried model request is one line on stderr
+// with the provider's status and message, not a server log line.
+func TestExecShowsRetries(t *testing.T) {
+	t.Parallel()
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(fakeopenai.Script(fakeopenai.APIError(429, "slow down please"), fakeopenai.Header("Retry-After", "1")),
+		fakeopenai.Script(fakeopenai.Text("Made it.")))
+	home := t.TempDir()
+	cfg := strings.Replace(srv.Config(""), "max_retries = 0", "max_retries = 2", 1)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runSCV(t, home, "exec", "--no-daemon", "--cd", t.TempDir(), "hi")
+	if r.code != 0 || r.stdout != "Made it.\n" || !strings.Contains(r.stderr, "scv: retrying (2/3) in 1 s: HTTP 429") ||
+		!strings.Contains(r.stderr, "slow down please") || strings.Contains(r.stderr, "level=") {
+		t.Fatalf("exec: %+v", r)
+	}
+}
+
 // fakeHome writes a config.toml that points scv-server at srv.
 func fakeHome(t *testing.T, srv *fakeopenai.Server) string {
 	t.Helper()
@@ -229,8 +248,8 @@ func TestExecFakeOpenAI(t *testing.T) {
 			replies:    readEnv(),
 			args:       []string{"--approval-policy", "auto"},
 			wantOut:    "Checked the file.\n",
-			wantErr:    []string{"• read .env", "  ✓ done"},
-			notErr:     []string{"denied"},
+			wantErr:    []string{"• read .env", "  ✓ done", "scv: warning: Approval policy is auto"},
+			notErr:     []string{"denied", "level=WARN"},
 			toolResult: "SECRET=hunter2",
 		},
 	}

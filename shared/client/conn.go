@@ -159,9 +159,9 @@ func Hello(requestID, clientName string) *protocol.Initialize {
 
 // HelloAt is Hello for a client that speaks protocol version v: the TUI
 // asks for version 4 (it handles approval.resolved and reads
-// session.started's mcp_servers), and so does scv exec in the daemon (it
-// attaches and re-attaches); scv exec on a server of its own stays on
-// HelloVersion.
+// session.started's mcp_servers), and so does scv exec (it attaches and
+// re-attaches in the daemon, and prints session.started's warnings and
+// turn.retrying).
 func HelloAt(v int, requestID, clientName string) *protocol.Initialize {
 	return &protocol.Initialize{
 		RequestID:       requestID,

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"os"
 	"context"
 	"net"
 	"time"
@@ -68,6 +69,14 @@ func startOwn(opts *Options) (*server, error) {
 	args := []string{"--stdio"}
 	if opts.ApprovalPolicy != "" {
 		args = append(args, "--approval-policy", opts.ApprovalPolicy)
+	}
+	// The server's log is for -v (or SCV_LOG_LEVEL); what the user must
+	// know of the configuration comes in session.started's warnings.
+	switch {
+	case opts.Verbose:
+		args = append(args, "--log-level", "info")
+	case os.Getenv("SCV_LOG_LEVEL") == "":
+		args = append(args, "--log-level", "error")
 	}
 	p, err := client.Start(client.Command{Path: path, Args: args, Stderr: opts.IO.ErrOut})
 	if err != nil {

@@ -71,6 +71,10 @@ type Options struct {
 	// NoDaemon runs the turn in a server of its own even when a daemon
 	// runs: --no-daemon. Without either flag, daemon.use decides.
 	NoDaemon bool
+	// Verbose (-v) adds the server's log (level info) to stderr; without
+	// it a server of the run's own logs only errors there, and stderr
+	// holds tool activity and what the user must know.
+	Verbose bool
 }
 
 // NewCmdExec returns the exec command. runF replaces the behaviour in tests.
@@ -124,6 +128,7 @@ Exit codes: 0 the turn completed, 1 it failed or an error occurred,
 	fl.StringVarP(&opts.Dir, "cd", "C", "", "workspace directory (default: the current directory)")
 	fl.BoolVar(&opts.Continue, "continue", false, "continue the workspace's most recent session instead of starting a new one")
 	fl.BoolVar(&opts.Daemon, "daemon", false, "run the turn in the daemon when one runs (scv daemon start); otherwise in a server of its own (daemon.use = \"auto\")")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "add the server's log to stderr (by default stderr has tool activity, warnings and errors only)")
 	fl.BoolVar(&opts.NoDaemon, "no-daemon", false, "run the turn in a server of its own even when a daemon runs (daemon.use = \"never\")")
 	return cmd
 }

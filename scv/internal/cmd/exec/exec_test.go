@@ -148,19 +148,23 @@ func TestRun(t *testing.T) {
 		{
 			name: "prompt, policy and absolute cwd reach the server", scenario: "echo",
 			opts:    Options{Prompt: "what is 2+2?", ApprovalPolicy: "never", Dir: workdir},
-			wantOut: fmt.Sprintf("prompt=%q args=%q cwd=%s\n", "what is 2+2?", []string{"--stdio", "--approval-policy", "never"}, workdir),
+			wantOut: fmt.Sprintf("prompt=%q args=%q cwd=%s\n", "what is 2+2?", []string{"--stdio", "--approval-policy", "never", "--log-level", "error"}, workdir),
 		},
 		{
-			name: "no policy flag forwarded by default", scenario: "echo", opts: Options{Prompt: "x", Dir: workdir},
-			wantOut: fmt.Sprintf("prompt=%q args=%q cwd=%s\n", "x", []string{"--stdio"}, workdir),
+			name: "no policy flag forwarded by default; the server logs only errors", scenario: "echo", opts: Options{Prompt: "x", Dir: workdir},
+			wantOut: fmt.Sprintf("prompt=%q args=%q cwd=%s\n", "x", []string{"--stdio", "--log-level", "error"}, workdir),
+		},
+		{
+			name: "-v adds the server's log", scenario: "echo", opts: Options{Prompt: "x", Dir: workdir, Verbose: true},
+			wantOut: fmt.Sprintf("prompt=%q args=%q cwd=%s\n", "x", []string{"--stdio", "--log-level", "info"}, workdir),
 		},
 		{
 			name: "prompt from stdin", scenario: "echo", opts: Options{Prompt: "-", Dir: workdir}, stdin: "explain\nthis\n",
-			wantOut: fmt.Sprintf("prompt=%q args=%q cwd=%s\n", "explain\nthis", []string{"--stdio"}, workdir),
+			wantOut: fmt.Sprintf("prompt=%q args=%q cwd=%s\n", "explain\nthis", []string{"--stdio", "--log-level", "error"}, workdir),
 		},
 		{
 			name: "prompt typed on the terminal", scenario: "echo", opts: Options{Prompt: "-", Dir: workdir}, stdin: "hi\n", terminal: true,
-			wantOut: fmt.Sprintf("prompt=%q args=%q cwd=%s\n", "hi", []string{"--stdio"}, workdir),
+			wantOut: fmt.Sprintf("prompt=%q args=%q cwd=%s\n", "hi", []string{"--stdio", "--log-level", "error"}, workdir),
 			wantErr: []string{"scv: reading the prompt from the terminal; end it with Ctrl-D"},
 		},
 		{name: "empty stdin prompt", scenario: "text", opts: Options{Prompt: "-"}, stdin: "\n", wantCode: cli.Usage, wantErr: []string{"the prompt read from stdin is empty"}},

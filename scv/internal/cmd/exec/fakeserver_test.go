@@ -81,7 +81,7 @@ func (s *fake) serve() error {
 		}
 		switch m := m.(type) {
 		case *protocol.Initialize:
-			if m.ProtocolVersion != protocol.Version3 || m.Client.Name != ClientName || m.Client.Version == "" {
+			if m.ProtocolVersion != protocol.Version4 || m.Client.Name != ClientName || m.Client.Version == "" {
 				s.emit(&protocol.Error{RequestID: m.RequestID, Code: protocol.ErrVersionMismatch, Message: fmt.Sprintf("bad initialize %+v", m), Fatal: true})
 				os.Exit(3)
 			}

@@ -63,7 +63,9 @@ func Run(ctx context.Context, opts *Options) error {
 		requests: map[string]string{},
 		jobs:     map[string]bool{},
 		view:     &textView{out: opts.IO.Out, errOut: opts.IO.ErrOut, text: !opts.JSON},
-		version:  client.HelloVersion,
+		// Protocol 4 also for a server of its own: session.started's
+		// configuration warnings and turn.retrying reach the user.
+		version: protocol.Version4,
 	}
 	if child.daemon {
 		// Protocol 4 gives the run session.attach (--continue of an open
@@ -353,7 +355,14 @@ func (r *run) handle(f frame) (done bool, err error) {
 		if r.sessionID != "" {
 			return false, nil
 		}
+		for _, w := range ev.Warnings {
+			r.view.warn(w)
+		}
 		return false, r.started(ev.SessionID)
+	case *protocol.TurnRetrying:
+		if r.mine(ev.TurnHeader) {
+			r.view.retrying(ev)
+		}
 	case *protocol.TurnStarted:
 		if r.turnID == "" && ev.RequestID == r.turnReqID {
 			r.turnID = ev.TurnID

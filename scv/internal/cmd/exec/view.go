@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/textcut"
 )
 
@@ -48,6 +49,32 @@ func (v *textView) endLine() {
 		io.WriteString(v.out, "\n")
 		v.midLine = false
 	}
+}
+
+// warn prints a warning the server gave the user (a configuration one).
+func (v *textView) warn(text string) {
+	if !v.text {
+		return
+	}
+	v.endLine()
+	fmt.Fprintf(v.errOut, "scv: warning: %s\n", oneLine(text))
+}
+
+// retrying says that the model request is sent again, with the
+// provider's own status and message.
+func (v *textView) retrying(e *protocol.TurnRetrying) {
+	if !v.text {
+		return
+	}
+	v.endLine()
+	line := fmt.Sprintf("scv: retrying (%d/%d) in %d s", e.Attempt, e.MaxAttempts, (e.DelayMS+999)/1000)
+	if e.Status != 0 {
+		line += fmt.Sprintf(": HTTP %d", e.Status)
+	}
+	if e.Message != "" {
+		line += ": " + oneLine(e.Message)
+	}
+	fmt.Fprintln(v.errOut, line)
 }
 
 // toolProposed prints "• name detail" for a call the model asked for.
