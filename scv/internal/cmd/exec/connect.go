@@ -1,9 +1,9 @@
 package exec
 
 import (
-	"os"
 	"context"
 	"net"
+	"os"
 	"time"
 
 	"github.com/scv-cli/scv/shared/client"
