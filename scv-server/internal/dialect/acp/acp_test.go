@@ -15,6 +15,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/goleak"
 
+	delegacp "github.com/scv-cli/scv/scv-server/internal/delegate/transport/acp"
 	"github.com/scv-cli/scv/scv-server/internal/server"
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
@@ -33,6 +34,7 @@ const wait = 20 * time.Second
 // client is a scripted ACP client: it records updates and answers
 // permission requests with answer.
 type client struct {
+	delegacp.NoFileSystemOrTerminal
 	mu      sync.Mutex
 	updates []acpsdk.SessionNotification
 	asked   []acpsdk.RequestPermissionRequest
@@ -76,28 +78,6 @@ func selectKind(p acpsdk.RequestPermissionRequest, kind acpsdk.PermissionOptionK
 		}
 	}
 	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}
-}
-
-func (c *client) ReadTextFile(context.Context, acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error) {
-	return acpsdk.ReadTextFileResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodFsReadTextFile)
-}
-func (c *client) WriteTextFile(context.Context, acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error) {
-	return acpsdk.WriteTextFileResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodFsWriteTextFile)
-}
-func (c *client) CreateTerminal(context.Context, acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
-	return acpsdk.CreateTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalCreate)
-}
-func (c *client) KillTerminal(context.Context, acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
-	return acpsdk.KillTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalKill)
-}
-func (c *client) TerminalOutput(context.Context, acpsdk.TerminalOutputRequest) (acpsdk.TerminalOutputResponse, error) {
-	return acpsdk.TerminalOutputResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalOutput)
-}
-func (c *client) ReleaseTerminal(context.Context, acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
-	return acpsdk.ReleaseTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalRelease)
-}
-func (c *client) WaitForTerminalExit(context.Context, acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error) {
-	return acpsdk.WaitForTerminalExitResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalWaitForExit)
 }
 
 // until waits for the client's state to satisfy ok.

@@ -24,7 +24,8 @@ import (
 // under a mutex and hands finished lines to the progress function, which
 // must not block either (the `agent` tool's reporter only stores them).
 type client struct {
-	s *server
+	NoFileSystemOrTerminal // SCV offers neither: method not found
+	s                      *server
 
 	mu   sync.Mutex
 	turn *turnState // nil between turns
@@ -157,43 +158,6 @@ func permissionRisk(tc acpsdk.ToolCallUpdate, dir string) protocol.Risk {
 		return protocol.RiskNetwork
 	}
 	return protocol.RiskDelegate
-}
-
-// The capabilities SCV does not offer: method not found.
-
-// ReadTextFile implements acpsdk.Client.
-func (c *client) ReadTextFile(context.Context, acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error) {
-	return acpsdk.ReadTextFileResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodFsReadTextFile)
-}
-
-// WriteTextFile implements acpsdk.Client.
-func (c *client) WriteTextFile(context.Context, acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error) {
-	return acpsdk.WriteTextFileResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodFsWriteTextFile)
-}
-
-// CreateTerminal implements acpsdk.Client.
-func (c *client) CreateTerminal(context.Context, acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
-	return acpsdk.CreateTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalCreate)
-}
-
-// KillTerminal implements acpsdk.Client.
-func (c *client) KillTerminal(context.Context, acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
-	return acpsdk.KillTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalKill)
-}
-
-// TerminalOutput implements acpsdk.Client.
-func (c *client) TerminalOutput(context.Context, acpsdk.TerminalOutputRequest) (acpsdk.TerminalOutputResponse, error) {
-	return acpsdk.TerminalOutputResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalOutput)
-}
-
-// ReleaseTerminal implements acpsdk.Client.
-func (c *client) ReleaseTerminal(context.Context, acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
-	return acpsdk.ReleaseTerminalResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalRelease)
-}
-
-// WaitForTerminalExit implements acpsdk.Client.
-func (c *client) WaitForTerminalExit(context.Context, acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error) {
-	return acpsdk.WaitForTerminalExitResponse{}, acpsdk.NewMethodNotFound(acpsdk.ClientMethodTerminalWaitForExit)
 }
 
 // turnState is what one running turn collects from session/update.
