@@ -251,7 +251,7 @@ func (m *Model) helpText() string {
 // SCV knows no prices, so it counts tokens; the provider's dashboard
 // turns them into money.
 func (m *Model) costText() string {
-	text := fmt.Sprintf("This session has used %s input and %s output tokens", tokenWords(m.usage.InputTokens), tokenWords(m.usage.OutputTokens))
+	text := fmt.Sprintf("This session has used %s input and %s output tokens", status.Tokens(m.usage.InputTokens), status.Tokens(m.usage.OutputTokens))
 	switch {
 	case m.turnsDone == 1:
 		text += " (1 turn completed here)"
@@ -260,23 +260,11 @@ func (m *Model) costText() string {
 	}
 	text += "."
 	if m.ctxMax > 0 {
-		text += fmt.Sprintf(" The context holds about %s of %s tokens (%d%%).", tokenWords(m.ctxUsed), tokenWords(m.ctxMax), m.ctxUsed*100/m.ctxMax)
+		text += fmt.Sprintf(" The context holds about %s of %s tokens (%d%%).", status.Tokens(m.ctxUsed), status.Tokens(m.ctxMax), m.ctxUsed*100/m.ctxMax)
 	}
 	return text
 }
 
-// tokenWords writes n tokens the way people read them: 950, 12.4k, 1.2M.
-func tokenWords(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 10_000:
-		return fmt.Sprintf("%dk", n/1000)
-	case n >= 1000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
-}
 
 // ExitSummary is what the TUI prints when it has quit, so the session can
 // be found again from the terminal's scrollback: its id, what it used and
@@ -290,7 +278,7 @@ func (m *Model) ExitSummary() string {
 		cd = " -C " + shellQuote(m.cwd)
 	}
 	return fmt.Sprintf("Session %s: %s input and %s output tokens.\nResume it with: scv%s --resume %s\n",
-		m.sessionID, tokenWords(m.usage.InputTokens), tokenWords(m.usage.OutputTokens), cd, m.sessionID)
+		m.sessionID, status.Tokens(m.usage.InputTokens), status.Tokens(m.usage.OutputTokens), cd, m.sessionID)
 }
 
 // shellQuote quotes s for a POSIX shell when it needs quoting.

@@ -51,7 +51,7 @@ func (b Bar) View(st styles.Styles, width int) string {
 	}
 	if b.ContextMax > 0 {
 		pct := b.ContextTokens * 100 / b.ContextMax
-		segs = append(segs, fmt.Sprintf("ctx %s/%s %d%%", tokens(b.ContextTokens), tokens(b.ContextMax), pct))
+		segs = append(segs, fmt.Sprintf("ctx %s/%s %d%%", Tokens(b.ContextTokens), Tokens(b.ContextMax), pct))
 	}
 	// No model yet: the turn segment already says what the TUI waits for
 	// (starting the server, connecting).
@@ -97,7 +97,9 @@ func formatElapsed(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
 }
 
-func tokens(n int64) string {
+// Tokens writes n tokens the way people read them: 950, 12.4k, 128k,
+// 1.2M (the status bar's context, /cost).
+func Tokens(n int64) string {
 	switch {
 	case n >= 1_000_000:
 		return fmt.Sprintf("%.1fM", float64(n)/1e6)
