@@ -167,30 +167,7 @@ func (l *loader) validate() []error {
 		}
 	}
 
-	// [tools]
-	t := c.Tools
-	v.oneOf("tools.approval_policy", string(t.ApprovalPolicy), approvalPolicies, "an approval policy")
-	v.intRange("tools.output_limit_bytes", t.OutputLimitBytes, minOutputLimit, maxOutputLimit, "a number of bytes")
-	v.intRange("tools.command_timeout_seconds", int64(t.CommandTimeoutSeconds), 1, maxSeconds, "a number of seconds")
-	v.intRange("tools.max_timeout_seconds", int64(t.MaxTimeoutSeconds), 1, maxSeconds, "a number of seconds")
-	v.intRange("tools.spill_max_bytes", t.SpillMaxBytes, 0, maxSpill, "a number of bytes")
-	v.intRange("tools.max_processes", int64(t.MaxProcesses), 8, 65536, "a number of processes")
-	v.intRange("tools.memory_limit_mb", t.MemoryLimitMB, 0, 1<<24, "a number of MiB (0 for no limit)")
-	for _, key := range t.Allow {
-		if msg := checkAllowRule(key); msg != "" {
-			v.fail("tools.allow", "has %q, %s", key, msg)
-		}
-	}
-	if t.CommandTimeoutSeconds > 0 && t.MaxTimeoutSeconds > 0 && t.MaxTimeoutSeconds < t.CommandTimeoutSeconds {
-		// Blame the value set last.
-		if rank(c.Sources["tools.command_timeout_seconds"]) > rank(c.Sources["tools.max_timeout_seconds"]) {
-			v.fail("tools.command_timeout_seconds", "is %d, above tools.max_timeout_seconds (%d, %s); lower it or raise max_timeout_seconds",
-				t.CommandTimeoutSeconds, t.MaxTimeoutSeconds, v.from("tools.max_timeout_seconds"))
-		} else {
-			v.fail("tools.max_timeout_seconds", "is %d, below tools.command_timeout_seconds (%d, %s); raise it to at least %d or lower command_timeout_seconds",
-				t.MaxTimeoutSeconds, t.CommandTimeoutSeconds, v.from("tools.command_timeout_seconds"), t.CommandTimeoutSeconds)
-		}
-	}
+	v.validateTools(c)
 
 	// [agent]
 	v.intRange("agent.max_steps", int64(c.Agent.MaxSteps), 1, maxSteps, "a number of steps")
@@ -201,7 +178,7 @@ func (l *loader) validate() []error {
 	v.intRange("agent.conversation_idle_seconds", int64(c.Agent.ConversationIdleSeconds), 60, maxSeconds, "a number of seconds")
 	v.intRange("agent.max_background", int64(c.Agent.MaxBackground), 0, 32, "a number of jobs")
 	v.intRange("agent.max_delegation_depth", int64(c.Agent.MaxDelegationDepth), 0, 8, "a nesting depth")
-	v.intRange("tools.agent_timeout_seconds", int64(t.AgentTimeoutSeconds), 1, maxSeconds, "a number of seconds")
+	v.intRange("tools.agent_timeout_seconds", int64(c.Tools.AgentTimeoutSeconds), 1, maxSeconds, "a number of seconds")
 	v.validateAgents()
 	v.validateMCP()
 	v.validateChannels()
@@ -303,4 +280,31 @@ func checkAllowRule(key string) string {
 		return fmt.Sprintf("whose family %q is unknown; use bash, fs or mcp", family)
 	}
 	return ""
+}
+
+// validateTools checks the [tools] table.
+func (v *validator) validateTools(c *Config) {
+	t := c.Tools
+	v.oneOf("tools.approval_policy", string(t.ApprovalPolicy), approvalPolicies, "an approval policy")
+	v.intRange("tools.output_limit_bytes", t.OutputLimitBytes, minOutputLimit, maxOutputLimit, "a number of bytes")
+	v.intRange("tools.command_timeout_seconds", int64(t.CommandTimeoutSeconds), 1, maxSeconds, "a number of seconds")
+	v.intRange("tools.max_timeout_seconds", int64(t.MaxTimeoutSeconds), 1, maxSeconds, "a number of seconds")
+	v.intRange("tools.spill_max_bytes", t.SpillMaxBytes, 0, maxSpill, "a number of bytes")
+	v.intRange("tools.max_processes", int64(t.MaxProcesses), 8, 65536, "a number of processes")
+	v.intRange("tools.memory_limit_mb", t.MemoryLimitMB, 0, 1<<24, "a number of MiB (0 for no limit)")
+	for _, key := range t.Allow {
+		if msg := checkAllowRule(key); msg != "" {
+			v.fail("tools.allow", "has %q, %s", key, msg)
+		}
+	}
+	if t.CommandTimeoutSeconds > 0 && t.MaxTimeoutSeconds > 0 && t.MaxTimeoutSeconds < t.CommandTimeoutSeconds {
+		// Blame the value set last.
+		if rank(c.Sources["tools.command_timeout_seconds"]) > rank(c.Sources["tools.max_timeout_seconds"]) {
+			v.fail("tools.command_timeout_seconds", "is %d, above tools.max_timeout_seconds (%d, %s); lower it or raise max_timeout_seconds",
+				t.CommandTimeoutSeconds, t.MaxTimeoutSeconds, v.from("tools.max_timeout_seconds"))
+		} else {
+			v.fail("tools.max_timeout_seconds", "is %d, below tools.command_timeout_seconds (%d, %s); raise it to at least %d or lower command_timeout_seconds",
+				t.MaxTimeoutSeconds, t.CommandTimeoutSeconds, v.from("tools.command_timeout_seconds"), t.CommandTimeoutSeconds)
+		}
+	}
 }

@@ -94,43 +94,9 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 		if info.Depth >= cfg.Agent.MaxDelegationDepth {
 			return session.Extension{}, nil
 		}
-		table := withCommands(e.opts.Adapters, cfg.Agents)
-		r := oneshot.New(oneshot.Options{
-			Home:        e.home,
-			Env:         e.opts.Env,
-			BaseEnv:     e.opts.AgentEnv,
-			Permissions: maps.Clone(perms),
-			OutputLimit: int(cfg.Tools.OutputLimitBytes),
-			Adapters:    table,
-			Logger:      e.log,
-		})
-		ar := acp.New(acp.Options{
-			Home:        e.home,
-			Env:         e.opts.Env,
-			BaseEnv:     e.opts.AgentEnv,
-			Permissions: maps.Clone(perms),
-			OutputLimit: int(cfg.Tools.OutputLimitBytes),
-			Adapters:    e.opts.Adapters,
-			Logger:      e.log,
-			Idle:        cfg.Agent.ConversationIdle(),
-		})
-		offered := chooseBackends(r, ar, cfg.Agents, e.opts.Env)
-		// The nested SCV is a session's own: one scv server --stdio per
-		// conversation, ended with its conversation or the session.
-		nr := nested.New(nested.Options{
-			Home:        e.home,
-			Env:         e.opts.Env,
-			BaseEnv:     e.opts.AgentEnv,
-			OutputLimit: int(cfg.Tools.OutputLimitBytes),
-			Idle:        cfg.Agent.ConversationIdle(),
-			Logger:      e.log.With("session", info.ID),
-		})
-		if nr.Offered() {
-			offered = append(offered, nr)
-		}
-		if len(offered) == 0 {
-			ar.Close()
-			nr.Close()
+		rs := e.newRunners(cfg, perms, info.ID)
+		if len(rs.offered) == 0 {
+			rs.close()
 			return session.Extension{}, nil
 		}
 		var host agenttool.Host
@@ -138,7 +104,7 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 			host = info.Session
 		}
 		set := agenttool.New(agenttool.Options{
-			Backends:         offered,
+			Backends:         rs.offered,
 			Prefer:           cfg.Agent.Prefer,
 			Defaults:         defaults,
 			Permissions:      full,
@@ -157,11 +123,11 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 			AutoApprove:      info.AutoApprove,
 			OnForget: func(agent, cliSession string) {
 				if agent == delegate.SCV {
-					nr.Forget(cliSession)
+					rs.nr.Forget(cliSession)
 					return
 				}
 				// An ACP conversation's key names its live server.
-				ar.Forget(cliSession)
+				rs.ar.Forget(cliSession)
 				if err := records.UnmarkConversation(e.home, cliSession); err != nil {
 					e.log.Warn("Could not remove a conversation marker", "err", err)
 				}
@@ -174,15 +140,68 @@ func (e *extensions) extendFunc(cfg *config.Config) session.ExtendFunc {
 		}
 		closeAll := func(ctx context.Context) {
 			set.Close(ctx)
-			ar.Close()
-			nr.Close()
+			rs.close()
 		}
 		return session.Extension{Tools: set.Tools(), System: system, Close: closeAll,
 			// Jobs running or not yet reported keep the session open
 			// without clients and hold a planned restart, and so do a
 			// nested SCV's own jobs.
-			Busy: func() bool { return set.Outstanding() > 0 || nr.Busy() }}, nil
+			Busy: func() bool { return set.Outstanding() > 0 || rs.nr.Busy() }}, nil
 	}
+}
+
+// sessionRunners are one session's backends: the agent CLIs once per turn,
+// their ACP servers and nested SCVs once per conversation.
+type sessionRunners struct {
+	ar      *acp.Runner
+	nr      *nested.Runner
+	offered []delegate.Backend
+}
+
+// newRunners builds the backends a session starting now offers, by each
+// agent's transport, the nested SCV last.
+func (e *extensions) newRunners(cfg *config.Config, perms map[string]string, sessionID string) sessionRunners {
+	table := withCommands(e.opts.Adapters, cfg.Agents)
+	r := oneshot.New(oneshot.Options{
+		Home:        e.home,
+		Env:         e.opts.Env,
+		BaseEnv:     e.opts.AgentEnv,
+		Permissions: maps.Clone(perms),
+		OutputLimit: int(cfg.Tools.OutputLimitBytes),
+		Adapters:    table,
+		Logger:      e.log,
+	})
+	ar := acp.New(acp.Options{
+		Home:        e.home,
+		Env:         e.opts.Env,
+		BaseEnv:     e.opts.AgentEnv,
+		Permissions: maps.Clone(perms),
+		OutputLimit: int(cfg.Tools.OutputLimitBytes),
+		Adapters:    e.opts.Adapters,
+		Logger:      e.log,
+		Idle:        cfg.Agent.ConversationIdle(),
+	})
+	offered := chooseBackends(r, ar, cfg.Agents, e.opts.Env)
+	// The nested SCV is a session's own: one scv server --stdio per
+	// conversation, ended with its conversation or the session.
+	nr := nested.New(nested.Options{
+		Home:        e.home,
+		Env:         e.opts.Env,
+		BaseEnv:     e.opts.AgentEnv,
+		OutputLimit: int(cfg.Tools.OutputLimitBytes),
+		Idle:        cfg.Agent.ConversationIdle(),
+		Logger:      e.log.With("session", sessionID),
+	})
+	if nr.Offered() {
+		offered = append(offered, nr)
+	}
+	return sessionRunners{ar: ar, nr: nr, offered: offered}
+}
+
+// close ends the session's ACP servers and nested SCVs.
+func (s sessionRunners) close() {
+	s.ar.Close()
+	s.nr.Close()
 }
 
 // chooseBackends returns the backends a session starting now offers, in
