@@ -30,7 +30,8 @@ func (c *conn) live(threadID string) (*projector, error) {
 }
 
 // resolve reads the configuration again for the thread's next turn and
-// applies it to the session; an error is -32603 and no turn is made.
+// applies it to the session (tools first, so that a failure changes
+// nothing); an error is -32603 and no turn is made.
 func (c *conn) resolve(pr *projector) error {
 	pr.mu.Lock()
 	th := pr.rec.Thread
@@ -38,6 +39,11 @@ func (c *conn) resolve(pr *projector) error {
 	res, err := c.opts.Host.Resolve(c.ctx, ResolveRequest{ThreadID: th.ThreadID, AgentKey: th.AgentKey, Cwd: pr.s.Cwd(), Metadata: th.Metadata})
 	if err != nil {
 		return &RPCError{Code: CodeInternal, Message: fmt.Sprintf("Internal error: the configuration of thread %s could not be resolved, so no turn was started: %v", th.ThreadID, err)}
+	}
+	if res.Tools != nil {
+		if err := pr.s.Retool(res.ToolsKey, *res.Tools); err != nil {
+			return &RPCError{Code: CodeInternal, Message: fmt.Sprintf("Internal error: the tools of thread %s could not be set up, so no turn was started: %v", th.ThreadID, err)}
+		}
 	}
 	if res.Model != "" {
 		pr.s.SetModel(res.Model)

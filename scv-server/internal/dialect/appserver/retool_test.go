@@ -1,0 +1,134 @@
+package appserver_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/scv-cli/scv/scv-server/internal/dialect/appserver"
+	fo "github.com/scv-cli/scv/shared/fakeopenai"
+)
+
+// searchConfig turns the web_search tool on (a SearXNG instance that is
+// never called).
+const searchConfig = "\n[web]\nsearch = \"searxng\"\nsearxng_url = \"http://127.0.0.1:9\"\n"
+
+// writeConfig replaces the user's configuration file of h.
+func (h *harness) writeConfig(extra string) {
+	h.t.Helper()
+	if err := os.WriteFile(filepath.Join(h.home, "config.toml"), []byte(fo.Config(h.f.URL(), extra)), 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// toolNames are the function tools of the fake model's request i.
+func (h *harness) toolNames(i int) []string {
+	h.t.Helper()
+	reqs := h.f.Requests()
+	if i >= len(reqs) {
+		h.t.Fatalf("the model had %d requests, not %d", len(reqs), i+1)
+	}
+	var out []string
+	for _, tl := range reqs[i].Tools {
+		out = append(out, tl.Name)
+	}
+	return out
+}
+
+// turn runs one turn that answers text and waits for its end.
+func (h *harness) turn(tid, answer string) {
+	h.t.Helper()
+	h.f.Enqueue(fo.Script(fo.Text(answer)))
+	h.call("turn/start", appserver.TurnStartParams{ThreadID: tid, Input: text("go")}, nil)
+	h.until("turn/completed")
+}
+
+// TestToolsFollowConfiguration: each turn/start reads the configuration
+// again, and the tools the model is offered follow it: web.search turned
+// on between two turns adds web_search to the next turn, turned off again
+// removes it, with no restart.
+func TestToolsFollowConfiguration(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{})
+	h.init()
+	tid := h.thread()
+	h.turn(tid, "one")
+	if got := h.toolNames(0); !slices.Contains(got, "bash") || slices.Contains(got, "web_search") {
+		t.Fatalf("turn 1 offered %v", got)
+	}
+	h.writeConfig(searchConfig)
+	h.turn(tid, "two")
+	if got := h.toolNames(1); !slices.Contains(got, "web_search") || !slices.Contains(got, "bash") {
+		t.Fatalf("turn 2, after web.search was set, offered %v", got)
+	}
+	h.writeConfig("")
+	h.turn(tid, "three")
+	if got := h.toolNames(2); slices.Contains(got, "web_search") || !slices.Contains(got, "bash") {
+		t.Fatalf("turn 3, after web.search was unset, offered %v", got)
+	}
+}
+
+// TestRunningTurnKeepsTools: a configuration change that a turn/followUp
+// resolves while a turn runs applies to the follow-up turn, not to the
+// running one, whose later model requests offer the tools it started
+// with.
+func TestRunningTurnKeepsTools(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{})
+	h.f.Enqueue(
+		fo.Script(fo.ToolCall("call_1", "bash", `{"command":"echo hi"}`)),
+		fo.Script(fo.Text("first done")),
+		fo.Script(fo.Text("follow-up done")),
+	)
+	h.init()
+	tid := h.thread()
+	var ts appserver.TurnStartResult
+	h.call("turn/start", appserver.TurnStartParams{ThreadID: tid, Input: text("run it")}, &ts)
+	msgs := h.until("approval/request")
+	h.writeConfig(searchConfig)
+	var q appserver.TurnQueuedResult
+	h.call("turn/followUp", appserver.TurnSteerParams{ThreadID: tid, ExpectedTurnID: ts.TurnID, Input: text("then this")}, &q)
+	if err := h.c.Respond(msgs[len(msgs)-1].ID, appserver.ApprovalDecision{Decision: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	h.until("turn/completed")
+	msgs = h.until("turn/completed")
+	var done appserver.TurnCompletedParams
+	_ = json.Unmarshal(msgs[len(msgs)-1].Params, &done)
+	if done.FinalOutput != "follow-up done" {
+		t.Fatalf("the follow-up ended with %+v", done)
+	}
+	first, second, follow := h.toolNames(0), h.toolNames(1), h.toolNames(2)
+	if !slices.Equal(first, second) || slices.Contains(second, "web_search") {
+		t.Fatalf("the running turn's tools changed: %v then %v", first, second)
+	}
+	if !slices.Contains(follow, "web_search") {
+		t.Fatalf("the follow-up turn offered %v", follow)
+	}
+}
+
+// TestToolResolutionError: a configuration that loads but whose tools
+// cannot be set up (an auto-approve domain web_fetch refuses) answers
+// turn/start with -32603 and makes no turn; the thread keeps working once
+// it is fixed.
+func TestToolResolutionError(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{})
+	h.init()
+	tid := h.thread()
+	h.writeConfig("\n[web]\nauto_approve_domains = [\".127.0.0.1\"]\n")
+	err := h.c.Call(ctx(t), "turn/start", appserver.TurnStartParams{ThreadID: tid, Input: text("hi")}, nil)
+	if rpcCode(t, err) != appserver.CodeInternal || !strings.Contains(err.Error(), "auto_approve_domains") {
+		t.Fatalf("turn/start with unusable tools: %v", err)
+	}
+	var read appserver.ThreadReadResult
+	h.call("thread/read", appserver.ResumeParams{ThreadID: tid}, &read)
+	if len(read.Turns) != 0 || len(h.f.Requests()) != 0 {
+		t.Fatalf("a turn was made: %+v", read.Turns)
+	}
+	h.writeConfig("")
+	h.turn(tid, "fine")
+}
