@@ -66,9 +66,9 @@ type Session struct {
 	// so that Retool adds them to the rebuilt registry and prompt.
 	extTools  []tools.Tool
 	extSystem string
-	warnings     []string        // of the configuration, for session.started
-	allow        []protocol.Rule // the configuration's rules (tools.allow), in force unless revoked
-	policy       approval.Policy // guarded by mu once the session has started
+	warnings  []string        // of the configuration, for session.started
+	allow     []protocol.Rule // the configuration's rules (tools.allow), in force unless revoked
+	policy    approval.Policy // guarded by mu once the session has started
 	// clientPolicy is the policy its client chose in session.start (v4
 	// approval_policy), empty for the workspace's; a planned restart
 	// keeps it.

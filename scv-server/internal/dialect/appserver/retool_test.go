@@ -2,6 +2,7 @@ package appserver_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/dialect/appserver"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit/nodepkg"
 )
 
 // searchConfig turns the web_search tool on (a SearXNG instance that is
@@ -131,4 +133,44 @@ func TestToolResolutionError(t *testing.T) {
 	}
 	h.writeConfig("")
 	h.turn(tid, "fine")
+}
+
+// mcpNames are the MCP tools among names.
+func mcpNames(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "mcp__") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestMCPToolsFollowConfiguration: with a real MCP server
+// (@modelcontextprotocol/server-everything), a tool turned off in its
+// [mcp_servers] table between two turns is gone from the next turn, and
+// the server's removal from the configuration removes all its tools.
+func TestMCPToolsFollowConfiguration(t *testing.T) {
+	t.Parallel()
+	bin := nodepkg.Bin(t, "mcp-server-everything")
+	server := fmt.Sprintf("\n[mcp_servers.everything]\ncommand = %q\n", bin)
+	h := start(t, options{extra: server})
+	h.init()
+	tid := h.thread()
+	h.turn(tid, "one")
+	first := mcpNames(h.toolNames(0))
+	if !slices.Contains(first, "mcp__everything__echo") || len(first) < 2 {
+		t.Fatalf("turn 1 offered the MCP tools %v", first)
+	}
+	h.writeConfig(server + "disabled_tools = [\"echo\"]\n")
+	h.turn(tid, "two")
+	second := mcpNames(h.toolNames(1))
+	if slices.Contains(second, "mcp__everything__echo") || len(second) != len(first)-1 {
+		t.Fatalf("turn 2, after echo was turned off, offered %v (turn 1: %v)", second, first)
+	}
+	h.writeConfig("")
+	h.turn(tid, "three")
+	if got := h.toolNames(2); len(mcpNames(got)) != 0 || !slices.Contains(got, "bash") {
+		t.Fatalf("turn 3, after the server was removed, offered %v", got)
+	}
 }
