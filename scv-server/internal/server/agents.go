@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,6 +62,26 @@ func (e *extensions) withMCP(fn session.ToolsFunc, servers map[string]config.MCP
 		}
 		return reg, err
 	}
+}
+
+// notRunning names the enabled servers of servers that the runtime does
+// not run as configured there: added, enabled, or with other settings
+// than those it started with (only narrowing takes effect at once:
+// enabled_tools, disabled_tools, enabled = false, removal).
+func (e *extensions) notRunning(servers map[string]config.MCPServer) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		now, was := servers[name], e.mcpServers[name]
+		if !now.Enabled {
+			continue
+		}
+		now.EnabledTools, now.DisabledTools = nil, nil
+		was.EnabledTools, was.DisabledTools = nil, nil
+		if e.mcp == nil || !reflect.DeepEqual(now, was) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // mcpView is the part of the running MCP servers' tools that a newer

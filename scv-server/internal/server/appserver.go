@@ -112,6 +112,9 @@ func (h appHost) tools(cfg *config.Config, policy approval.Policy) (*session.Wor
 	if err := checkWeb(cfg, r.opts); err != nil {
 		return nil, "", err
 	}
+	for _, name := range r.ext.notRunning(cfg.MCPServers) {
+		r.log.Warn("An MCP server of the configuration is not running: servers added, or whose settings changed, since the server started take effect after a restart", "server", name)
+	}
 	wc := r.sk.withSkills(workspaceConfig(r.home, cfg, policy, r.opts, r.ext), cfg.Skills, r.opts.Tools != nil)
 	key, err := json.Marshal(struct {
 		Tools  config.ToolsConfig
