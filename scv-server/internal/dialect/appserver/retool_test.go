@@ -40,6 +40,16 @@ func (h *harness) toolNames(i int) []string {
 	return out
 }
 
+// noTurns checks that thread tid has no turn and the model had no request.
+func (h *harness) noTurns(tid string) {
+	h.t.Helper()
+	var read appserver.ThreadReadResult
+	h.call("thread/read", appserver.ResumeParams{ThreadID: tid}, &read)
+	if len(read.Turns) != 0 || len(h.f.Requests()) != 0 {
+		h.t.Fatalf("a turn was made: %+v", read.Turns)
+	}
+}
+
 // turn runs one turn that answers text and waits for its end.
 func (h *harness) turn(tid, answer string) {
 	h.t.Helper()
@@ -126,11 +136,7 @@ func TestToolResolutionError(t *testing.T) {
 	if rpcCode(t, err) != appserver.CodeInternal || !strings.Contains(err.Error(), "auto_approve_domains") {
 		t.Fatalf("turn/start with unusable tools: %v", err)
 	}
-	var read appserver.ThreadReadResult
-	h.call("thread/read", appserver.ResumeParams{ThreadID: tid}, &read)
-	if len(read.Turns) != 0 || len(h.f.Requests()) != 0 {
-		t.Fatalf("a turn was made: %+v", read.Turns)
-	}
+	h.noTurns(tid)
 	h.writeConfig("")
 	h.turn(tid, "fine")
 }
