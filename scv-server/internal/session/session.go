@@ -412,6 +412,9 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	turnCtx, cancel := context.WithCancel(m.ctx)
 	t := &turn{id: uuid.NewString(), requestID: requestID, origin: origin, ctx: turnCtx, cancel: cancel, done: make(chan struct{})}
 	started := &protocol.TurnStarted{TurnHeader: protocol.TurnHeader{RequestID: requestID, SessionID: s.id, TurnID: t.id}, Origin: origin}
+	// Subscribers get turn.started before the turn reads the session's
+	// model, policy and tools below: a dialect may settle a queued turn's
+	// own there (the App Server's turn/followUp).
 	if err := s.emitLocked(ctx, started); err != nil {
 		cancel()
 		return err

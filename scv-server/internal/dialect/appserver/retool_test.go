@@ -85,8 +85,8 @@ func TestToolsFollowConfiguration(t *testing.T) {
 
 // TestRunningTurnKeepsTools: a configuration change that a turn/followUp
 // resolves while a turn runs applies to the follow-up turn, not to the
-// running one, whose later model requests offer the tools it started
-// with.
+// running one, whose later model requests use the model and offer the
+// tools it started with.
 func TestRunningTurnKeepsTools(t *testing.T) {
 	t.Parallel()
 	h := start(t, options{})
@@ -101,6 +101,14 @@ func TestRunningTurnKeepsTools(t *testing.T) {
 	h.call("turn/start", appserver.TurnStartParams{ThreadID: tid, Input: text("run it")}, &ts)
 	msgs := h.until("approval/request")
 	h.writeConfig(searchConfig)
+	cfg := filepath.Join(h.home, "config.toml")
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), `model = "fake-model"`, `model = "other-model"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var q appserver.TurnQueuedResult
 	h.call("turn/followUp", appserver.TurnSteerParams{ThreadID: tid, ExpectedTurnID: ts.TurnID, Input: text("then this")}, &q)
 	if err := h.c.Respond(msgs[len(msgs)-1].ID, appserver.ApprovalDecision{Decision: "allow"}); err != nil {
@@ -119,6 +127,10 @@ func TestRunningTurnKeepsTools(t *testing.T) {
 	}
 	if !slices.Contains(follow, "web_search") {
 		t.Fatalf("the follow-up turn offered %v", follow)
+	}
+	reqs := h.f.Requests()
+	if reqs[0].Model != "fake-model" || reqs[1].Model != "fake-model" || reqs[2].Model != "other-model" {
+		t.Fatalf("models of the requests: %q %q %q", reqs[0].Model, reqs[1].Model, reqs[2].Model)
 	}
 }
 
