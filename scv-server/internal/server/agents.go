@@ -6,6 +6,8 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,23 +37,90 @@ type extensions struct {
 	// set when a delegated agent runs scv), a floor for every session's.
 	depth int
 	// mcp runs the MCP servers whose tools every tool-enabled session
-	// offers; nil without [mcp_servers].
-	mcp *mcp.Manager
+	// offers; nil without [mcp_servers]. mcpServers is the configuration
+	// it runs.
+	mcp        *mcp.Manager
+	mcpServers map[string]config.MCPServer
 }
 
-// withMCP adds the MCP servers' tools to the registries fn builds.
-func (e *extensions) withMCP(fn session.ToolsFunc) session.ToolsFunc {
+// withMCP adds the MCP servers' tools to the registries fn builds, those
+// that servers (the [mcp_servers] of the configuration as it is now)
+// still offer: a server removed or disabled since the runtime started,
+// or a tool turned off, is not offered.
+func (e *extensions) withMCP(fn session.ToolsFunc, servers map[string]config.MCPServer) session.ToolsFunc {
 	if e.mcp == nil || fn == nil {
 		return fn
+	}
+	var src tools.Source = e.mcp
+	if !reflect.DeepEqual(servers, e.mcpServers) {
+		src = mcpView{m: e.mcp, servers: servers}
 	}
 	return func(ws string) (*tools.Registry, error) {
 		reg, err := fn(ws)
 		if reg != nil {
-			reg.AddSource(e.mcp)
+			reg.AddSource(src)
 		}
 		return reg, err
 	}
 }
+
+// notRunning names the enabled servers of servers that the runtime does
+// not run as configured there: added, enabled, or with other settings
+// than those it started with (only narrowing takes effect at once:
+// enabled_tools, disabled_tools, enabled = false, removal).
+func (e *extensions) notRunning(servers map[string]config.MCPServer) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		now, was := servers[name], e.mcpServers[name]
+		if !now.Enabled {
+			continue
+		}
+		now.EnabledTools, now.DisabledTools = nil, nil
+		was.EnabledTools, was.DisabledTools = nil, nil
+		if e.mcp == nil || !reflect.DeepEqual(now, was) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// mcpView is the part of the running MCP servers' tools that a newer
+// configuration still offers. It only narrows: a server the runtime does
+// not run (one added since it started) needs a restart.
+type mcpView struct {
+	m       *mcp.Manager
+	servers map[string]config.MCPServer
+}
+
+// Tools is the tools.Source list, filtered.
+func (v mcpView) Tools() []tools.SourceTool {
+	var out []tools.SourceTool
+	for _, t := range v.m.Tools() {
+		if v.offers(t.Spec.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// offers reports whether the configured server whose prefix is the
+// longest match of the tool name is enabled and allows the tool.
+func (v mcpView) offers(name string) bool {
+	best, tool := "", ""
+	for server := range v.servers {
+		if rest, ok := strings.CutPrefix(name, mcp.ToolName(server, "")); ok && len(server) >= len(best) {
+			best, tool = server, rest
+		}
+	}
+	sc, ok := v.servers[best]
+	return ok && tool != "" && sc.Enabled && sc.ToolAllowed(tool)
+}
+
+// Generation is the tools.Source generation: the servers' own.
+func (v mcpView) Generation() uint64 { return v.m.Generation() }
+
+// Settle waits for servers still starting (tools.Registry.Settle).
+func (v mcpView) Settle(ctx context.Context) { v.m.Settle(ctx) }
 
 func newExtensions(home string, opts Options, log *slog.Logger) *extensions {
 	e := &extensions{home: home, opts: opts, log: log}

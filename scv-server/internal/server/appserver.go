@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 
 	"github.com/scv-cli/scv/scv-server/internal/approval"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/appserver"
+	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/scv-server/internal/transport/stdio"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/paths"
@@ -79,6 +81,9 @@ func (h appHost) Resolve(_ context.Context, req appserver.ResolveRequest) (appse
 	default:
 		return appserver.Resolution{}, fmt.Errorf("unknown agentKey %q: use %q, %q or %q", req.AgentKey, AgentKeyDefault, AgentKeyReadOnly, AgentKeyFullAccess)
 	}
+	if res.Tools, res.ToolsKey, err = h.tools(cfg, res.Policy); err != nil {
+		return appserver.Resolution{}, err
+	}
 	// The model: the thread's metadata.model, else the configuration's
 	// (which may have changed since the server started), when it is for
 	// the provider the server runs.
@@ -96,6 +101,31 @@ func (h appHost) Resolve(_ context.Context, req appserver.ResolveRequest) (appse
 		res.Model = model
 	}
 	return res, nil
+}
+
+// tools is the configuration a thread's tools are rebuilt from for a
+// turn, as sessions build theirs (workspaceConfig), and a key that changes
+// when the parts of cfg that shape the tools do. The session's extension
+// (delegated agents, chat tools) stays as it was when the session opened.
+func (h appHost) tools(cfg *config.Config, policy approval.Policy) (*session.WorkspaceConfig, string, error) {
+	r := h.r
+	if err := checkWeb(cfg, r.opts); err != nil {
+		return nil, "", err
+	}
+	for _, name := range r.ext.notRunning(cfg.MCPServers) {
+		r.log.Warn("An MCP server of the configuration is not running: servers added, or whose settings changed, since the server started take effect after a restart", "server", name)
+	}
+	wc := r.sk.withSkills(workspaceConfig(r.home, cfg, policy, r.opts, r.ext), cfg.Skills, r.opts.Tools != nil)
+	key, err := json.Marshal(struct {
+		Tools  config.ToolsConfig
+		Web    config.WebConfig
+		Skills config.SkillsConfig
+		MCP    map[string]config.MCPServer
+	}{cfg.Tools, cfg.Web, cfg.Skills, cfg.MCPServers})
+	if err != nil {
+		return nil, "", fmt.Errorf("keying the tool configuration: %w", err)
+	}
+	return &wc, string(key), nil
 }
 
 // Models lists the configured providers' models.

@@ -98,6 +98,10 @@ type Runtime struct {
 	log  *slog.Logger
 	opts Options
 	home string
+	// sk and ext build sessions' tools; the App Server rebuilds a thread's
+	// tools with them for each turn (appserver.go).
+	sk  *sessionSkills
+	ext *extensions
 
 	appOnce sync.Once
 	threads *appserver.Registry // the App Server's threads, made once
@@ -161,6 +165,7 @@ func New(opts Options) (*Runtime, error) {
 		ext.mcp = mcp.New(mcp.Options{Servers: cfg.MCPServers, Environ: opts.AgentEnv, Env: opts.Env, Dir: cwd, SpillMaxBytes: cfg.Tools.SpillMaxBytes,
 			Logger: log.With("component", "mcp")})
 		ext.mcp.Start(context.Background())
+		ext.mcpServers = cfg.MCPServers
 	}
 	base := sk.withSkills(workspaceConfig(home, cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil)
 	base.Warnings = warnings
@@ -183,7 +188,7 @@ func New(opts Options) (*Runtime, error) {
 		ToolOutputLimit: base.ToolOutputLimit,
 		Logger:          log,
 	})
-	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, MCP: ext.mcp, log: log, opts: opts, home: home}, nil
+	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, MCP: ext.mcp, log: log, opts: opts, home: home, sk: sk, ext: ext}, nil
 }
 
 // projectConfig returns the configuration of a session in workspace ws:
@@ -256,7 +261,7 @@ func workspaceConfig(home string, cfg *config.Config, policy approval.Policy, op
 		MaxToolTimeout:  tc.MaxTimeout(),
 		ToolOutputLimit: int(tc.OutputLimitBytes),
 		Extend:          combineExtend(ext.extendFunc(cfg), chatExtend(home, cfg, opts)),
-		Tools:           ext.withMCP(toolsFn),
+		Tools:           ext.withMCP(toolsFn, cfg.MCPServers),
 		HostedWebSearch: cfg.Web.Search == config.SearchProvider,
 		Allow:           allowRules(cfg),
 	}

@@ -240,6 +240,7 @@ func (m *Manager) extend(s *Session, reg *tools.Registry, extendFn ExtendFunc) (
 		s.closeExt = func(ctx context.Context) { once.Do(func() { closeExt(ctx) }) }
 	}
 	s.busy = ext.Busy
+	s.extTools, s.extSystem = ext.Tools, ext.System
 	return ext, nil
 }
 

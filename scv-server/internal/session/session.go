@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,20 +52,29 @@ type Session struct {
 	version int
 	depth   int
 	channel *protocol.Channel
-	system  string
+	system  string // guarded by mu once the session has started
 	mgr     *Manager
 	root    *os.Root
-	tools   *tools.Registry
-	// hostedSearch offers the endpoint's hosted web search.
+	tools   *tools.Registry // guarded by mu once the session has started; nil: tool-free
+	// hostedSearch offers the endpoint's hosted web search (guarded by mu
+	// once the session has started).
 	hostedSearch bool
-	warnings     []string        // of the configuration, for session.started
-	allow        []protocol.Rule // the configuration's rules (tools.allow), in force unless revoked
-	policy       approval.Policy // guarded by mu once the session has started
+	// toolsKey names the configuration the tools were last built from
+	// (Retool); empty: the one the session opened with.
+	toolsKey string // guarded by mu
+	// extTools and extSystem are what the session's extension added, kept
+	// so that Retool adds them to the rebuilt registry and prompt.
+	extTools  []tools.Tool
+	extSystem string
+	warnings  []string        // of the configuration, for session.started
+	allow     []protocol.Rule // the configuration's rules (tools.allow), in force unless revoked
+	policy    approval.Policy // guarded by mu once the session has started
 	// clientPolicy is the policy its client chose in session.start (v4
 	// approval_policy), empty for the workspace's; a planned restart
 	// keeps it.
 	clientPolicy approval.Policy
-	// toolEnv holds the session's tool timeouts and output limit.
+	// toolEnv holds the session's tool timeouts and output limit (guarded
+	// by mu once the session has started).
 	toolEnv tools.Env
 	// autoApprove answers every approval request yes without asking
 	// (session.start auto_approve); calls the policy denies stay denied.
@@ -402,6 +412,9 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	turnCtx, cancel := context.WithCancel(m.ctx)
 	t := &turn{id: uuid.NewString(), requestID: requestID, origin: origin, ctx: turnCtx, cancel: cancel, done: make(chan struct{})}
 	started := &protocol.TurnStarted{TurnHeader: protocol.TurnHeader{RequestID: requestID, SessionID: s.id, TurnID: t.id}, Origin: origin}
+	// Subscribers get turn.started before the turn reads the session's
+	// model, policy and tools below: a dialect may settle a queued turn's
+	// own there (the App Server's turn/followUp).
 	if err := s.emitLocked(ctx, started); err != nil {
 		cancel()
 		return err
@@ -412,15 +425,18 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	historyTokens := s.historyTokens
 	policy := s.policy
 	model := s.model
+	// The turn keeps the tools it starts with: a Retool applies to the
+	// turns after it.
+	reg, system, hostedSearch, toolEnv := s.tools, s.system, s.hostedSearch, s.toolEnv
 	s.mu.Unlock()
 
 	cfg := loop.Config{
 		Provider:        m.opts.Provider,
 		Model:           model,
 		ModelNow:        s.Model,
-		System:          s.system,
-		Tools:           s.tools,
-		HostedWebSearch: s.hostedSearch,
+		System:          system,
+		Tools:           reg,
+		HostedWebSearch: hostedSearch,
 		Policy:          policy,
 		PolicyNow:       s.Policy,
 		AutoApprove:     s.autoApprove,
@@ -450,9 +466,9 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 			TurnID:      t.id,
 			Workspace:   s.cwd,
 			Root:        s.root,
-			Timeout:     s.toolEnv.Timeout,
-			MaxTimeout:  s.toolEnv.MaxTimeout,
-			OutputLimit: s.toolEnv.OutputLimit,
+			Timeout:     toolEnv.Timeout,
+			MaxTimeout:  toolEnv.MaxTimeout,
+			OutputLimit: toolEnv.OutputLimit,
 		},
 	}
 	s.recordTurn(t, &cfg)
@@ -776,5 +792,56 @@ func (k *turnSink) Emit(ctx context.Context, ev protocol.TurnEvent) error {
 	if err != nil {
 		return fmt.Errorf("emitting %s: %w", ev.Kind(), err)
 	}
+	return nil
+}
+
+// Retool rebuilds the session's tools from wc, the configuration as it is
+// now (a dialect that resolves each turn's configuration, such as the App
+// Server): the workspace's tools, the hosted web search, the tool
+// timeouts and output limit, and the system prompt that lists them. The
+// session's extension (delegated agents, chat tools) is bound to the
+// session and is added to the new registry as it is. key names the
+// configuration wc was made from: the same key as the last Retool's
+// leaves the tools as they are, so per-session tool state (web_fetch's
+// page cache, the login-shell snapshot) lasts while nothing changes.
+// A running turn keeps the tools it started with; the next turn takes the
+// new ones. A tool-free session stays tool-free. On error nothing changes.
+func (s *Session) Retool(key string, wc WorkspaceConfig) error {
+	s.mu.Lock()
+	free, same := s.tools == nil, key != "" && key == s.toolsKey
+	s.mu.Unlock()
+	if free || same {
+		return nil
+	}
+	if wc.Tools == nil {
+		return fmt.Errorf("the configuration of %s has no tools for session %s", s.cwd, s.id)
+	}
+	reg, err := wc.Tools(s.cwd)
+	if err == nil && reg == nil {
+		err = errors.New("no tool registry")
+	}
+	if err != nil {
+		return fmt.Errorf("setting up the tools of %s: %w", s.cwd, err)
+	}
+	for _, t := range s.extTools {
+		if err = reg.Register(t); err != nil {
+			break
+		}
+	}
+	var system string
+	if s.mgr.opts.System != nil {
+		// Also on error: the SystemFunc takes what the ToolsFunc left for it.
+		system = s.mgr.opts.System(s.cwd, reg)
+	}
+	if err != nil {
+		return fmt.Errorf("adding the session's own tools: %w", err)
+	}
+	if s.extSystem != "" {
+		system = strings.TrimRight(system, "\n") + "\n\n" + s.extSystem
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tools, s.system, s.hostedSearch, s.toolsKey = reg, system, wc.HostedWebSearch, key
+	s.toolEnv = tools.Env{Timeout: wc.ToolTimeout, MaxTimeout: wc.MaxToolTimeout, OutputLimit: wc.ToolOutputLimit}
 	return nil
 }

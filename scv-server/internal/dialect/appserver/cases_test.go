@@ -178,11 +178,7 @@ func TestResolutionError(t *testing.T) {
 	if rpcCode(t, err) != appserver.CodeInternal || !strings.Contains(err.Error(), "agentKey") {
 		t.Fatalf("unknown agentKey: %v", err)
 	}
-	var read appserver.ThreadReadResult
-	h.call("thread/read", appserver.ResumeParams{ThreadID: th.ThreadID}, &read)
-	if len(read.Turns) != 0 || len(h.f.Requests()) != 0 {
-		t.Fatalf("a turn was made: %+v", read.Turns)
-	}
+	h.noTurns(th.ThreadID)
 	// A broken project file refuses the next turn; repairing it lets the
 	// turn after run, with no restart.
 	tid := h.thread()
@@ -200,9 +196,7 @@ func TestResolutionError(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[tools]\napproval_policy = \"never\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h.f.Enqueue(fo.Script(fo.Text("fine")))
-	h.call("turn/start", appserver.TurnStartParams{ThreadID: tid, Input: text("hi")}, nil)
-	h.until("turn/completed")
+	h.turn(tid, "fine")
 }
 
 // TestUnsubscribeCloses: the last subscriber's thread/unsubscribe closes

@@ -28,12 +28,15 @@ type projector struct {
 	cancel context.CancelFunc
 	unsub  func()
 
-	mu        sync.Mutex
-	rec       *record                // guarded by mu
-	subs      map[*conn]bool         // guarded by mu
-	turn      *turnState             // the running turn (guarded by mu)
-	starts    map[string]starter     // turn/start requests by request id (guarded by mu)
-	inputs    map[string][]InputItem // queued follow-ups' input by request id (guarded by mu)
+	mu     sync.Mutex
+	rec    *record                // guarded by mu
+	subs   map[*conn]bool         // guarded by mu
+	turn   *turnState             // the running turn (guarded by mu)
+	starts map[string]starter     // turn/start requests by request id (guarded by mu)
+	inputs map[string][]InputItem // queued follow-ups' input by request id (guarded by mu)
+	// settings are queued follow-ups' model and policy by request id,
+	// settled when their turn starts (guarded by mu).
+	settings  map[string]Resolution
 	approvals map[string]*pendingAsk // open approval requests (guarded by mu)
 	items     map[string]int         // item id → index in rec.Items (guarded by mu)
 	nextItem  int                    // guarded by mu
@@ -80,7 +83,7 @@ type outMsg struct {
 func newProjector(r *Registry, s *session.Session, rec *record) *projector {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &projector{reg: r, s: s, ctx: ctx, cancel: cancel, rec: rec, subs: map[*conn]bool{},
-		starts: map[string]starter{}, inputs: map[string][]InputItem{}, approvals: map[string]*pendingAsk{}, items: map[string]int{}}
+		starts: map[string]starter{}, inputs: map[string][]InputItem{}, settings: map[string]Resolution{}, approvals: map[string]*pendingAsk{}, items: map[string]int{}}
 	for i, it := range rec.Items {
 		p.items[it.ItemID] = i
 	}
@@ -265,6 +268,12 @@ func (p *projector) project(ev protocol.Sequenced) []outMsg {
 func (p *projector) turnStarted(e *protocol.TurnStarted) []outMsg {
 	input := p.inputs[e.RequestID]
 	delete(p.inputs, e.RequestID)
+	if res, ok := p.settings[e.RequestID]; ok {
+		// turn.started reaches subscribers before the turn reads the
+		// session's model and policy (Session.launchTurnLocked).
+		delete(p.settings, e.RequestID)
+		settle(p.s, res)
+	}
 	var out []outMsg
 	if st, ok := p.starts[e.RequestID]; ok {
 		delete(p.starts, e.RequestID)

@@ -55,6 +55,11 @@ type ResolveRequest struct {
 type Resolution struct {
 	Model  string
 	Policy approval.Policy
+	// Tools, when not nil, is the configuration the thread's tools are
+	// rebuilt from for the turn (session.Retool); ToolsKey names it, so an
+	// unchanged configuration keeps the tools as they are.
+	Tools    *session.WorkspaceConfig
+	ToolsKey string
 }
 
 // Host resolves threads' configuration and lists models; the server

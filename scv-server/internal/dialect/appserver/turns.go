@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/scv-cli/scv/scv-server/internal/session"
 )
 
 // requestSeq numbers the session requests this dialect makes.
@@ -30,22 +32,36 @@ func (c *conn) live(threadID string) (*projector, error) {
 }
 
 // resolve reads the configuration again for the thread's next turn and
-// applies it to the session; an error is -32603 and no turn is made.
-func (c *conn) resolve(pr *projector) error {
+// rebuilds the session's tools with it (a running turn keeps its own); the
+// caller applies the model and policy (settle). An error is -32603, no
+// turn is made and nothing changes.
+func (c *conn) resolve(pr *projector) (Resolution, error) {
 	pr.mu.Lock()
 	th := pr.rec.Thread
 	pr.mu.Unlock()
 	res, err := c.opts.Host.Resolve(c.ctx, ResolveRequest{ThreadID: th.ThreadID, AgentKey: th.AgentKey, Cwd: pr.s.Cwd(), Metadata: th.Metadata})
 	if err != nil {
-		return &RPCError{Code: CodeInternal, Message: fmt.Sprintf("Internal error: the configuration of thread %s could not be resolved, so no turn was started: %v", th.ThreadID, err)}
+		return res, &RPCError{Code: CodeInternal, Message: fmt.Sprintf("Internal error: the configuration of thread %s could not be resolved, so no turn was started: %v", th.ThreadID, err)}
 	}
+	if res.Tools != nil {
+		if err := pr.s.Retool(res.ToolsKey, *res.Tools); err != nil {
+			return res, &RPCError{Code: CodeInternal, Message: fmt.Sprintf("Internal error: the tools of thread %s could not be set up, so no turn was started: %v", th.ThreadID, err)}
+		}
+	}
+	return res, nil
+}
+
+// settle applies a resolution's model and policy to the session. The
+// session reads them from then on, a running turn's next model request
+// included, so a follow-up's are settled when its turn starts
+// (projector.turnStarted).
+func settle(s *session.Session, res Resolution) {
 	if res.Model != "" {
-		pr.s.SetModel(res.Model)
+		s.SetModel(res.Model)
 	}
 	if res.Policy != "" {
-		pr.s.SetPolicy(res.Policy)
+		s.SetPolicy(res.Policy)
 	}
-	return nil
 }
 
 // turnStart resolves the configuration and starts a turn; the response
@@ -62,9 +78,11 @@ func (c *conn) turnStart(m Message, p TurnStartParams) (any, error) {
 	if active := pr.s.ActiveTurn(); active != "" {
 		return nil, rpcErrorf(CodeInvalidParams, "Invalid params: turn %s is running in thread %s; add to it with turn/steer, queue after it with turn/followUp, or stop it with turn/interrupt", active, p.ThreadID)
 	}
-	if err := c.resolve(pr); err != nil {
+	res, err := c.resolve(pr)
+	if err != nil {
 		return nil, err
 	}
+	settle(pr.s, res)
 	id := newRequestID()
 	pr.mu.Lock()
 	pr.starts[id] = starter{c: c, id: m.ID, input: p.Input}
@@ -142,22 +160,26 @@ func (c *conn) turnSteer(_ Message, p TurnSteerParams) (any, error) {
 }
 
 // turnFollowUp queues a turn after the running one; its configuration is
-// resolved now.
+// resolved now (an error refuses it) and applies from its start: the
+// running turn keeps its model, policy and tools.
 func (c *conn) turnFollowUp(_ Message, p TurnSteerParams) (any, error) {
 	pr, active, text, err := c.guarded(p)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.resolve(pr); err != nil {
+	res, err := c.resolve(pr)
+	if err != nil {
 		return nil, err
 	}
 	id := newRequestID()
 	pr.mu.Lock()
 	pr.inputs[id] = p.Input
+	pr.settings[id] = res
 	pr.mu.Unlock()
 	if err := pr.s.StartTurn(c.ctx, id, text, c.submitter()); err != nil {
 		pr.mu.Lock()
 		delete(pr.inputs, id)
+		delete(pr.settings, id)
 		pr.mu.Unlock()
 		return nil, mapErr(err)
 	}
