@@ -11,7 +11,8 @@ import (
 
 // TestNothingDurableBeforeTheFirstTurnBoundary: Create and TurnStarted
 // leave the fsyncs to the turn's end (issue 23), which also syncs the
-// log's directory once; the summary appears with the first turn.
+// log's directory (started by Create) once; the summary appears with the
+// first turn.
 func TestNothingDurableBeforeTheFirstTurnBoundary(t *testing.T) {
 	t.Parallel()
 	st := New(t.TempDir())
@@ -24,8 +25,8 @@ func TestNothingDurableBeforeTheFirstTurnBoundary(t *testing.T) {
 	if _, err := os.Stat(sum); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a session without a turn has a summary: %v", err)
 	}
-	if !l.dirPending {
-		t.Fatal("Create synced the log's directory before any turn boundary")
+	if l.dirSynced == nil {
+		t.Fatal("Create waited for the fsync of the log's directory")
 	}
 	if err := l.TurnStarted("t", "r", nil, "first prompt"); err != nil {
 		t.Fatal(err)
@@ -33,14 +34,14 @@ func TestNothingDurableBeforeTheFirstTurnBoundary(t *testing.T) {
 	if _, err := os.Stat(sum); err != nil {
 		t.Fatalf("no summary after the first turn started: %v", err)
 	}
-	if !l.dirPending {
-		t.Fatal("TurnStarted synced the log's directory")
+	if l.dirSynced == nil {
+		t.Fatal("TurnStarted waited for the fsync of the log's directory")
 	}
 	if err := l.TurnEnded("t", End{Outcome: OutcomeCompleted}); err != nil {
 		t.Fatal(err)
 	}
-	if l.dirPending {
-		t.Fatal("the turn's end did not sync the log's directory")
+	if l.dirSynced != nil {
+		t.Fatal("the turn's end did not wait for the fsync of the log's directory")
 	}
 	got, err := st.List("/w", 0)
 	if err != nil || len(got) != 1 || got[0].Turns != 1 || got[0].Title != "first prompt" {

@@ -137,9 +137,10 @@ type Log struct {
 	stopped error   // the failure that stopped recording
 	sum     summary // what summary.json holds
 	fresh   bool    // created by Create, not resumed
-	// dirPending: the log's directory has not been fsynced since Create
-	// made the log; the first fsync of the log does it.
-	dirPending bool
+	// dirSynced, until the first fsync of the log after Create, carries
+	// the outcome of the fsync of the log's directory, which Create starts
+	// in a goroutine of its own; nil once it was received.
+	dirSynced chan error
 	// repair is what Resume appends: the end of a turn the log left open
 	// and the torn tail to cut first (validEnd < file size).
 	repair   []*record
@@ -178,14 +179,18 @@ func (st *Store) Create(m Meta) (*Log, error) {
 	// No fsync here, before the first model request (issue 23): the
 	// durability rule starts at the first turn boundary, whose fsync also
 	// makes the meta record and the log's directory entry durable
-	// (dirPending). Until then a power loss may lose the log, which holds
+	// (dirSynced). Until then a power loss may lose the log, which holds
 	// nothing a turn finished.
 	if err := l.append(false, meta); err != nil {
 		_ = l.closeFile()
 		_ = os.Remove(path)
 		return nil, err
 	}
-	l.dirPending = true
+	// The directory's fsync runs beside the turn's first model request;
+	// the first fsync of the log waits for it (dirSynced).
+	dirSynced := make(chan error, 1)
+	l.dirSynced = dirSynced
+	go func() { dirSynced <- syncDir(filepath.Dir(path)) }()
 	// The summary comes with the first turn (TurnStarted): a session
 	// without a turn is not listed, and a summary of 0 turns left by a
 	// power loss could hide one that has turns.
@@ -373,6 +378,7 @@ func (l *Log) Close() error {
 	}
 	if l.fresh && l.sum.Turns == 0 && l.stopped == nil {
 		// Removed below: nothing to make durable.
+		_ = l.dirSyncedLocked() // the goroutine ends before Close returns
 		_ = l.f.Close()
 		l.f = nil
 		_ = os.Remove(filepath.Join(l.st.SessionDir(l.id), SummaryName))
@@ -454,11 +460,19 @@ func (l *Log) syncLocked() error {
 	if err := l.f.Sync(); err != nil {
 		return err
 	}
-	if l.dirPending {
-		if err := syncDir(filepath.Dir(l.path)); err != nil {
-			return err
-		}
-		l.dirPending = false
+	return l.dirSyncedLocked()
+}
+
+// dirSyncedLocked waits for the fsync of the log's directory that Create
+// started, once.
+func (l *Log) dirSyncedLocked() error {
+	if l.dirSynced == nil {
+		return nil
+	}
+	err := <-l.dirSynced
+	l.dirSynced = nil
+	if err != nil {
+		return fmt.Errorf("syncing the directory of %s: %w", l.path, err)
 	}
 	return nil
 }
