@@ -15,11 +15,7 @@ import (
 // first turn.
 func TestNothingDurableBeforeTheFirstTurnBoundary(t *testing.T) {
 	t.Parallel()
-	st := New(t.TempDir())
-	l, err := st.Create(Meta{ID: uuid.NewString(), Cwd: "/w"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, l := newLogIn(t)
 	defer l.Close()
 	sum := filepath.Join(st.SessionDir(l.id), SummaryName)
 	if _, err := os.Stat(sum); !errors.Is(err, os.ErrNotExist) {
@@ -53,11 +49,7 @@ func TestNothingDurableBeforeTheFirstTurnBoundary(t *testing.T) {
 // without fsync) lists the session from its log.
 func TestListWithoutASummary(t *testing.T) {
 	t.Parallel()
-	st := New(t.TempDir())
-	l, err := st.Create(Meta{ID: uuid.NewString(), Cwd: "/w"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, l := newLogIn(t)
 	for _, step := range []func() error{
 		func() error { return l.TurnStarted("t", "r", nil, "p") },
 		func() error { return l.TurnEnded("t", End{Outcome: OutcomeCompleted}) },
@@ -72,4 +64,16 @@ func TestListWithoutASummary(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].Turns != 1 {
 		t.Fatalf("List = %+v, %v; want the session with 1 turn from its log", got, err)
 	}
+}
+
+// newLogIn creates a store in a temporary directory and a session of
+// workspace /w in it.
+func newLogIn(t *testing.T) (*Store, *Log) {
+	t.Helper()
+	st := New(t.TempDir())
+	l, err := st.Create(Meta{ID: uuid.NewString(), Cwd: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, l
 }
