@@ -17,7 +17,9 @@
 #     launch against procgroup and os/exec;
 #   - the tool round trip's parts (issue 23): a provider request to a server
 #     that writes with Nagle's algorithm on, a process tree record written
-#     with and without fsync;
+#     with and without fsync, the session store's work between
+#     session.start and the first model request, and `scv exec` writing a
+#     streamed reply to a pipe directly and through its buffer;
 #   - end to end (scripts/bench-exec.sh, when the shared bench is there):
 #     hello, tools5 and long2000 through `scv exec` against the bench's
 #     scripted model, tools5 with a login profile, and a run attached to a
@@ -63,6 +65,8 @@ run scv-server/internal/tools/webfetch 'ConvertHTML|Dial|Resolve' web
 run scv-server/internal/provider/openai 'Stream10kDeltas|Responses10kDeltas' web
 run scv-server/internal/provider/openai 'NagleServerRequest' roundtrip
 run shared/atomicfile 'WriteFile' roundtrip
+run scv-server/internal/sessionstore 'SessionStartToFirstRequest' roundtrip
+run scv/internal/cmd/exec 'StreamReply' exec
 run scv-server/internal/delegate/output 'ClaudeStream' agents
 run scv-server/internal/delegate/transport/oneshot 'Launch' agents
 for f in protocol server tools sessions exec tui web agents roundtrip; do

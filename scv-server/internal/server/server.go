@@ -29,7 +29,6 @@ import (
 	"github.com/scv-cli/scv/scv-server/internal/provider/openai"
 	"github.com/scv-cli/scv/scv-server/internal/session"
 	"github.com/scv-cli/scv/scv-server/internal/transport/stdio"
-	"github.com/scv-cli/scv/shared/atomicfile"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/paths"
@@ -388,17 +387,12 @@ func (r *Runtime) Grace() time.Duration {
 
 // Housekeep reconciles the instance's delegation records once, so that the
 // orphans of a server that was killed are stopped, and sweeps temporary
-// files that interrupted writes left in the state directory. It returns how
+// files that interrupted writes left in the state directory (at most once
+// an hour: sweepTempsIfDue). It returns how
 // many orphaned runs it stopped.
 func (r *Runtime) Housekeep(ctx context.Context) int {
 	stopped := reconcile.Run(ctx, r.home, r.log)
-	// Temporary files of writes a crash interrupted; an hour old, so a
-	// write of another live process is never touched.
-	if n, err := atomicfile.SweepTemps(paths.StateDir(r.home), time.Hour); err != nil {
-		r.log.Warn("Could not sweep every leftover temporary file", "removed", n, "err", err)
-	} else if n > 0 {
-		r.log.Info("Removed leftover temporary files", "removed", n)
-	}
+	sweepTempsIfDue(paths.StateDir(r.home), r.log)
 	return stopped
 }
 

@@ -89,3 +89,29 @@ func BenchmarkList200Sessions(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSessionStartToFirstRequest is what the store does between
+// session.start and a turn's first model request: create the log, record
+// the turn's start and write the summary (issue 23: no fsync on this path).
+// The turn's end and the close, with their fsyncs, are not timed.
+func BenchmarkSessionStartToFirstRequest(b *testing.B) {
+	st := sessionstore.New(b.TempDir())
+	b.ReportAllocs()
+	for range b.N {
+		l, err := st.Create(sessionstore.Meta{ID: uuid.NewString(), Cwd: ws, Model: "fake-model"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.TurnStarted("t1", "r1", nil, "Reply with a short greeting."); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := l.TurnEnded("t1", sessionstore.End{Outcome: sessionstore.OutcomeCompleted}); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}

@@ -137,14 +137,18 @@ type Log struct {
 	stopped error   // the failure that stopped recording
 	sum     summary // what summary.json holds
 	fresh   bool    // created by Create, not resumed
+	// dirSynced, until the first fsync of the log after Create, carries
+	// the outcome of the fsync of the log's directory, which Create starts
+	// in a goroutine of its own; nil once it was received.
+	dirSynced chan error
 	// repair is what Resume appends: the end of a turn the log left open
 	// and the torn tail to cut first (validEnd < file size).
 	repair   []*record
 	validEnd int64
 }
 
-// Create creates the log of a new session with its meta record, fsynced,
-// and its summary.
+// Create creates the log of a new session with its meta record, made
+// durable by the first turn boundary; the summary comes with the first turn.
 func (st *Store) Create(m Meta) (*Log, error) {
 	if !ValidID(m.ID) {
 		return nil, fmt.Errorf("creating the log of session %q: not a session id", m.ID)
@@ -172,19 +176,24 @@ func (st *Store) Create(m Meta) (*Log, error) {
 	l.fresh = true
 	l.sum = summary{V: formatVersion, SessionID: m.ID, Cwd: m.Cwd, CreatedAt: formatTime(m.Created)}
 	meta := &record{T: recMeta, V: formatVersion, ID: m.ID, Cwd: m.Cwd, Model: m.Model, At: stamp(m.Created)}
-	if err := l.append(true, meta); err != nil {
+	// No fsync here, before the first model request (issue 23): the
+	// durability rule starts at the first turn boundary, whose fsync also
+	// makes the meta record and the log's directory entry durable
+	// (dirSynced). Until then a power loss may lose the log, which holds
+	// nothing a turn finished.
+	if err := l.append(false, meta); err != nil {
 		_ = l.closeFile()
 		_ = os.Remove(path)
 		return nil, err
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		_ = l.closeFile()
-		return nil, fmt.Errorf("creating the session log: %w", err)
-	}
-	if err := st.writeSummary(l.sum); err != nil {
-		_ = l.closeFile()
-		return nil, err
-	}
+	// The directory's fsync runs beside the turn's first model request;
+	// the first fsync of the log waits for it (dirSynced).
+	dirSynced := make(chan error, 1)
+	l.dirSynced = dirSynced
+	go func() { dirSynced <- syncDir(filepath.Dir(path)) }()
+	// The summary comes with the first turn (TurnStarted): a session
+	// without a turn is not listed, and a summary of 0 turns left by a
+	// power loss could hide one that has turns.
 	return l, nil
 }
 
@@ -355,7 +364,7 @@ func (l *Log) Sync() error {
 	if l.f == nil {
 		return os.ErrClosed
 	}
-	return l.f.Sync()
+	return l.syncLocked()
 }
 
 // Close fsyncs and closes the log, releasing its lock. The log of a session
@@ -367,13 +376,17 @@ func (l *Log) Close() error {
 	if l.f == nil {
 		return nil
 	}
-	err := l.closeFileLocked()
 	if l.fresh && l.sum.Turns == 0 && l.stopped == nil {
+		// Removed below: nothing to make durable.
+		_ = l.dirSyncedLocked() // the goroutine ends before Close returns
+		_ = l.f.Close()
+		l.f = nil
 		_ = os.Remove(filepath.Join(l.st.SessionDir(l.id), SummaryName))
 		_ = os.Remove(l.path)
 		_ = os.Remove(l.st.SessionDir(l.id)) // only when empty
+		return nil
 	}
-	return err
+	return l.closeFileLocked()
 }
 
 func (l *Log) closeFile() error {
@@ -386,7 +399,7 @@ func (l *Log) closeFileLocked() error {
 	if l.f == nil {
 		return nil
 	}
-	err := l.f.Sync()
+	err := l.syncLocked()
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
@@ -426,7 +439,7 @@ func (l *Log) appendLocked(sync bool, recs ...*record) error {
 	}
 	n, err := l.f.Write(l.buf.Bytes())
 	if err == nil && sync {
-		err = l.f.Sync()
+		err = l.syncLocked()
 	}
 	if err != nil {
 		l.stop(err)
@@ -437,6 +450,29 @@ func (l *Log) appendLocked(sync bool, recs ...*record) error {
 		l.buf = bytes.Buffer{} // do not keep a large record's buffer
 		l.enc = json.NewEncoder(&l.buf)
 		l.enc.SetEscapeHTML(false)
+	}
+	return nil
+}
+
+// syncLocked fsyncs the log and, the first time after Create, its
+// directory, so the log's name survives a power loss as its records do.
+func (l *Log) syncLocked() error {
+	if err := l.f.Sync(); err != nil {
+		return err
+	}
+	return l.dirSyncedLocked()
+}
+
+// dirSyncedLocked waits for the fsync of the log's directory that Create
+// started, once.
+func (l *Log) dirSyncedLocked() error {
+	if l.dirSynced == nil {
+		return nil
+	}
+	err := <-l.dirSynced
+	l.dirSynced = nil
+	if err != nil {
+		return fmt.Errorf("syncing the directory of %s: %w", l.path, err)
 	}
 	return nil
 }

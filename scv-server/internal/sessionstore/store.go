@@ -27,8 +27,8 @@
 // transcript items are marked interrupted. Resuming writes those synthetic
 // results and the turn's end into the log, so the repair happens once.
 //
-// summary.json is rewritten atomically when the session is created and at
-// every turn start; it holds what List needs besides the log's size and
+// summary.json is rewritten atomically (without fsync) at every turn start
+// and resume; it holds what List needs besides the log's size and
 // modification time (which are the session's bytes and updated time), so
 // listing never reads a log. A session without a readable summary is listed
 // from its log instead.
@@ -185,7 +185,12 @@ func (st *Store) writeSummary(s summary) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(st.dir, s.SessionID, SummaryName), append(b, '\n'), FileMode)
+	// Without fsync (issue 23: two fewer before a turn's first model
+	// request): the summary only spares List reading logs. A power loss
+	// can leave it missing or empty, and then List reads the log instead;
+	// an older one left in its place still has a turn (none is written
+	// with 0), so the session stays listed.
+	return atomicfile.WriteFileNoSync(filepath.Join(st.dir, s.SessionID, SummaryName), append(b, '\n'), FileMode)
 }
 
 // List returns the sessions of the workspace cwd (compared exactly: pass

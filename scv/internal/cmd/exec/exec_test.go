@@ -141,6 +141,10 @@ func TestRun(t *testing.T) {
 		checkJSON  bool
 		wantErr    []string // substrings of stderr or of the returned error
 		notErr     []string
+		// wantBoth, when set, is stdout and stderr as one stream, in the
+		// order written: buffered stdout must not land after stderr that
+		// followed it.
+		wantBoth string
 	}{
 		{name: "text reply", scenario: "text", opts: Options{Prompt: "hi"}, wantOut: "Hello, world\n"},
 		{name: "reply ending in newline gets no extra one", scenario: "newline-reply", opts: Options{Prompt: "hi"}, wantOut: "line one\nline two\n"},
@@ -172,8 +176,13 @@ func TestRun(t *testing.T) {
 		{name: "workspace not a directory", scenario: "text", opts: Options{Prompt: "hi", Dir: notDir}, wantCode: cli.Failure, wantErr: []string{"is not a directory"}},
 		{
 			name: "tool activity on stderr", scenario: "tools", opts: Options{Prompt: "hi"},
-			wantOut: "Let me look.\nDone.\n",
-			wantErr: []string{"• read src/main.go\n  ✓ done\n", "• bash go test ./...\n  ✗ failed: exit status 1\n"},
+			wantOut:  "Let me look.\nDone.\n",
+			wantErr:  []string{"• read src/main.go\n  ✓ done\n", "• bash go test ./...\n  ✗ failed: exit status 1\n"},
+			wantBoth: "Let me look.\n• read src/main.go\n  ✓ done\n• bash go test ./...\n  ✗ failed: exit status 1\nDone.\n",
+		},
+		{
+			name: "long streamed reply, byte for byte", scenario: "long", opts: Options{Prompt: "hi"},
+			wantOut: longReply() + "end\n", wantBoth: longReply() + "• bash true\n  ✓ done\nend\n",
 		},
 		{name: "turn failed", scenario: "fail", opts: Options{Prompt: "hi"}, wantCode: cli.Failure, wantOut: "partial\n", wantErr: []string{"turn failed (provider_error): upstream said no"}},
 		{name: "server crash", scenario: "crash", opts: Options{Prompt: "hi"}, wantCode: cli.Failure, wantOut: "partial\n", wantErr: []string{"scv-server exited before the turn ended (exit status 3)"}},
@@ -241,8 +250,14 @@ func TestRun(t *testing.T) {
 			t.Setenv("GORACE", "atexit_sleep_ms=0")
 			sigs := make(chan os.Signal, 2)
 			out, errOut := &syncBuffer{}, &syncBuffer{}
+			var both bytes.Buffer // under out's or errOut's lock, never both
+			var bothMu sync.Mutex
+			errOut.onWrite = func(p []byte) { bothMu.Lock(); both.Write(p); bothMu.Unlock() }
 			sent := false
 			out.onWrite = func(p []byte) {
+				bothMu.Lock()
+				both.Write(p)
+				bothMu.Unlock()
 				if !sent && bytes.Contains(p, []byte("working")) {
 					sent = true
 					for range tt.interrupts {
@@ -274,6 +289,11 @@ func TestRun(t *testing.T) {
 			case out.String() != tt.wantOut:
 				t.Errorf("stdout = %q, want %q", out, tt.wantOut)
 			}
+			bothMu.Lock()
+			if tt.wantBoth != "" && both.String() != tt.wantBoth {
+				t.Errorf("stdout and stderr together = %q, want %q", both.String(), tt.wantBoth)
+			}
+			bothMu.Unlock()
 			for _, s := range tt.wantErr {
 				if !strings.Contains(stderr, s) {
 					t.Errorf("stderr %q does not contain %q", stderr, s)

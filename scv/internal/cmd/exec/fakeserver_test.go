@@ -165,6 +165,18 @@ func (s *fake) play(m *protocol.TurnStart) error {
 			&protocol.ToolCompleted{TurnHeader: s.h(), CallID: "c2", Name: "bash", Output: "\nexit status 1\nFAIL"},
 		)
 		s.completeText("Done.")
+	case "long":
+		// 2,000 lines in deltas that split lines (as a model's tokens
+		// do), then a tool call: the reply must reach stdout whole and
+		// before the tool's line on stderr.
+		reply := longReply()
+		for i := 0; i < len(reply); i += 7 {
+			s.emit(s.delta(reply[i:min(i+7, len(reply))]))
+		}
+		s.emit(&protocol.AssistantCompleted{TurnHeader: s.h(), Content: reply},
+			&protocol.ToolProposed{TurnHeader: s.h(), CallID: "c1", Name: "bash", Arguments: json.RawMessage(`{"command":"true"}`)},
+			&protocol.ToolCompleted{TurnHeader: s.h(), CallID: "c1", Name: "bash", Success: true})
+		s.completeText("end")
 	case "fail":
 		s.emit(s.delta("partial"),
 			&protocol.TurnFailed{TurnHeader: s.h(), Code: protocol.FailProviderError, Message: "upstream said no"})
@@ -237,4 +249,13 @@ func (s *fake) play(m *protocol.TurnStart) error {
 		return fmt.Errorf("unknown scenario %q", s.scenario)
 	}
 	return nil
+}
+
+// longReply is the "long" scenario's reply: 2,000 numbered lines.
+func longReply() string {
+	var b strings.Builder
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&b, "line %d of the long reply\n", i)
+	}
+	return b.String()
 }

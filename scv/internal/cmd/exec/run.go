@@ -29,7 +29,7 @@ const ClientName = "scv-exec"
 // reading the server's stdout, and the goroutine asking approvals on the
 // terminal. The reader ends when Stop closes the pipe; the asker ends when
 // the run's context is cancelled.
-func Run(ctx context.Context, opts *Options) error {
+func Run(ctx context.Context, opts *Options) (err error) {
 	terminal := opts.IsTerminal != nil && opts.IsTerminal()
 	if opts.Prompt == "-" && terminal {
 		// Otherwise a person sees scv hang, waiting for an EOF.
@@ -51,6 +51,16 @@ func Run(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	// The server of the run's own got the real stderr above; the run's
+	// own output goes through a buffered stdout from here on.
+	out := newOutBuffer(opts.IO.Out)
+	defer func() {
+		// In --json mode stdout is the output: losing its end is an error.
+		if ferr := out.Close(); ferr != nil && err == nil && opts.JSON {
+			err = ferr
+		}
+	}()
+	opts = opts.withOutput(out)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -97,6 +107,9 @@ func Run(ctx context.Context, opts *Options) error {
 	}
 	r.view.endLine()
 	r.closePrompt()
+	// The turn is over: its last text goes out now, not after the
+	// server's shutdown.
+	_ = out.Flush()
 	if r.killNow {
 		child.kill()
 	}
