@@ -146,3 +146,30 @@ func BenchmarkDecodeMessage(b *testing.B) {
 		}
 	}
 }
+
+func TestSaveMedia(t *testing.T) {
+	t.Parallel()
+	fs, c := newFake(t, nil)
+	raw, plain := fixture(t, fs)
+	raw = strings.Replace(raw, `"a.pdf"`, `"../../etc/pass wd.pdf"`, 1)
+	m, err := DecodeMessage([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir() + "/media/wechat/home/" + m.From
+	want := map[int]string{1: "7012-2.jpg", 2: "7012-3.silk", 3: "7012-4-_.._etc_pass_wd.pdf", 4: "7012-5.mp4"}
+	for i, name := range want {
+		p, err := c.SaveMedia(context.Background(), m, i, dir)
+		if err != nil || p != dir+"/"+name {
+			t.Fatalf("item %d: %s, %v", i, p, err)
+		}
+		got, _ := os.ReadFile(p)
+		fi, _ := os.Stat(p)
+		if !bytes.Equal(got, plain[m.Items[i].Kind]) || fi.Mode().Perm() != 0o600 {
+			t.Errorf("item %d: %d bytes, mode %v", i, len(got), fi.Mode())
+		}
+	}
+	if _, err := c.SaveMedia(context.Background(), m, 0, dir); err == nil {
+		t.Error("a text item has no media to save")
+	}
+}
