@@ -51,7 +51,8 @@ type BudgetState struct {
 // may use limit-2, the notice that reports are held one more, and the
 // final answer the last; on ret=-2 no send is attempted for at least an
 // hour, doubling at each repeated refusal up to a day. Safe for
-// concurrent use.
+// concurrent use; sends to one conversation must still be serialised, as
+// Grant and Spend are two steps.
 type Budget struct {
 	mu      sync.Mutex
 	limit   int
