@@ -142,6 +142,13 @@ func (b *Budget) ThrottledUntil() time.Time {
 	return b.st.ThrottledUntil
 }
 
+// Throttled reports whether the account is in its penalty, and its end.
+func (b *Budget) Throttled() (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.st.ThrottledUntil, b.now().Before(b.st.ThrottledUntil)
+}
+
 // Remaining is how many sends of class c peer may still get.
 func (b *Budget) Remaining(peer string, c Class) int {
 	n, err := b.Grant(peer, c, b.limit)

@@ -121,11 +121,22 @@ var errExpired = errors.New("expired")
 func followQR(ctx context.Context, o LoginOptions, code string) (Credentials, error) {
 	pollBase := o.BaseURL
 	scanned := false
+	fails := 0
 	for {
 		st, err := pollQR(ctx, o, pollBase, code)
+		var ae *APIError
+		if err != nil && ctx.Err() == nil && fails < 3 && (!errors.As(err, &ae) || ae.HTTPStatus >= 500) {
+			// A network hiccup or a busy server must not cost the code.
+			fails++
+			if !sleep(ctx, o.Interval) {
+				return Credentials{}, ctx.Err()
+			}
+			continue
+		}
 		if err != nil {
 			return Credentials{}, err
 		}
+		fails = 0
 		switch st.Status {
 		case "wait", "":
 		case "scaned":

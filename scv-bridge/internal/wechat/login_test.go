@@ -112,3 +112,20 @@ func TestLoginRefusals(t *testing.T) {
 		fs.Close()
 	}
 }
+
+func TestLoginSurvivesAFailingPoll(t *testing.T) {
+	t.Parallel()
+	fs := ilinktest.New()
+	defer fs.Close()
+	fs.SetQRScript("wait", "busy", "confirmed")
+	if _, err := login(t, fs, &strings.Builder{}); err != nil {
+		t.Fatalf("one 503 during the status polls: %v", err)
+	}
+	always := ilinktest.New()
+	defer always.Close()
+	always.SetQRScript("busy")
+	var ae *APIError
+	if _, err := login(t, always, &strings.Builder{}); !errors.As(err, &ae) || ae.HTTPStatus != 503 {
+		t.Fatalf("a server that stays down: %v", err)
+	}
+}

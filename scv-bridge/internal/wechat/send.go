@@ -74,7 +74,7 @@ func (c *Client) SendText(ctx context.Context, o Outgoing) (SendResult, error) {
 
 // send makes one sendmessage call and books it in the budget.
 func (c *Client) send(ctx context.Context, peer, clientID string, class Class, item sendItem) error {
-	if until := c.budget.ThrottledUntil(); time.Now().Before(until) {
+	if until, on := c.budget.Throttled(); on {
 		return fmt.Errorf("wechat: not sending until %s: %w", until.UTC().Format(time.RFC3339), ErrThrottled)
 	}
 	tok := c.ContextToken(peer)

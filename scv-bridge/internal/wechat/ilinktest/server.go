@@ -117,7 +117,8 @@ func (s *Server) Host() string { return strings.TrimPrefix(s.URL, "http://") }
 // SetQRScript sets the statuses the status poll answers, in order, the
 // last one repeated: wait, scaned, confirmed, expired (the code dies; the
 // client must fetch another), scaned_but_redirect (to the host given to
-// RedirectTo), need_verifycode, binded_redirect.
+// RedirectTo), need_verifycode, binded_redirect; and busy, which is an
+// HTTP 503 instead of a status.
 func (s *Server) SetQRScript(statuses ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -303,6 +304,10 @@ func (s *Server) getQRStatus(w http.ResponseWriter, r *http.Request) {
 	st := s.qrScript[0]
 	if len(s.qrScript) > 1 {
 		s.qrScript = s.qrScript[1:]
+	}
+	if st == "busy" {
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return
 	}
 	out := map[string]any{"status": st}
 	switch st {
