@@ -49,31 +49,48 @@ func PlainText(md string) string {
 }
 
 func plainLine(l string) string {
-	if mdRule.MatchString(l) {
-		return "──────────"
+	// Each rule runs only when its marker is present: most lines have
+	// none, and the regular expressions are the cost.
+	if t := strings.TrimLeft(l, " "); t != "" && strings.ContainsRune("-*_#>+", rune(t[0])) {
+		if mdRule.MatchString(l) {
+			return "──────────"
+		}
+		if m := mdHeading.FindStringSubmatch(l); m != nil {
+			l = m[1]
+		}
+		l = mdQuote.ReplaceAllString(l, "│ ")
+		l = mdBullet.ReplaceAllString(l, "$1• ")
 	}
-	if m := mdHeading.FindStringSubmatch(l); m != nil {
-		l = m[1]
+	if !strings.ContainsAny(l, "`*_~[") {
+		return l
 	}
-	l = mdQuote.ReplaceAllString(l, "│ ")
-	l = mdBullet.ReplaceAllString(l, "$1• ")
 	// Inline code first, so that markers inside it survive.
 	var codes []string
-	l = mdCode.ReplaceAllStringFunc(l, func(s string) string {
-		codes = append(codes, s[1:len(s)-1])
-		return "\x00"
-	})
-	l = mdImage.ReplaceAllString(l, "$1 ($2)")
-	l = mdLink.ReplaceAllStringFunc(l, func(s string) string {
-		m := mdLink.FindStringSubmatch(s)
-		if m[1] == m[2] {
-			return m[2]
-		}
-		return m[1] + " (" + m[2] + ")"
-	})
-	l = mdBold.ReplaceAllString(l, "$2")
-	l = mdStrike.ReplaceAllString(l, "$1")
-	l = mdItalic.ReplaceAllString(l, "$1$2$3")
+	if strings.IndexByte(l, '`') >= 0 {
+		l = mdCode.ReplaceAllStringFunc(l, func(s string) string {
+			codes = append(codes, s[1:len(s)-1])
+			return "\x00"
+		})
+	}
+	if strings.Contains(l, "](") {
+		l = mdImage.ReplaceAllString(l, "$1 ($2)")
+		l = mdLink.ReplaceAllStringFunc(l, func(s string) string {
+			m := mdLink.FindStringSubmatch(s)
+			if m[1] == m[2] {
+				return m[2]
+			}
+			return m[1] + " (" + m[2] + ")"
+		})
+	}
+	if strings.Contains(l, "**") || strings.Contains(l, "__") {
+		l = mdBold.ReplaceAllString(l, "$2")
+	}
+	if strings.Contains(l, "~~") {
+		l = mdStrike.ReplaceAllString(l, "$1")
+	}
+	if strings.ContainsAny(l, "*_") {
+		l = mdItalic.ReplaceAllString(l, "$1$2$3")
+	}
 	for _, c := range codes {
 		l = strings.Replace(l, "\x00", c, 1)
 	}
