@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -122,18 +120,4 @@ func (v *validator) validateChannels() {
 
 // validFeishuBase accepts https URLs without credentials, path or query,
 // and plain http on a loopback address (a local test server).
-func validFeishuBase(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
-		return false
-	}
-	if u.Scheme == "https" {
-		return true
-	}
-	if u.Scheme != "http" {
-		return false
-	}
-	host := u.Hostname()
-	ip := net.ParseIP(host)
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
-}
+func validFeishuBase(raw string) bool { return validServiceURL(raw, false) }

@@ -311,6 +311,9 @@ type ChannelsConfig struct {
 	// name ([channels.feishu.<account>]); nil until the user file names
 	// one.
 	Feishu map[string]FeishuAccount `toml:"feishu"`
+	// WeChat are the WeChat accounts bound by QR code, by account name
+	// ([channels.wechat.<account>]); nil until the user file names one.
+	WeChat map[string]WeChatAccount `toml:"wechat"`
 }
 
 // ArchiveDirName is the default chat archive, inside SCV_HOME.

@@ -584,6 +584,7 @@ var mapDefaults = map[string]func() any{
 	"agents":          func() any { return AgentSettings{} },
 	"mcp_servers":     func() any { return DefaultMCPServer() },
 	"channels.feishu": func() any { return DefaultFeishuAccount() },
+	"channels.wechat": func() any { return DefaultWeChatAccount() },
 }
 
 // merge copies into dst every value of src that the layer sets (and allow

@@ -182,6 +182,7 @@ func (l *loader) validate() []error {
 	v.validateAgents()
 	v.validateMCP()
 	v.validateChannels()
+	v.validateWeChat()
 
 	// [web]
 	v.validateWeb()
