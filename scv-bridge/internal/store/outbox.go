@@ -70,30 +70,35 @@ func (s *Store) EnqueueHeld(conversation, kind string, payload json.RawMessage) 
 func (s *Store) enqueue(conversation, kind string, payload json.RawMessage, st State) (Outbound, error) {
 	var o Outbound
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketOutbox)
-		seq, err := b.NextSequence()
-		if err != nil {
-			return err
-		}
-		id, err := newRowID(seq)
-		if err != nil {
-			return err
-		}
-		now := s.now().UTC()
-		o = Outbound{ID: id, Conversation: conversation, Kind: kind, Payload: payload, State: st, Created: now, Updated: now}
-		data, err := json.Marshal(o)
-		if err != nil {
-			return err
-		}
-		if err := b.Put(seqKey(seq), data); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketOutIDs).Put([]byte(id), seqKey(seq))
+		var err error
+		o, err = enqueueTx(tx, s.now().UTC(), conversation, kind, payload, st)
+		return err
 	})
 	if err != nil {
 		return Outbound{}, fmt.Errorf("queue a message for %s: %w", conversation, err)
 	}
 	return o, nil
+}
+
+func enqueueTx(tx *bolt.Tx, now time.Time, conversation, kind string, payload json.RawMessage, st State) (Outbound, error) {
+	b := tx.Bucket(bucketOutbox)
+	seq, err := b.NextSequence()
+	if err != nil {
+		return Outbound{}, err
+	}
+	id, err := newRowID(seq)
+	if err != nil {
+		return Outbound{}, err
+	}
+	o := Outbound{ID: id, Conversation: conversation, Kind: kind, Payload: payload, State: st, Created: now, Updated: now}
+	data, err := json.Marshal(o)
+	if err != nil {
+		return Outbound{}, err
+	}
+	if err := b.Put(seqKey(seq), data); err != nil {
+		return Outbound{}, err
+	}
+	return o, tx.Bucket(bucketOutIDs).Put([]byte(id), seqKey(seq))
 }
 
 // Rows returns the rows in state st, oldest first ("" for all).
@@ -264,4 +269,30 @@ func (s *Store) PruneOutbox(keep time.Duration) (int, error) {
 		return 0, fmt.Errorf("prune the outbox: %w", err)
 	}
 	return n, nil
+}
+
+// Complete records in one transaction that the inbound events ids are
+// processed and queues their answer (when kind is not empty), so a crash
+// can neither answer twice (the events would be resumed) nor lose the
+// answer (it would be marked processed without one).
+func (s *Store) Complete(ids []string, conversation, kind string, payload json.RawMessage) (Outbound, error) {
+	var o Outbound
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if kind != "" {
+			var err error
+			if o, err = enqueueTx(tx, s.now().UTC(), conversation, kind, payload, Pending); err != nil {
+				return err
+			}
+		}
+		for _, id := range ids {
+			if err := markProcessedTx(tx, id, s.now().UTC()); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Outbound{}, fmt.Errorf("complete a turn of %s: %w", conversation, err)
+	}
+	return o, nil
 }

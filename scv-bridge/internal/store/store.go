@@ -150,33 +150,35 @@ func (s *Store) PutInbound(ev Inbound) (bool, error) {
 // MarkProcessed records that the core finished the event id: it is no
 // longer returned by Unprocessed, and is still deduplicated.
 func (s *Store) MarkProcessed(id string) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		in := tx.Bucket(bucketInbound)
-		data := in.Get([]byte(id))
-		if data == nil {
-			return ErrNotFound
-		}
-		var ev Inbound
-		if err := json.Unmarshal(data, &ev); err != nil {
-			return err
-		}
-		if !ev.Processed.IsZero() {
-			return nil
-		}
-		ev.Processed = s.now().UTC()
-		out, err := json.Marshal(ev)
-		if err != nil {
-			return err
-		}
-		if err := in.Put([]byte(id), out); err != nil {
-			return err
-		}
-		return deleteArrival(tx.Bucket(bucketArrival), id)
-	})
+	err := s.db.Update(func(tx *bolt.Tx) error { return markProcessedTx(tx, id, s.now().UTC()) })
 	if err != nil {
 		return fmt.Errorf("mark the inbound event %s processed: %w", id, err)
 	}
 	return nil
+}
+
+func markProcessedTx(tx *bolt.Tx, id string, now time.Time) error {
+	in := tx.Bucket(bucketInbound)
+	data := in.Get([]byte(id))
+	if data == nil {
+		return ErrNotFound
+	}
+	var ev Inbound
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return err
+	}
+	if !ev.Processed.IsZero() {
+		return nil
+	}
+	ev.Processed = now
+	out, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	if err := in.Put([]byte(id), out); err != nil {
+		return err
+	}
+	return deleteArrival(tx.Bucket(bucketArrival), id)
 }
 
 // deleteArrival removes id from the arrival index. The index holds only
