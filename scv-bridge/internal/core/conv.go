@@ -29,6 +29,9 @@ type conv struct {
 	sess       Session
 	log        *chatlog.Writer
 	pendingNew Message // the /new that ends the batch take returned
+	// logMu serializes the chat log between the worker and reports.
+	logMu     sync.Mutex
+	logClosed bool // set at shutdown: a late report is not logged
 }
 
 func (cv *conv) waitingCount() int { cv.mu.Lock(); defer cv.mu.Unlock(); return len(cv.waiting) }
@@ -185,7 +188,7 @@ func (cv *conv) turn(ctx context.Context, batch []Message) {
 // answer starts the session if needed and runs one turn.
 func (cv *conv) answer(ctx context.Context, p string) (string, error) {
 	if cv.sess == nil {
-		s, err := cv.core.agent.Start(ctx, cv.sessionStart())
+		s, err := cv.core.agent.Start(ctx, cv.sessionStart(), cv.report)
 		if err != nil {
 			return "", fmt.Errorf("start a session: %w", err)
 		}
@@ -209,6 +212,13 @@ func (cv *conv) sessionStart() protocol.SessionStart {
 	return req
 }
 
+// report sends a background report as an unprompted message (outbox)
+// and logs it.
+func (cv *conv) report(text string) {
+	cv.core.complete(nil, Reply{Conversation: cv.id, Text: text})
+	cv.logMessage(chatlog.SCV, text, "", nil, time.Now())
+}
+
 // renew handles /new: a new session, and the chat log's episode closed.
 func (cv *conv) renew(ctx context.Context) {
 	m := cv.pendingNew
@@ -218,6 +228,8 @@ func (cv *conv) renew(ctx context.Context) {
 		}
 		cv.sess = nil
 	}
+	cv.logMu.Lock()
+	defer cv.logMu.Unlock()
 	if w := cv.logWriter(); w != nil {
 		if err := w.CloseEpisode(time.Now()); err != nil {
 			cv.core.cfg.Log.Error("closing the chat log's episode failed", "conversation", cv.id, "err", err)
@@ -230,6 +242,8 @@ func (cv *conv) renew(ctx context.Context) {
 
 // logMessage appends to the owner's chat log; other chats are not logged.
 func (cv *conv) logMessage(who chatlog.Who, text, quote string, files []chatlog.File, t time.Time) {
+	cv.logMu.Lock()
+	defer cv.logMu.Unlock()
 	w := cv.logWriter()
 	if w == nil {
 		return
@@ -243,7 +257,7 @@ func (cv *conv) logMessage(who chatlog.Who, text, quote string, files []chatlog.
 }
 
 func (cv *conv) logWriter() *chatlog.Writer {
-	if !cv.owner || cv.core.cfg.Archive == "" {
+	if !cv.owner || cv.core.cfg.Archive == "" || cv.logClosed {
 		return nil
 	}
 	if cv.log != nil {
@@ -265,9 +279,13 @@ func (cv *conv) closeAll() {
 	if cv.sess != nil {
 		_ = cv.sess.Close()
 	}
+	cv.logMu.Lock()
+	defer cv.logMu.Unlock()
 	if cv.log != nil {
 		_ = cv.log.Close()
+		cv.log = nil
 	}
+	cv.logClosed = true
 }
 
 // prompt joins a batch into one turn: texts, quotes and files in order.

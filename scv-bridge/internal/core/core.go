@@ -50,7 +50,9 @@ const KindText = "text"
 
 // Agent starts SCV sessions (over the protocol; tests use a fake).
 type Agent interface {
-	Start(ctx context.Context, req protocol.SessionStart) (Session, error)
+	// Start starts a session; report receives the answers of turns the
+	// server starts on its own (background reports), on any goroutine.
+	Start(ctx context.Context, req protocol.SessionStart, report func(text string)) (Session, error)
 }
 
 // Session is one SCV session of a conversation.

@@ -30,7 +30,7 @@ type fakeAgent struct {
 	started chan string
 }
 
-func (a *fakeAgent) Start(_ context.Context, req protocol.SessionStart) (Session, error) {
+func (a *fakeAgent) Start(_ context.Context, req protocol.SessionStart, _ func(string)) (Session, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.starts = append(a.starts, req)
