@@ -28,12 +28,14 @@ type fakeAgent struct {
 	prompts []string
 	closed  int
 	started chan string
+	reports []func(string)
 }
 
-func (a *fakeAgent) Start(_ context.Context, req protocol.SessionStart, _ func(string)) (Session, error) {
+func (a *fakeAgent) Start(_ context.Context, req protocol.SessionStart, report func(string)) (Session, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.starts = append(a.starts, req)
+	a.reports = append(a.reports, report)
 	return &fakeSession{a: a}, nil
 }
 
@@ -301,5 +303,23 @@ func TestBusyConversationRefusesWithoutStoring(t *testing.T) {
 	}
 	if got, _ := e.st.Unprocessed(); len(got) != 2 {
 		t.Fatalf("stored %d, want the refused message not stored", len(got))
+	}
+}
+
+func TestBackgroundReportIsAnUnpromptedMessage(t *testing.T) {
+	t.Parallel()
+	e := start(t, t.TempDir(), nil)
+	e.accept("m1", "oc_owner", "ou_owner", true, "start the job")
+	e.replies(1)
+	e.agent.mu.Lock()
+	report := e.agent.reports[0]
+	e.agent.mu.Unlock()
+	report("The build finished: all green.")
+	e.replies(2)
+	rows, _ := e.st.Rows(store.Pending)
+	var rp Reply
+	_ = json.Unmarshal(rows[1].Payload, &rp)
+	if rp.Text != "The build finished: all green." || rp.ReplyTo != "" || rp.Conversation != "oc_owner" {
+		t.Fatalf("the report row = %+v, want an unprompted message to the owner's chat", rp)
 	}
 }
