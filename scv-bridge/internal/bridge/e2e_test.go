@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -12,33 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/scv-cli/scv/scv-bridge/internal/bridgetest"
 	"github.com/scv-cli/scv/scv-bridge/internal/feishu/feishutest"
 	"github.com/scv-cli/scv/scv-bridge/internal/store"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/fakeopenai"
-	"github.com/scv-cli/scv/shared/testkit"
 	"github.com/scv-cli/scv/shared/testkit/bins"
 )
 
-func TestMain(m *testing.M) {
-	restore := testkit.IsolateHome()
-	if _, err := bins.Build("scv-server"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	bins.Cleanup()
-	restore()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(bridgetest.Main(m)) }
 
 type rig struct {
 	fs    *feishutest.Server
