@@ -130,3 +130,39 @@ func TestQueuedReplySentAfterRestart(t *testing.T) {
 		t.Fatalf("messages %+v", msgs)
 	}
 }
+
+// fakeClaude answers like `claude -p --output-format stream-json`.
+const fakeClaude = `#!/bin/bash
+for last; do :; done
+printf '{"type":"result","subtype":"success","is_error":false,"result":"delegated: %s","session_id":"s-1","usage":{"input_tokens":7,"output_tokens":3}}\n' "$last"
+`
+
+// TestBackgroundReportArrivesUnprompted: the owner's session starts a
+// background agent job; when it finishes, the server's report turn is sent
+// to the owner's chat as a message of its own (no reply to any message).
+func TestBackgroundReportArrivesUnprompted(t *testing.T) {
+	t.Parallel()
+	r := newRig(t,
+		fakeopenai.Script(fakeopenai.ToolCall("call_1", "agent", `{"agent":"claude","prompt":"land the fix","background":true}`)),
+		fakeopenai.Script(fakeopenai.Text("Started job-1.")),
+		fakeopenai.Script(fakeopenai.Text("job-1 finished: the fix landed.")))
+	userHome := t.TempDir()
+	bin := filepath.Join(userHome, ".local", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(fakeClaude), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.opts.ServerEnv = append(r.opts.ServerEnv, "HOME="+userHome)
+	r.start(t)
+	r.fs.PushEvent(feishutest.MessageEvent("om_in1", "oc_owner", "p2p", "ou_owner", "text", map[string]string{"text": "delegate it"}))
+	waitFor(t, "the answer and the report", func() bool { return len(r.fs.Messages()) == 2 })
+	msgs := r.fs.Messages()
+	if msgs[0].ReplyTo != "om_in1" || !strings.Contains(msgs[0].Content, "Started job-1.") {
+		t.Fatalf("the answer = %+v", msgs[0])
+	}
+	if msgs[1].ReplyTo != "" || msgs[1].ReceiveID != "oc_owner" || !strings.Contains(msgs[1].Content, "job-1 finished: the fix landed.") {
+		t.Fatalf("the report = %+v, want an unprompted message in the owner's chat", msgs[1])
+	}
+}
