@@ -89,6 +89,14 @@ func AddMCPServer(home, name string, s MCPServer, env paths.Env) error {
 // some other way (dotted keys, an inline table) is left for the user to
 // edit, with an error saying so.
 func RemoveMCPServer(home, name string, env paths.Env) error {
+	return removeTable(home, []string{"mcp_servers", name}, "MCP server", env)
+}
+
+// removeTable removes the table prefix (and its subtables) from the user
+// file of home, atomically; noun names what the table is in messages
+// ("MCP server").
+func removeTable(home string, prefix []string, noun string, env paths.Env) error {
+	name, table := prefix[len(prefix)-1], strings.Join(prefix, ".")
 	file := paths.ConfigFile(home)
 	old, mode, err := readUserFile(file)
 	if err != nil {
@@ -98,7 +106,6 @@ func RemoveMCPServer(home, name string, env paths.Env) error {
 	if !ix.complete {
 		return fmt.Errorf("%s is not valid TOML, so it was not changed; fix it first (scv config show says where)", file)
 	}
-	prefix := []string{"mcp_servers", name}
 	start := -1
 	for i, e := range ix.entries {
 		if e.table && slices.Equal(e.path, prefix) {
@@ -108,9 +115,9 @@ func RemoveMCPServer(home, name string, env paths.Env) error {
 	}
 	if start < 0 {
 		if ix.has(prefix...) {
-			return fmt.Errorf("the MCP server %q is not written as a [mcp_servers.%s] table in %s; remove it there by hand", name, name, file)
+			return fmt.Errorf("the %s %q is not written as a [%s] table in %s; remove it there by hand", noun, name, table, file)
 		}
-		return fmt.Errorf("no MCP server named %q is configured in %s", name, file)
+		return fmt.Errorf("no %s named %q is configured in %s", noun, name, file)
 	}
 	end := len(ix.entries)
 	for i := start + 1; i < len(ix.entries); i++ {
@@ -121,7 +128,7 @@ func RemoveMCPServer(home, name string, env paths.Env) error {
 	}
 	for i, e := range ix.entries {
 		if (i < start || i >= end) && hasPrefix(e.path, prefix) {
-			return fmt.Errorf("the MCP server %q is also set outside its table in %s (line %d); remove it there by hand", name, file, e.line)
+			return fmt.Errorf("the %s %q is also set outside its table in %s (line %d); remove it there by hand", noun, name, file, e.line)
 		}
 	}
 	lines := strings.SplitAfter(string(old), "\n")

@@ -28,15 +28,15 @@ const depthVar = "SCV_DELEGATION_DEPTH"
 // accounts are the owner's, and access never changes from inside a chat.
 var errDelegated = errors.New("a delegated run may not look at or change chat channels: do it from your own shell")
 
-// NewCmdChannels returns `scv channels` with list and status. env nil is
-// the process's environment.
+// NewCmdChannels returns `scv channels` with list, status, add and
+// remove. env nil is the process's environment.
 func NewCmdChannels(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 	if env == nil {
 		env = paths.OSEnv()
 	}
 	cmd := &cobra.Command{
 		Use:   "channels",
-		Short: "Show the chat accounts scv-bridge serves (Feishu, Lark)",
+		Short: "Manage the chat accounts scv-bridge serves (Feishu, Lark)",
 		Args:  cli.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -54,17 +54,70 @@ func NewCmdChannels(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			return run(f.IO.Out, env, true)
 		},
+	}, newCmdAdd(f, env), &cobra.Command{
+		Use:   "remove ACCOUNT",
+		Short: "Remove a Feishu account from config.toml",
+		Args:  cli.ExactArgs(1, "name the account to remove: scv channels remove ACCOUNT"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			home, err := homeOf(env)
+			if err != nil {
+				return err
+			}
+			if err := config.RemoveFeishuAccount(home, args[0], env); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.Out, "Removed the Feishu account %q. Restart scv-bridge for it to take effect.\n", args[0])
+			return nil
+		},
 	})
 	return cmd
 }
 
-func run(w io.Writer, env paths.Env, status bool) error {
+func newCmdAdd(f *cmdutil.Factory, env paths.Env) *cobra.Command {
+	var a config.FeishuAccount
+	var lark bool
+	cmd := &cobra.Command{
+		Use:   "add ACCOUNT --app-id ID --secret-env VAR [--owner OPEN_ID] [--lark]",
+		Short: "Add a Feishu (or Lark) account to config.toml",
+		Args:  cli.ExactArgs(1, "name the account: scv channels add ACCOUNT --app-id ID --secret-env VAR"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if a.AppID == "" || a.AppSecretEnv == "" {
+				return cli.UsageErrorf("--app-id and --secret-env (the variable holding the app secret) are required")
+			}
+			if lark {
+				a.BaseURL = config.LarkBaseURL
+			}
+			home, err := homeOf(env)
+			if err != nil {
+				return err
+			}
+			if err := config.AddFeishuAccount(home, args[0], a, env); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IO.Out, "Added the Feishu account %q to %s. Export %s and run scv-bridge run.\n",
+				args[0], paths.ConfigFile(home), a.AppSecretEnv)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&a.AppID, "app-id", "", "the app's App ID (cli_…)")
+	cmd.Flags().StringVar(&a.AppSecretEnv, "secret-env", "", "the environment variable holding the App Secret")
+	cmd.Flags().StringVar(&a.OwnerOpenID, "owner", "", "the owner's open_id (ou_…): the one person who gets tools")
+	cmd.Flags().BoolVar(&lark, "lark", false, "the app is on Lark (open.larksuite.com), not Feishu")
+	return cmd
+}
+
+// homeOf is SCV_HOME, refused in delegated runs.
+func homeOf(env paths.Env) (string, error) {
 	if v := env.Getenv(depthVar); v != "" {
 		if n, err := strconv.Atoi(v); err != nil || n > 0 {
-			return fmt.Errorf("%w (%s=%s)", errDelegated, depthVar, v)
+			return "", fmt.Errorf("%w (%s=%s)", errDelegated, depthVar, v)
 		}
 	}
-	home, err := paths.Home(env)
+	return paths.Home(env)
+}
+
+func run(w io.Writer, env paths.Env, status bool) error {
+	home, err := homeOf(env)
 	if err != nil {
 		return err
 	}

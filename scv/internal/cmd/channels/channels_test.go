@@ -87,3 +87,32 @@ func TestNoAccounts(t *testing.T) {
 		t.Fatalf("%q, %v", out, err)
 	}
 }
+
+func TestAddThenRemove(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	env := map[string]string{"SCV_HOME": home}
+	if _, err := runCmd(t, env, "add", "work", "--app-id", "cli_a1"); err == nil {
+		t.Fatal("add without --secret-env was accepted")
+	}
+	out, err := runCmd(t, env, "add", "work", "--app-id", "cli_a1", "--secret-env", "FEISHU_SECRET", "--owner", "ou_me", "--lark")
+	if err != nil || !strings.Contains(out, "Added the Feishu account") {
+		t.Fatalf("add: %q, %v", out, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(home, "config.toml"))
+	if !strings.Contains(string(b), "[channels.feishu.work]") || !strings.Contains(string(b), `base_url = "https://open.larksuite.com"`) {
+		t.Fatalf("config.toml:\n%s", b)
+	}
+	if out, err := runCmd(t, env, "list"); err != nil || !strings.Contains(out, "$FEISHU_SECRET (not set in this shell)") {
+		t.Fatalf("list: %q, %v", out, err)
+	}
+	if _, err := runCmd(t, env, "remove", "work"); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := runCmd(t, env, "list"); !strings.Contains(out, "No chat account is configured") {
+		t.Fatalf("after remove: %q", out)
+	}
+	if _, err := runCmd(t, map[string]string{"SCV_HOME": home, "SCV_DELEGATION_DEPTH": "2"}, "add", "x", "--app-id", "a", "--secret-env", "B"); err == nil {
+		t.Fatal("add was allowed in a delegated run")
+	}
+}
