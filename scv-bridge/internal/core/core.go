@@ -152,6 +152,9 @@ func (c *Core) Accept(m Message) error {
 	if m.ID == "" || m.Conversation == "" {
 		return errors.New("a message needs its id and conversation")
 	}
+	if c.ctx == nil {
+		return errors.New("the core is not started: call Start before Accept")
+	}
 	cv := c.conv(m)
 	if cv.waitingCount() >= c.cfg.MaxWaiting {
 		return ErrBusy
