@@ -15,36 +15,22 @@ func AddFeishuAccount(home, name string, a FeishuAccount, env paths.Env) error {
 	if a.AppSecret != "" {
 		return fmt.Errorf("the app secret is not written by a command; name the variable that holds it (app_secret_env)")
 	}
-	file := paths.ConfigFile(home)
-	old, mode, err := readUserFile(file)
-	if err != nil {
-		return err
-	}
-	cfg, _, err := Load(LoadOptions{Home: home, Env: env})
-	if err != nil {
-		return fmt.Errorf("the configuration does not load, so it was not changed; fix it first: %w", err)
-	}
-	if _, ok := cfg.Channels.Feishu[name]; ok {
-		return fmt.Errorf("a Feishu account named %q is already configured in %s; remove it first with `scv channels remove %s`", name, file, name)
-	}
-	var b strings.Builder
-	b.Write(old)
-	if len(old) > 0 && !strings.HasSuffix(string(old), "\n") {
-		b.WriteByte('\n')
-	}
-	if len(old) > 0 {
-		b.WriteByte('\n')
-	}
-	fmt.Fprintf(&b, "[channels.feishu.%s]\n", tomlKey(name))
-	for _, kv := range [][2]string{{"app_id", a.AppID}, {"app_secret_env", a.AppSecretEnv}, {"owner_open_id", a.OwnerOpenID}} {
-		if kv[1] != "" {
-			fmt.Fprintf(&b, "%s = %s\n", kv[0], tomlString(kv[1]))
+	exists := func(cfg *Config, file string) error {
+		if _, ok := cfg.Channels.Feishu[name]; ok {
+			return fmt.Errorf("a Feishu account named %q is already configured in %s; remove it first with `scv channels remove %s`", name, file, name)
 		}
+		return nil
 	}
-	if a.BaseURL != "" && a.BaseURL != FeishuBaseURL {
-		fmt.Fprintf(&b, "base_url = %s\n", tomlString(a.BaseURL))
-	}
-	return replaceChecked(home, file, old, []byte(b.String()), mode, env)
+	return appendTable(home, "channels.feishu."+tomlKey(name), exists, env, func(b *strings.Builder) {
+		for _, kv := range [][2]string{{"app_id", a.AppID}, {"app_secret_env", a.AppSecretEnv}, {"owner_open_id", a.OwnerOpenID}} {
+			if kv[1] != "" {
+				fmt.Fprintf(b, "%s = %s\n", kv[0], tomlString(kv[1]))
+			}
+		}
+		if a.BaseURL != "" && a.BaseURL != FeishuBaseURL {
+			fmt.Fprintf(b, "base_url = %s\n", tomlString(a.BaseURL))
+		}
+	})
 }
 
 // RemoveFeishuAccount removes [channels.feishu.<name>] from the user file
