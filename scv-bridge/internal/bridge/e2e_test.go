@@ -166,3 +166,24 @@ func TestBackgroundReportArrivesUnprompted(t *testing.T) {
 		t.Fatalf("the report = %+v, want an unprompted message in the owner's chat", msgs[1])
 	}
 }
+
+// TestGroupMessagesNeedAMention: in a group only messages that mention the
+// bot reach SCV, in a tool-free session, with the mention removed.
+func TestGroupMessagesNeedAMention(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, fakeopenai.Script(fakeopenai.Text("Hello group.")))
+	r.start(t)
+	r.fs.PushEvent(feishutest.MessageEvent("om_g1", "oc_group", "group", "ou_owner", "text", map[string]string{"text": "chatting among ourselves"}))
+	r.fs.PushEvent(feishutest.MessageEvent("om_g2", "oc_group", "group", "ou_someone", "text",
+		map[string]string{"text": "@_user_1 what time is it?"}, [3]string{"@_user_1", feishutest.BotOpenID, "SCV"}))
+	waitFor(t, "the reply", func() bool { return len(r.fs.Messages()) == 1 })
+	time.Sleep(200 * time.Millisecond)
+	msgs, reqs := r.fs.Messages(), r.model.Requests()
+	if len(msgs) != 1 || msgs[0].ReplyTo != "om_g2" || len(reqs) != 1 {
+		t.Fatalf("messages %+v, %d model requests; want one answer to the mention", msgs, len(reqs))
+	}
+	last := reqs[0].Messages[len(reqs[0].Messages)-1].Content
+	if last != "what time is it?" || len(reqs[0].ToolNames()) != 0 {
+		t.Fatalf("the model got %q with tools %v; want the text without the mention, no tools", last, reqs[0].ToolNames())
+	}
+}

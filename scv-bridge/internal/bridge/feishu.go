@@ -71,6 +71,10 @@ func RunFeishu(ctx context.Context, o Options, a FeishuAccount) error {
 	if err != nil {
 		return fmt.Errorf("feishu account %s: %w", a.Name, err)
 	}
+	bot, err := fc.Bot(ctx)
+	if err != nil {
+		return fmt.Errorf("feishu account %s: the bot's identity: %w", a.Name, err)
+	}
 	conn, err := scvconn.Start(ctx, o.ServerPath, o.ServerEnv, nil)
 	if err != nil {
 		return fmt.Errorf("feishu account %s: %w", a.Name, err)
@@ -99,7 +103,7 @@ func RunFeishu(ctx context.Context, o Options, a FeishuAccount) error {
 		}()
 	}
 	run(func() error { return d.Run(ctx) })
-	run(func() error { return fc.Listen(ctx, feishu.ListenOptions{Handler: feishuHandler(c, log)}) })
+	run(func() error { return fc.Listen(ctx, feishu.ListenOptions{Handler: feishuHandler(c, bot.OpenID, log)}) })
 	run(func() error { return sweep(ctx, o, st, log) })
 	select {
 	case <-ctx.Done():
@@ -122,11 +126,16 @@ func drain(ch <-chan error) []error {
 }
 
 // feishuHandler stores a message through the core before the adapter
-// acknowledges it; an error leaves it unacknowledged (redelivered).
-func feishuHandler(c *core.Core, log *slog.Logger) feishu.Handler {
+// acknowledges it; an error leaves it unacknowledged (redelivered). A
+// group message is for SCV only when it mentions the bot (an app with
+// the scope to read every group message would otherwise answer them all).
+func feishuHandler(c *core.Core, botOpenID string, log *slog.Logger) feishu.Handler {
 	return func(_ context.Context, ev feishu.Event) (*feishu.CallbackResponse, error) {
 		m, ok := ev.(*feishu.MessageEvent)
 		if !ok || m.SenderType != "user" {
+			return nil, nil
+		}
+		if m.ChatType != feishu.ChatP2P && !m.MentionsOpenID(botOpenID) {
 			return nil, nil
 		}
 		msg := core.Message{ID: m.MessageID, Conversation: m.ChatID, Sender: m.SenderOpenID,
