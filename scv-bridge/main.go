@@ -1,5 +1,4 @@
-// Command scv-bridge will relay chat conversations to SCV sessions. For now it
-// only says that it is not built yet.
+// Command scv-bridge relays chat conversations to SCV sessions (docs/channels.md).
 package main
 
 import (

@@ -19,6 +19,19 @@ import (
 // error and the file is left as it was. Only the fields s sets (and
 // enabled = false) are written, so defaults stay defaults.
 func AddMCPServer(home, name string, s MCPServer, env paths.Env) error {
+	exists := func(cfg *Config, file string) error {
+		if _, ok := cfg.MCPServers[name]; ok {
+			return fmt.Errorf("an MCP server named %q is already configured in %s; remove it first with `scv mcp remove %s`", name, file, name)
+		}
+		return nil
+	}
+	return appendTable(home, "mcp_servers."+tomlKey(name), exists, env, func(b *strings.Builder) { writeMCPServer(b, s) })
+}
+
+// appendTable appends the table [header], written by body, to the user
+// file of home, atomically: the file must load before (and exists must
+// accept it) and after.
+func appendTable(home, header string, exists func(*Config, string) error, env paths.Env, body func(*strings.Builder)) error {
 	file := paths.ConfigFile(home)
 	old, mode, err := readUserFile(file)
 	if err != nil {
@@ -28,8 +41,8 @@ func AddMCPServer(home, name string, s MCPServer, env paths.Env) error {
 	if err != nil {
 		return fmt.Errorf("the configuration does not load, so it was not changed; fix it first: %w", err)
 	}
-	if _, ok := cfg.MCPServers[name]; ok {
-		return fmt.Errorf("an MCP server named %q is already configured in %s; remove it first with `scv mcp remove %s`", name, file, name)
+	if err := exists(cfg, file); err != nil {
+		return err
 	}
 	var b strings.Builder
 	b.Write(old)
@@ -39,10 +52,17 @@ func AddMCPServer(home, name string, s MCPServer, env paths.Env) error {
 	if len(old) > 0 {
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "[mcp_servers.%s]\n", tomlKey(name))
+	fmt.Fprintf(&b, "[%s]\n", header)
+	body(&b)
+	return replaceChecked(home, file, old, []byte(b.String()), mode, env)
+}
+
+// writeMCPServer writes the fields s sets (and enabled = false), so
+// defaults stay defaults.
+func writeMCPServer(b *strings.Builder, s MCPServer) {
 	str := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(&b, "%s = %s\n", k, tomlString(v))
+			fmt.Fprintf(b, "%s = %s\n", k, tomlString(v))
 		}
 	}
 	list := func(k string, vs []string) {
@@ -51,7 +71,7 @@ func AddMCPServer(home, name string, s MCPServer, env paths.Env) error {
 			for i, v := range vs {
 				q[i] = tomlString(v)
 			}
-			fmt.Fprintf(&b, "%s = [%s]\n", k, strings.Join(q, ", "))
+			fmt.Fprintf(b, "%s = [%s]\n", k, strings.Join(q, ", "))
 		}
 	}
 	table := func(k string, m map[string]string) {
@@ -60,7 +80,7 @@ func AddMCPServer(home, name string, s MCPServer, env paths.Env) error {
 			for _, n := range slices.Sorted(maps.Keys(m)) {
 				q = append(q, tomlKey(n)+" = "+tomlString(m[n]))
 			}
-			fmt.Fprintf(&b, "%s = { %s }\n", k, strings.Join(q, ", "))
+			fmt.Fprintf(b, "%s = { %s }\n", k, strings.Join(q, ", "))
 		}
 	}
 	str("command", s.Command)
@@ -74,14 +94,13 @@ func AddMCPServer(home, name string, s MCPServer, env paths.Env) error {
 	}
 	d := DefaultMCPServer()
 	if s.StartupTimeoutSeconds != 0 && s.StartupTimeoutSeconds != d.StartupTimeoutSeconds {
-		fmt.Fprintf(&b, "startup_timeout_seconds = %d\n", s.StartupTimeoutSeconds)
+		fmt.Fprintf(b, "startup_timeout_seconds = %d\n", s.StartupTimeoutSeconds)
 	}
 	if s.ToolTimeoutSeconds != 0 && s.ToolTimeoutSeconds != d.ToolTimeoutSeconds {
-		fmt.Fprintf(&b, "tool_timeout_seconds = %d\n", s.ToolTimeoutSeconds)
+		fmt.Fprintf(b, "tool_timeout_seconds = %d\n", s.ToolTimeoutSeconds)
 	}
 	list("enabled_tools", s.EnabledTools)
 	list("disabled_tools", s.DisabledTools)
-	return replaceChecked(home, file, old, []byte(b.String()), mode, env)
 }
 
 // RemoveMCPServer removes the table [mcp_servers.<name>] (and its
@@ -89,6 +108,14 @@ func AddMCPServer(home, name string, s MCPServer, env paths.Env) error {
 // some other way (dotted keys, an inline table) is left for the user to
 // edit, with an error saying so.
 func RemoveMCPServer(home, name string, env paths.Env) error {
+	return removeTable(home, []string{"mcp_servers", name}, "MCP server", env)
+}
+
+// removeTable removes the table prefix (and its subtables) from the user
+// file of home, atomically; noun names what the table is in messages
+// ("MCP server").
+func removeTable(home string, prefix []string, noun string, env paths.Env) error {
+	name, table := prefix[len(prefix)-1], strings.Join(prefix, ".")
 	file := paths.ConfigFile(home)
 	old, mode, err := readUserFile(file)
 	if err != nil {
@@ -98,7 +125,6 @@ func RemoveMCPServer(home, name string, env paths.Env) error {
 	if !ix.complete {
 		return fmt.Errorf("%s is not valid TOML, so it was not changed; fix it first (scv config show says where)", file)
 	}
-	prefix := []string{"mcp_servers", name}
 	start := -1
 	for i, e := range ix.entries {
 		if e.table && slices.Equal(e.path, prefix) {
@@ -108,9 +134,9 @@ func RemoveMCPServer(home, name string, env paths.Env) error {
 	}
 	if start < 0 {
 		if ix.has(prefix...) {
-			return fmt.Errorf("the MCP server %q is not written as a [mcp_servers.%s] table in %s; remove it there by hand", name, name, file)
+			return fmt.Errorf("the %s %q is not written as a [%s] table in %s; remove it there by hand", noun, name, table, file)
 		}
-		return fmt.Errorf("no MCP server named %q is configured in %s", name, file)
+		return fmt.Errorf("no %s named %q is configured in %s", noun, name, file)
 	}
 	end := len(ix.entries)
 	for i := start + 1; i < len(ix.entries); i++ {
@@ -121,7 +147,7 @@ func RemoveMCPServer(home, name string, env paths.Env) error {
 	}
 	for i, e := range ix.entries {
 		if (i < start || i >= end) && hasPrefix(e.path, prefix) {
-			return fmt.Errorf("the MCP server %q is also set outside its table in %s (line %d); remove it there by hand", name, file, e.line)
+			return fmt.Errorf("the %s %q is also set outside its table in %s (line %d); remove it there by hand", noun, name, file, e.line)
 		}
 	}
 	lines := strings.SplitAfter(string(old), "\n")

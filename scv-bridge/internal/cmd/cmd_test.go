@@ -2,24 +2,45 @@ package cmd
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/scv-cli/scv/shared/cli"
 )
 
-// The shared placeholder has the full table; this checks what scv-bridge says.
-func TestSaysWhatIsNotBuilt(t *testing.T) {
-	t.Parallel()
+func run(args ...string) (cli.Code, string, string) {
 	var out, errOut bytes.Buffer
-	if code := Command.Run(nil, &out, &errOut); code != cli.Failure {
-		t.Fatalf("exit code %d, want %d", code, cli.Failure)
+	code := Run(args, cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	t.Parallel()
+	if code, out, _ := run("--version"); code != cli.OK || !strings.HasPrefix(out, "scv-bridge ") {
+		t.Fatalf("--version: code %d, stdout %q", code, out)
 	}
-	if want := "scv-bridge: " + "the chat bridge is not built yet; it lands in a later issue" + "\n"; errOut.String() != want {
-		t.Fatalf("stderr %q, want %q", errOut.String(), want)
+	if code, _, errOut := run("serve"); code != cli.Usage || !strings.Contains(errOut, "Run 'scv-bridge --help' for usage.") {
+		t.Fatalf("a mistyped command: code %d, stderr %q", code, errOut)
 	}
-	out.Reset()
-	if code := Command.Run([]string{"--version"}, &out, &errOut); code != cli.OK || !strings.HasPrefix(out.String(), "scv-bridge ") {
-		t.Fatalf("--version: code %d, stdout %q", code, out.String())
+}
+
+// Not parallel: it sets SCV_HOME.
+func TestRunWithoutAccountsSaysWhatToConfigure(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("SCV_HOME", home)
+	code, _, errOut := run("run")
+	want := "scv-bridge: no chat account is configured: add a [channels.feishu.<account>] table to " +
+		filepath.Join(home, "config.toml")
+	if code != cli.Failure || !strings.HasPrefix(errOut, want) {
+		t.Fatalf("code %d, stderr %q; want %q", code, errOut, want)
+	}
+	cfg := "[channels.feishu.work]\napp_id = \"cli_x\"\napp_secret_env = \"SCV_TEST_UNSET_SECRET\"\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run("run", "--account", "home"); code != cli.Usage || !strings.Contains(errOut, `no account "home"`) {
+		t.Fatalf("unknown account: code %d, stderr %q", code, errOut)
 	}
 }

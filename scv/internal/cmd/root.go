@@ -9,6 +9,7 @@ import (
 
 	"github.com/scv-cli/scv/scv/internal/cmd/acp"
 	"github.com/scv-cli/scv/scv/internal/cmd/appserver"
+	"github.com/scv-cli/scv/scv/internal/cmd/channels"
 	"github.com/scv-cli/scv/scv/internal/cmd/config"
 	"github.com/scv-cli/scv/scv/internal/cmd/daemon"
 	"github.com/scv-cli/scv/scv/internal/cmd/exec"
@@ -98,6 +99,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 		appserver.NewCmdDebug(f, nil),
 		daemon.NewCmdDaemon(f),
 		daemon.NewCmdUpdate(f),
+		channels.NewCmdChannels(f, nil),
 		version.NewCmdVersion(f),
 	)
 	root.AddCommand(daemon.NewCmdsTopLevel(f)...)
