@@ -118,6 +118,8 @@ const (
 	reqQueueRemove
 	reqRules
 	reqAttach
+	reqModels
+	reqSetModel
 )
 
 // request is a sent request awaiting its answer.
@@ -149,8 +151,10 @@ type Model struct {
 	dialog     *approval.Dialog
 	dialogRows int // the rows layout gave the dialog
 	picker     *picker.Picker
-	mcpView    *mcpview.View // the open /mcp view
-	help       bool
+	// modelPicker is the open /model picker.
+	modelPicker *picker.Models
+	mcpView     *mcpview.View // the open /mcp view
+	help        bool
 
 	phase     phase
 	nextID    uint64
@@ -263,7 +267,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
 	case tea.PasteMsg:
-		if m.dialog == nil && m.picker == nil && m.mcpView == nil {
+		if m.dialog == nil && m.picker == nil && m.modelPicker == nil && m.mcpView == nil {
 			m.help = false
 			m.editor.Insert(msg.Content)
 			m.layout()

@@ -75,6 +75,8 @@ func (m *Model) sessionEvent(e protocol.Event) bool {
 	case *protocol.RulesListed:
 		m.take(e.RequestID)
 		m.showRules(e.Rules)
+	case *protocol.SessionModel:
+		m.sessionModel(e)
 	case *protocol.Error:
 		m.serverError(e)
 	case *protocol.SessionPaused:
