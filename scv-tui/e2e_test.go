@@ -727,3 +727,40 @@ command = "/nonexistent/scv-e2e-mcp-server"
 		t.Errorf("exit code %d, want 0", code)
 	}
 }
+
+// TestE2EModelAndInit: /model lists the provider's models with the
+// context window and switches the real session's model; /init sends the
+// AGENTS.md prompt and leaves an existing AGENTS.md alone.
+func TestE2EModelAndInit(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.SetModels("fake-model", "fake-large")
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("Looked around.")))
+	home, ws := fakeHome(t, srv), t.TempDir()
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	tm.submit("/model")
+	tm.waitText("Switch the session's model", "fake-large · ", "-token context window")
+	tm.keys("Down", "Enter")
+	tm.waitText("now uses fake-large")
+	tm.submit("/init")
+	tm.waitText("Looked around.")
+	waitRequests(t, srv, 1)
+	r := srv.Requests()[0]
+	if r.Model != "fake-large" {
+		t.Errorf("the turn used model %q, want fake-large", r.Model)
+	}
+	if p := promptsSent(srv); len(p) != 1 || !strings.Contains(p[0], "Write a starting AGENTS.md") {
+		t.Errorf("prompts %q, want /init's", p)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("# Mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm.submit("/init")
+	tm.waitText("already exists")
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
