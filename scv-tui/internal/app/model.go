@@ -88,7 +88,7 @@ func (m *Model) modelPickerKey(ks string) {
 const agentsFile = "AGENTS.md"
 
 // initPrompt asks the model to write a starting AGENTS.md.
-const initPrompt = `Write a starting AGENTS.md for this workspace, the instructions file coding agents read before they work here. Look before you write: list the top-level files and directories, read the build files (go.mod, package.json, Makefile, Cargo.toml, pyproject.toml or whatever is there), the README and the CI configuration, and try the commands you find when they are cheap. Then create AGENTS.md at the workspace root with the write tool, in short Markdown sections:
+const initPrompt = `Write a starting AGENTS.md for this workspace, the instructions file coding agents read before they work here. Look before you write: list the top-level files and directories, read the build files (go.mod, package.json, Makefile, Cargo.toml, pyproject.toml or whatever is there), the README and the CI configuration, and try the commands you find when they are cheap. Then create AGENTS.md at the workspace root with the write tool in mode "create" (which refuses a file that exists), in short Markdown sections:
 - Build, test and lint: the exact commands, including how to run one test.
 - Layout: the main directories and what lives in each.
 - Conventions: code style, error handling, naming, commit messages, what to avoid, as the code shows them.
