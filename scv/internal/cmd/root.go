@@ -13,6 +13,7 @@ import (
 	"github.com/scv-cli/scv/scv/internal/cmd/daemon"
 	"github.com/scv-cli/scv/scv/internal/cmd/exec"
 	"github.com/scv-cli/scv/scv/internal/cmd/server"
+	"github.com/scv-cli/scv/scv/internal/cmd/setup"
 	"github.com/scv-cli/scv/scv/internal/cmd/version"
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
 	"github.com/scv-cli/scv/shared/cli"
@@ -99,6 +100,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 		daemon.NewCmdDaemon(f),
 		daemon.NewCmdUpdate(f),
 		version.NewCmdVersion(f),
+		setup.NewCmdSetup(f),
 	)
 	root.AddCommand(daemon.NewCmdsTopLevel(f)...)
 	return root
