@@ -51,24 +51,13 @@ func (p *Models) Chosen() string {
 // View renders the picker within width columns and height rows.
 func (p *Models) View(st styles.Styles, width, height int) string {
 	lines := []string{st.Panel.Render(wrap.Truncate("Switch the session's model", width))}
-	rows := max(height-2, 1)
-	start := 0
-	if p.selected >= rows {
-		start = p.selected - rows + 1
-	}
-	for i := start; i < min(start+rows, len(p.choices)); i++ {
+	lines = appendRows(lines, st, len(p.choices), p.selected, width, height, func(i int) string {
 		c := p.choices[i]
-		line := c.Label
 		if c.ID == p.current {
-			line += " (in use)"
+			return wrap.OneLine(c.Label + " (in use)")
 		}
-		line = wrap.Truncate(wrap.OneLine(line), width-2)
-		if i == p.selected {
-			lines = append(lines, "▸ "+st.Selected.Render(line))
-		} else {
-			lines = append(lines, "  "+line)
-		}
-	}
+		return wrap.OneLine(c.Label)
+	})
 	lines = append(lines, st.Dim.Render(wrap.Truncate("↑/↓ choose · Enter switch · Esc close", width)))
 	return strings.Join(lines, "\n")
 }
