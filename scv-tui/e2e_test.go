@@ -764,3 +764,31 @@ func TestE2EModelAndInit(t *testing.T) {
 		t.Errorf("exit code %d, want 0", code)
 	}
 }
+
+// TestE2ELightTheme: SCV_THEME=light draws the light palette (the status
+// bar's light surface, #d5d8e3) in a real terminal; an unknown value is
+// refused at start with what to set.
+func TestE2ELightTheme(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	home, ws := fakeHome(t, srv), t.TempDir()
+	tm := startTerm(t, ws, home, []string{"COLORTERM=truecolor", "SCV_THEME=light"}, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	styled, err := exec.Command("tmux", "-L", tm.socket, "capture-pane", "-e", "-p", "-t", "e2e").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(styled), "48;2;213;216;227") || strings.Contains(string(styled), "48;2;36;40;59") {
+		t.Errorf("the status bar is not light:\n%q", styled)
+	}
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	bad := startTerm(t, ws, home, []string{"SCV_THEME=blue"}, filepath.Join(bin, "scv"))
+	bad.waitText(`SCV_THEME is "blue": set it to dark or light`)
+	if code := bad.exitCode(); code == 0 {
+		t.Error("an unknown SCV_THEME exited 0")
+	}
+}
