@@ -792,3 +792,27 @@ func TestE2ELightTheme(t *testing.T) {
 		t.Error("an unknown SCV_THEME exited 0")
 	}
 }
+
+// TestE2EFirstRunOffer: scv with no configuration asks once whether to set
+// a provider up; d starts the demo at once, and the next run does not ask.
+func TestE2EFirstRunOffer(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	home, ws := t.TempDir(), t.TempDir()
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("No model provider is configured yet", "d for the built-in demo")
+	tm.typeText("d")
+	tm.keys("Enter")
+	tm.waitText("scv-demo", "scv setup")
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	again := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	s := again.waitText("scv-demo")
+	if strings.Contains(s, "No model provider is configured yet") {
+		t.Error("the offer was made twice")
+	}
+	again.submit("/quit")
+	again.exitCode()
+}

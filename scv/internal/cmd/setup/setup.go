@@ -44,6 +44,8 @@ type Options struct {
 	// Client tests the connection (http.DefaultClient's transport with a
 	// 10 s timeout when nil).
 	Client *http.Client
+	// in, when set, is the reader of IO.In already in use (Offer's).
+	in *bufio.Reader
 }
 
 // NewCmdSetup returns `scv setup`.
@@ -86,7 +88,10 @@ func Run(ctx context.Context, opts *Options) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("checking %s: %w", path, err)
 	}
-	in := bufio.NewReader(opts.IO.In)
+	in := opts.in
+	if in == nil {
+		in = bufio.NewReader(opts.IO.In)
+	}
 	out := opts.IO.Out
 	a, ok, err := ask(in, out, opts.Env)
 	if err != nil || !ok {

@@ -108,3 +108,38 @@ func TestSetupPastedKeyAndFailures(t *testing.T) {
 		t.Errorf("input that ends early: %v", err)
 	}
 }
+
+// TestOffer: the first run without configuration asks once; Enter runs the
+// dialogue (here answered d), d starts the demo, and a second run does not
+// ask again; with a configuration file nothing is asked.
+func TestOffer(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	offer := func(input string) string {
+		var out bytes.Buffer
+		err := Offer(context.Background(), &Options{IO: &cmdutil.IOStreams{In: strings.NewReader(input), Out: &out}, Env: paths.MapEnv(map[string]string{"SCV_HOME": home})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	if out := offer("\nd\n"); !strings.Contains(out, "No model provider is configured yet") || !strings.Contains(out, "Which model provider") || !strings.Contains(out, "scv runs the demo") {
+		t.Fatalf("first run:\n%s", out)
+	}
+	if out := offer("\n"); out != "" {
+		t.Fatalf("the offer was made twice:\n%s", out)
+	}
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "config.toml"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Offer(context.Background(), &Options{IO: &cmdutil.IOStreams{In: strings.NewReader("\n"), Out: &out}, Env: paths.MapEnv(map[string]string{"SCV_HOME": other})}); err != nil || out.Len() != 0 {
+		t.Fatalf("with a configuration: %v %q", err, out.String())
+	}
+	fresh := t.TempDir()
+	out.Reset()
+	if err := Offer(context.Background(), &Options{IO: &cmdutil.IOStreams{In: strings.NewReader("d\n"), Out: &out}, Env: paths.MapEnv(map[string]string{"SCV_HOME": fresh})}); err != nil || strings.Contains(out.String(), "Which model provider") {
+		t.Fatalf("d: %v %q", err, out.String())
+	}
+}
