@@ -727,3 +727,92 @@ command = "/nonexistent/scv-e2e-mcp-server"
 		t.Errorf("exit code %d, want 0", code)
 	}
 }
+
+// TestE2EModelAndInit: /model lists the provider's models with the
+// context window and switches the real session's model; /init sends the
+// AGENTS.md prompt and leaves an existing AGENTS.md alone.
+func TestE2EModelAndInit(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.SetModels("fake-model", "fake-large")
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("Looked around.")))
+	home, ws := fakeHome(t, srv), t.TempDir()
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	tm.submit("/model")
+	tm.waitText("Switch the session's model", "fake-large · ", "-token context window")
+	tm.keys("Down", "Enter")
+	tm.waitText("now uses fake-large")
+	tm.submit("/init")
+	tm.waitText("Looked around.")
+	waitRequests(t, srv, 1)
+	r := srv.Requests()[0]
+	if r.Model != "fake-large" {
+		t.Errorf("the turn used model %q, want fake-large", r.Model)
+	}
+	if p := promptsSent(srv); len(p) != 1 || !strings.Contains(p[0], "Write a starting AGENTS.md") {
+		t.Errorf("prompts %q, want /init's", p)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("# Mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm.submit("/init")
+	tm.waitText("already exists")
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
+// TestE2ELightTheme: SCV_THEME=light draws the light palette (the status
+// bar's light surface, #d5d8e3) in a real terminal; an unknown value is
+// refused at start with what to set.
+func TestE2ELightTheme(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	home, ws := fakeHome(t, srv), t.TempDir()
+	tm := startTerm(t, ws, home, []string{"COLORTERM=truecolor", "SCV_THEME=light"}, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	styled, err := exec.Command("tmux", "-L", tm.socket, "capture-pane", "-e", "-p", "-t", "e2e").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(styled), "48;2;213;216;227") || strings.Contains(string(styled), "48;2;36;40;59") {
+		t.Errorf("the status bar is not light:\n%q", styled)
+	}
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	bad := startTerm(t, ws, home, []string{"SCV_THEME=blue"}, filepath.Join(bin, "scv"))
+	bad.waitText(`SCV_THEME is "blue": set it to dark or light`)
+	if code := bad.exitCode(); code == 0 {
+		t.Error("an unknown SCV_THEME exited 0")
+	}
+}
+
+// TestE2EFirstRunOffer: scv with no configuration asks once whether to set
+// a provider up; d starts the demo at once, and the next run does not ask.
+func TestE2EFirstRunOffer(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	home, ws := t.TempDir(), t.TempDir()
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("No model provider is configured yet", "d for the built-in demo")
+	tm.typeText("d")
+	tm.keys("Enter")
+	tm.waitText("scv-demo", "scv setup")
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	again := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	s := again.waitText("scv-demo")
+	if strings.Contains(s, "No model provider is configured yet") {
+		t.Error("the offer was made twice")
+	}
+	again.submit("/quit")
+	again.exitCode()
+}

@@ -221,6 +221,8 @@ var clientMessages = map[string]struct {
 	TypeSessionDetach:   {Version4, func() ClientMessage { return new(SessionDetach) }},
 	TypeDaemonStatus:    {Version4, func() ClientMessage { return new(DaemonStatus) }},
 	TypeRuleRevoke:      {Version4, func() ClientMessage { return new(RuleRevoke) }},
+	TypeSessionModels:   {Version4, func() ClientMessage { return new(SessionModels) }},
+	TypeSetModel:        {Version4, func() ClientMessage { return new(SetModel) }},
 }
 
 // ClientMessageSince reports the first protocol version that has the client

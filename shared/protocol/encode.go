@@ -211,6 +211,12 @@ func withEmptyLists(e Event) Event {
 			}
 			return &c
 		}
+	case *SessionModel:
+		if v != nil && v.Models == nil {
+			c := *v
+			c.Models = []ModelInfo{}
+			return &c
+		}
 	case *DaemonStatusReported:
 		if v != nil && v.Sessions == nil {
 			c := *v

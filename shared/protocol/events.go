@@ -490,6 +490,7 @@ var events = map[string]func() Event{
 	TypeApprovalResolved:   func() Event { return new(ApprovalResolved) },
 	TypeDaemonStatusIs:     func() Event { return new(DaemonStatusReported) },
 	TypeTurnRetrying:       func() Event { return new(TurnRetrying) },
+	TypeSessionModel:       func() Event { return new(SessionModel) },
 }
 
 // NewEvent returns a zero value of the event type t, or nil.

@@ -331,7 +331,8 @@ func TestRegistries(t *testing.T) {
 		_, seq := e.(Sequenced)
 		conn := typ == TypeInitialized || typ == TypeSessionStarted || typ == TypeError ||
 			typ == TypeSessionReplay || typ == TypeSessionListed || typ == TypeRulesListed ||
-			typ == TypeSessionAttached || typ == TypeSessionDetached || typ == TypeDaemonStatusIs
+			typ == TypeSessionAttached || typ == TypeSessionDetached || typ == TypeDaemonStatusIs ||
+			typ == TypeSessionModel
 		if seq == conn {
 			t.Errorf("%s: Sequenced = %v", typ, seq)
 		}

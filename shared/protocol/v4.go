@@ -12,6 +12,8 @@ const (
 	TypeSessionDetach = "session.detach"
 	TypeDaemonStatus  = "daemon.status"
 	TypeRuleRevoke    = "rule.revoke"
+	TypeSessionModels = "session.models"
+	TypeSetModel      = "session.set_model"
 )
 
 // Server event types of version 4.
@@ -21,6 +23,7 @@ const (
 	TypeApprovalResolved = "approval.resolved"
 	TypeDaemonStatusIs   = "daemon.status_reported"
 	TypeTurnRetrying     = "turn.retrying"
+	TypeSessionModel     = "session.model"
 )
 
 // Version4 adds session.attach, session.detach, daemon.status and
@@ -51,6 +54,43 @@ type RuleRevoke struct {
 	RequestID string `json:"request_id"`
 	SessionID string `json:"session_id"`
 	Key       string `json:"key"`
+}
+
+// SessionModels asks which model a session uses and which it may switch
+// to (v4); it is answered by session.model.
+type SessionModels struct {
+	RequestID string `json:"request_id"`
+	SessionID string `json:"session_id"`
+}
+
+// SetModel switches a session's model (v4): every model request from now
+// on uses it, the running turn's next one included. The model must be the
+// session's configured model or one the provider lists. It is answered by
+// session.model. The switch is not stored: a resumed session starts on the
+// configured model again.
+type SetModel struct {
+	RequestID string `json:"request_id"`
+	SessionID string `json:"session_id"`
+	Model     string `json:"model"`
+}
+
+// ModelInfo is one model a session may use.
+type ModelInfo struct {
+	ID string `json:"id"`
+	// ContextMaxTokens is the model's context window as configured
+	// (providers.NAME.context_max_tokens).
+	ContextMaxTokens int64 `json:"context_max_tokens"`
+}
+
+// SessionModel answers session.models and session.set_model: the model the
+// session uses now, its context window, and the models it may switch to
+// (the configured one first, then those the provider lists).
+type SessionModel struct {
+	RequestID        string      `json:"request_id"`
+	SessionID        string      `json:"session_id"`
+	Model            string      `json:"model"`
+	ContextMaxTokens int64       `json:"context_max_tokens"`
+	Models           []ModelInfo `json:"models"`
 }
 
 // DaemonStatus asks a daemon for its state (v4).
@@ -160,28 +200,36 @@ func (*SessionAttach) Kind() string { return TypeSessionAttach }
 func (*SessionDetach) Kind() string { return TypeSessionDetach }
 func (*DaemonStatus) Kind() string  { return TypeDaemonStatus }
 func (*RuleRevoke) Kind() string    { return TypeRuleRevoke }
+func (*SessionModels) Kind() string { return TypeSessionModels }
+func (*SetModel) Kind() string      { return TypeSetModel }
 
 func (m *SessionAttach) Request() string { return m.RequestID }
 func (m *SessionDetach) Request() string { return m.RequestID }
 func (m *DaemonStatus) Request() string  { return m.RequestID }
 func (m *RuleRevoke) Request() string    { return m.RequestID }
+func (m *SessionModels) Request() string { return m.RequestID }
+func (m *SetModel) Request() string      { return m.RequestID }
 
 func (*SessionAttach) isClientMessage() {}
 func (*SessionDetach) isClientMessage() {}
 func (*DaemonStatus) isClientMessage()  {}
 func (*RuleRevoke) isClientMessage()    {}
+func (*SessionModels) isClientMessage() {}
+func (*SetModel) isClientMessage()      {}
 
 func (*SessionAttached) Kind() string      { return TypeSessionAttached }
 func (*SessionDetached) Kind() string      { return TypeSessionDetached }
 func (*ApprovalResolved) Kind() string     { return TypeApprovalResolved }
 func (*DaemonStatusReported) Kind() string { return TypeDaemonStatusIs }
 func (*TurnRetrying) Kind() string         { return TypeTurnRetrying }
+func (*SessionModel) Kind() string         { return TypeSessionModel }
 
 func (*SessionAttached) isEvent()      {}
 func (*SessionDetached) isEvent()      {}
 func (*ApprovalResolved) isEvent()     {}
 func (*DaemonStatusReported) isEvent() {}
 func (*TurnRetrying) isEvent()         {}
+func (*SessionModel) isEvent()         {}
 
 // MCP server states (MCPServer.State).
 const (

@@ -368,6 +368,7 @@ func (r *Runtime) connOptions(closeManager bool) ndjson.Options {
 		CloseManager:        closeManager,
 		DetachWait:          r.opts.DetachWait,
 		MCPServers:          r.MCP.Servers,
+		Models:              r.models,
 	}
 }
 
@@ -427,7 +428,8 @@ func (r *Runtime) Close() {
 	}
 }
 
-// models lists the provider's models for the ACP model option; nil when
+// models lists the provider's models for the ACP model option and
+// session.models; nil when
 // the provider lists none (the provider logs why, once).
 func (r *Runtime) models(ctx context.Context) []string {
 	l, ok := r.Provider.(provider.ModelLister)

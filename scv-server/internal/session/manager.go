@@ -278,6 +278,7 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 		id:           uuid.NewString(),
 		cwd:          cwd,
 		model:        model,
+		startModel:   model,
 		version:      opts.ProtocolVersion,
 		depth:        opts.DelegationDepth,
 		channel:      opts.Channel,

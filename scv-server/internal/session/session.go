@@ -46,16 +46,19 @@ type ReasoningObserver interface {
 
 // Session is one conversation in one workspace.
 type Session struct {
-	id      string
-	cwd     string
-	model   string // guarded by mu once the session has started
-	version int
-	depth   int
-	channel *protocol.Channel
-	system  string // guarded by mu once the session has started
-	mgr     *Manager
-	root    *os.Root
-	tools   *tools.Registry // guarded by mu once the session has started; nil: tool-free
+	id    string
+	cwd   string
+	model string // guarded by mu once the session has started
+	// startModel is the model the session started on (session.start's or
+	// the provider's); it never changes.
+	startModel string
+	version    int
+	depth      int
+	channel    *protocol.Channel
+	system     string // guarded by mu once the session has started
+	mgr        *Manager
+	root       *os.Root
+	tools      *tools.Registry // guarded by mu once the session has started; nil: tool-free
 	// hostedSearch offers the endpoint's hosted web search (guarded by mu
 	// once the session has started).
 	hostedSearch bool
@@ -181,6 +184,10 @@ func (s *Session) Model() string {
 	defer s.mu.Unlock()
 	return s.model
 }
+
+// ConfiguredModel returns the model the session started on, before any
+// switch.
+func (s *Session) ConfiguredModel() string { return s.startModel }
 
 // SetModel changes the session's model (a client's model switch, such as
 // ACP's session/set_config_option): it applies to every model request

@@ -52,6 +52,10 @@ type Options struct {
 	// Prompt is sent as if typed once the first session is ready (the
 	// command line's PROMPT): a prompt, or a /command.
 	Prompt string
+	// Theme is ThemeDark or ThemeLight to choose the styles; "" asks the
+	// terminal for its background and picks them from its answer (dark
+	// until it answers, and when it never does).
+	Theme string
 }
 
 // History is the prompt history (Up/Down recall) of one workspace.
@@ -118,6 +122,8 @@ const (
 	reqQueueRemove
 	reqRules
 	reqAttach
+	reqModels
+	reqSetModel
 )
 
 // request is a sent request awaiting its answer.
@@ -149,8 +155,10 @@ type Model struct {
 	dialog     *approval.Dialog
 	dialogRows int // the rows layout gave the dialog
 	picker     *picker.Picker
-	mcpView    *mcpview.View // the open /mcp view
-	help       bool
+	// modelPicker is the open /model picker.
+	modelPicker *picker.Models
+	mcpView     *mcpview.View // the open /mcp view
+	help        bool
 
 	phase     phase
 	nextID    uint64
@@ -209,9 +217,21 @@ type Model struct {
 	live     map[string]bool
 }
 
+// Themes for Options.Theme (SCV_THEME).
+const (
+	ThemeDark  = "dark"
+	ThemeLight = "light"
+)
+
+// setStyles switches every part of the view to st.
+func (m *Model) setStyles(st styles.Styles) {
+	m.st = st
+	m.transcript.SetStyles(st, markdown.New(st.MarkdownStyle))
+}
+
 // New returns the model. It does nothing until ServerStarted arrives.
 func New(opts Options) *Model {
-	st := styles.Default()
+	st := styles.For(opts.Theme != ThemeLight)
 	m := &Model{
 		opts:       opts,
 		st:         st,
@@ -233,11 +253,23 @@ func New(opts Options) *Model {
 }
 
 // Init implements tea.Model.
-func (m *Model) Init() tea.Cmd { return nil }
+// It asks the terminal for its background colour, to pick the styles
+// (BackgroundColorMsg), unless Options.Theme chose them.
+func (m *Model) Init() tea.Cmd {
+	if m.opts.Theme != "" {
+		return nil
+	}
+	return tea.RequestBackgroundColor
+}
 
 // Update implements tea.Model.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
+	case tea.BackgroundColorMsg:
+		if m.opts.Theme == "" {
+			m.setStyles(styles.For(msg.IsDark()))
+		}
+		return m, nil
 	case tea.WindowSizeMsg:
 		m.width, m.height = max(msg.Width, 1), max(msg.Height, 1)
 		m.layout()
@@ -263,7 +295,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
 	case tea.PasteMsg:
-		if m.dialog == nil && m.picker == nil && m.mcpView == nil {
+		if m.dialog == nil && m.picker == nil && m.modelPicker == nil && m.mcpView == nil {
 			m.help = false
 			m.editor.Insert(msg.Content)
 			m.layout()

@@ -75,6 +75,8 @@ func (m *Model) sessionEvent(e protocol.Event) bool {
 	case *protocol.RulesListed:
 		m.take(e.RequestID)
 		m.showRules(e.Rules)
+	case *protocol.SessionModel:
+		m.sessionModel(e)
 	case *protocol.Error:
 		m.serverError(e)
 	case *protocol.SessionPaused:
@@ -298,7 +300,8 @@ func (m *Model) sessionStarted(e *protocol.SessionStarted) {
 
 // demoBanner tells a user of the demo provider how to get a real one.
 const demoBanner = "This is the built-in demo provider: replies are scripted, not from a real model. " +
-	"To use a real model, run `scv config path` to find your config file and add a provider, for example:\n" +
+	"To use a real model, quit and run `scv setup` (pick a provider, name or paste the key, test the connection), " +
+	"or run `scv config path` to find your config file and add a provider, for example:\n" +
 	"  [providers.openai]\n  api_key_env = \"OPENAI_API_KEY\"\n" +
 	"then set that variable and restart scv. docs/configuration.md lists every provider setting."
 

@@ -44,6 +44,10 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.pickerKey(ks)
 		return nil
 	}
+	if m.modelPicker != nil {
+		m.modelPickerKey(ks)
+		return nil
+	}
 	if m.mcpView != nil {
 		m.mcpKey(ks)
 		return nil
@@ -505,6 +509,9 @@ func (m *Model) command(line string) tea.Cmd {
 		done()
 		m.mcpView = mcpview.New(m.mcpServers)
 	default:
+		if m.moreCommand(name, arg, done) {
+			return nil
+		}
 		m.flash = fmt.Sprintf("Unknown command %s; /help lists the commands.", name)
 	}
 	return nil

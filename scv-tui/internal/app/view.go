@@ -96,7 +96,7 @@ func (m *Model) render() string {
 	m.layout()
 	parts := make([]string, 0, 6)
 	top := m.transcript.View()
-	if m.help || m.picker != nil || m.mcpView != nil {
+	if m.help || m.picker != nil || m.modelPicker != nil || m.mcpView != nil {
 		h := lineCount(top)
 		var over string
 		switch {
@@ -104,6 +104,8 @@ func (m *Model) render() string {
 			over = m.helpView(h)
 		case m.picker != nil:
 			over = m.picker.View(m.st, m.width, h)
+		case m.modelPicker != nil:
+			over = m.modelPicker.View(m.st, m.width, h)
 		default:
 			over = m.mcpView.View(m.st, m.width, h)
 		}
@@ -234,6 +236,7 @@ func (m *Model) helpText() string {
 		"  /resume   continue a stored session  /rules    list the session rules",
 		"  /mcp      the MCP servers and tools  /cost     tokens used so far",
 		"  /revoke   remove a session rule      /help     this help",
+		"  /model    switch the model           /init     write AGENTS.md",
 		"  /quit     quit",
 		"Server log: " + wrap.Sanitize(m.logPath()),
 		"Any key closes this help.",

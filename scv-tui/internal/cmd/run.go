@@ -59,6 +59,8 @@ type session struct {
 	// cli.Interrupted). In raw mode Ctrl+C is a key, not a SIGINT.
 	signals   []os.Signal
 	signalled atomic.Bool
+	// theme is SCV_THEME: "", "dark" or "light".
+	theme string
 }
 
 // setup finds the server and prepares the log and the history; nothing is
@@ -69,6 +71,11 @@ func setup(f Flags, env paths.Env) (*session, error) {
 		return nil, err
 	}
 	s := &session{flags: f, logPath: f.LogFile, newModel: func(o app.Options) tea.Model { return app.New(o) }}
+	switch s.theme = env.Getenv("SCV_THEME"); s.theme {
+	case "", app.ThemeDark, app.ThemeLight:
+	default:
+		return nil, fmt.Errorf("SCV_THEME is %q: set it to dark or light, or unset it to let scv detect the terminal's background", s.theme)
+	}
 	if s.logPath == "" {
 		if s.logPath, err = client.DefaultLogPath(env); err != nil {
 			return nil, err
@@ -183,6 +190,7 @@ func (s *session) run(ctx context.Context, in io.Reader, out io.Writer) (err err
 			Attach:    s.flags.Attach,
 			Model:     s.flags.Model,
 			Prompt:    s.flags.Prompt,
+			Theme:     s.theme,
 		})
 		p = tea.NewProgram(model, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithoutSignalHandler())
 		pumping = true

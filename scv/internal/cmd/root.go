@@ -14,10 +14,12 @@ import (
 	"github.com/scv-cli/scv/scv/internal/cmd/daemon"
 	"github.com/scv-cli/scv/scv/internal/cmd/exec"
 	"github.com/scv-cli/scv/scv/internal/cmd/server"
+	"github.com/scv-cli/scv/scv/internal/cmd/setup"
 	"github.com/scv-cli/scv/scv/internal/cmd/version"
 	"github.com/scv-cli/scv/scv/internal/cmdutil"
 	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/client"
+	"github.com/scv-cli/scv/shared/paths"
 	sharedversion "github.com/scv-cli/scv/shared/version"
 	"github.com/spf13/cobra"
 )
@@ -101,6 +103,7 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 		daemon.NewCmdUpdate(f),
 		channels.NewCmdChannels(f, nil),
 		version.NewCmdVersion(f),
+		setup.NewCmdSetup(f),
 	)
 	root.AddCommand(daemon.NewCmdsTopLevel(f)...)
 	return root
@@ -141,6 +144,11 @@ func tuiRun(f *cmdutil.Factory, o tuiOptions) error {
 	path, err := f.FindBinary(client.TUI)
 	if err != nil {
 		return err
+	}
+	if o.resume == "" && o.attach == "" && f.StdinIsTerminal != nil && f.StdinIsTerminal() {
+		if err := setup.Offer(context.Background(), &setup.Options{IO: f.IO, Env: paths.OSEnv()}); err != nil {
+			return err
+		}
 	}
 	argv := []string{client.TUI}
 	for _, fl := range []struct{ name, value string }{{"--cd", o.dir}, {"--resume", o.resume}, {"--model", o.model}, {"--log-file", o.logFile}, {"--attach", o.attach}} {

@@ -25,6 +25,9 @@ var messageDescriptions = map[string]string{
 	protocol.TypeSessionAttach:    "Attaches the connection to a live session of a daemon, replaying the events after after_seq from its ring (v4).",
 	protocol.TypeSessionDetach:    "Detaches the connection from a session; the session and its turns go on (v4).",
 	protocol.TypeRuleRevoke:       "Removes an approval rule from the session (one granted, or one of tools.allow for this session only); answered by session.rules_listed (v4).",
+	protocol.TypeSessionModels:    "Asks for the session's model, its context window and the models it may switch to; answered by session.model (v4).",
+	protocol.TypeSetModel:         "Switches the session's model for every model request from now on (not stored); answered by session.model (v4).",
+	protocol.TypeSessionModel:     "Answers session.models and session.set_model: the model now, its context window, and the models to switch to (v4).",
 	protocol.TypeDaemonStatus:     "Asks the daemon for its pid, version, clients and live sessions (v4).",
 	protocol.TypeSessionAttached:  "Answers session.attach with the session's state; the replayed events follow, then the live ones (v4).",
 	protocol.TypeSessionDetached:  "Answers session.detach (v4).",
@@ -64,6 +67,8 @@ var messageDescriptions = map[string]string{
 // "<path>", then the member's own name; a path joins nested names with ".".
 var fieldDescriptions = map[string]string{
 	// Protocol v4 (the daemon).
+	"session.model/models":               "The models the session may switch to: the configured one first, then those the provider lists.",
+	"session.model/models.id":            "A model id to pass to session.set_model.",
 	"turn.retrying/attempt":              "The attempt about to be made: 2 for the first retry.",
 	"turn.retrying/max_attempts":         "How many attempts there are in all (provider max_retries plus one).",
 	"turn.retrying/delay_ms":             "How long the server waits before that attempt, in milliseconds.",

@@ -83,7 +83,11 @@ type Options struct {
 	// MCPServers, when not nil, reports the MCP servers' status for
 	// session.started (v4 clients only).
 	MCPServers func() []protocol.MCPServer
-	Logger     *slog.Logger
+	// Models, when not nil, lists the models the provider serves, for
+	// session.models and session.set_model (nil or empty when it lists
+	// none: a session then offers its configured model only).
+	Models func(ctx context.Context) []string
+	Logger *slog.Logger
 }
 
 // DefaultDetachWait is how long a daemon's session event waits for room in

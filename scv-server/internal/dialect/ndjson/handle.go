@@ -164,6 +164,14 @@ func (c *conn) dispatch(msg protocol.ClientMessage) error {
 		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
 			return s.Compact(ctx, m.RequestID)
 		})
+	case *protocol.SessionModels:
+		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
+			return c.sessionModel(m.RequestID, s, c.models(ctx, s))
+		})
+	case *protocol.SetModel:
+		return c.withSession(m.SessionID, func(ctx context.Context, s *session.Session) error {
+			return c.setModel(ctx, m, s)
+		})
 	}
 	return &session.Error{Code: protocol.ErrInvalidRequest, Message: fmt.Sprintf("unknown message type %q", msg.Kind())}
 }

@@ -56,12 +56,7 @@ func (p *Picker) View(st styles.Styles, width, height int) string {
 		lines = append(lines, st.Dim.Render(wrap.Truncate("Esc closes", width)))
 		return strings.Join(lines, "\n")
 	}
-	rows := max(height-2, 1)
-	start := 0
-	if p.selected >= rows {
-		start = p.selected - rows + 1
-	}
-	for i := start; i < min(start+rows, len(p.sessions)); i++ {
+	lines = appendRows(lines, st, len(p.sessions), p.selected, width, height, func(i int) string {
 		s := p.sessions[i]
 		when := s.UpdatedAt
 		if t, err := time.Parse(time.RFC3339, s.UpdatedAt); err == nil {
@@ -75,13 +70,28 @@ func (p *Picker) View(st styles.Styles, width, height int) string {
 		if s.SessionID == p.current {
 			line += " (open now)"
 		}
-		line = wrap.Truncate(line, width-2)
-		if i == p.selected {
+		return line
+	})
+	lines = append(lines, st.Dim.Render(wrap.Truncate("↑/↓ choose · Enter resume · Esc close", width)))
+	return strings.Join(lines, "\n")
+}
+
+// appendRows appends the window of n rows (label(i) each) that keeps
+// selected in view within height minus a title and a hint line, the
+// selected one marked.
+func appendRows(lines []string, st styles.Styles, n, selected, width, height int, label func(int) string) []string {
+	rows := max(height-2, 1)
+	start := 0
+	if selected >= rows {
+		start = selected - rows + 1
+	}
+	for i := start; i < min(start+rows, n); i++ {
+		line := wrap.Truncate(label(i), width-2)
+		if i == selected {
 			lines = append(lines, "▸ "+st.Selected.Render(line))
 		} else {
 			lines = append(lines, "  "+line)
 		}
 	}
-	lines = append(lines, st.Dim.Render(wrap.Truncate("↑/↓ choose · Enter resume · Esc close", width)))
-	return strings.Join(lines, "\n")
+	return lines
 }

@@ -39,3 +39,28 @@ func TestPicker(t *testing.T) {
 		golden.RequireStyled(t, out)
 	})
 }
+
+func TestModelsPicker(t *testing.T) {
+	t.Parallel()
+	st := styles.Default()
+	choices := []Choice{
+		{ID: "gpt-4.1", Label: "gpt-4.1 · 1M context"},
+		{ID: "gpt-4.1-mini", Label: "gpt-4.1-mini · 1M context"},
+		{ID: "o3", Label: "o3 · 200k context"},
+	}
+	p := NewModels(choices, "gpt-4.1-mini")
+	if p.Chosen() != "" {
+		t.Error("the model in use can be chosen")
+	}
+	p.Move(1)
+	if p.Chosen() != "o3" {
+		t.Errorf("chosen %q", p.Chosen())
+	}
+	p.Move(-5)
+	if p.Chosen() != "gpt-4.1" {
+		t.Errorf("selection not clamped: %q", p.Chosen())
+	}
+	out := p.View(st, 40, 4)
+	golden.RequireWidth(t, out, 40)
+	golden.RequireStyled(t, out)
+}

@@ -38,42 +38,67 @@ type Styles struct {
 	MarkdownStyle string
 }
 
-// Semantic colour tokens.
+// palette is the semantic colour tokens of one terminal background.
+type palette struct {
+	accent, good, bad, warn, muted, surface, text color.Color
+	markdown                                      string
+}
+
+// dark suits dark backgrounds (Tokyo Night); light suits light ones
+// (Tokyo Night Day): every token keeps a contrast of at least 4.5:1 with
+// its background, so that the text is readable on either.
 var (
-	accent  color.Color = lipgloss.Color("#7aa2f7")
-	good    color.Color = lipgloss.Color("#9ece6a")
-	bad     color.Color = lipgloss.Color("#f7768e")
-	warn    color.Color = lipgloss.Color("#e0af68")
-	muted   color.Color = lipgloss.Color("#787c99")
-	surface color.Color = lipgloss.Color("#24283b")
-	text    color.Color = lipgloss.Color("#c0caf5")
+	dark = palette{
+		accent: lipgloss.Color("#7aa2f7"), good: lipgloss.Color("#9ece6a"), bad: lipgloss.Color("#f7768e"),
+		warn: lipgloss.Color("#e0af68"), muted: lipgloss.Color("#787c99"), surface: lipgloss.Color("#24283b"),
+		text: lipgloss.Color("#c0caf5"), markdown: "dark",
+	}
+	light = palette{
+		accent: lipgloss.Color("#2959aa"), good: lipgloss.Color("#385f0d"), bad: lipgloss.Color("#b01e3b"),
+		warn: lipgloss.Color("#7a4d00"), muted: lipgloss.Color("#5a607a"), surface: lipgloss.Color("#d5d8e3"),
+		text: lipgloss.Color("#1f2335"), markdown: "light",
+	}
 )
 
-// Default returns the TUI's styles for a dark terminal.
-func Default() Styles {
+// Default returns the TUI's styles for a dark terminal, the assumption
+// until the terminal says otherwise.
+func Default() Styles { return build(dark) }
+
+// Light returns the TUI's styles for a light terminal.
+func Light() Styles { return build(light) }
+
+// For returns the styles for a dark or a light background.
+func For(isDark bool) Styles {
+	if isDark {
+		return Default()
+	}
+	return Light()
+}
+
+func build(p palette) Styles {
 	return Styles{
-		User:          lipgloss.NewStyle().Foreground(text).Bold(true),
-		UserBar:       lipgloss.NewStyle().Foreground(accent),
-		Assistant:     lipgloss.NewStyle().Foreground(text),
-		Notice:        lipgloss.NewStyle().Foreground(muted).Italic(true),
-		Warning:       lipgloss.NewStyle().Foreground(warn),
-		Error:         lipgloss.NewStyle().Foreground(bad),
-		Dim:           lipgloss.NewStyle().Foreground(muted),
+		User:          lipgloss.NewStyle().Foreground(p.text).Bold(true),
+		UserBar:       lipgloss.NewStyle().Foreground(p.accent),
+		Assistant:     lipgloss.NewStyle().Foreground(p.text),
+		Notice:        lipgloss.NewStyle().Foreground(p.muted).Italic(true),
+		Warning:       lipgloss.NewStyle().Foreground(p.warn),
+		Error:         lipgloss.NewStyle().Foreground(p.bad),
+		Dim:           lipgloss.NewStyle().Foreground(p.muted),
 		Bold:          lipgloss.NewStyle().Bold(true),
-		ToolName:      lipgloss.NewStyle().Foreground(accent).Bold(true),
-		ToolOK:        lipgloss.NewStyle().Foreground(good),
-		ToolFail:      lipgloss.NewStyle().Foreground(bad),
-		ToolRun:       lipgloss.NewStyle().Foreground(warn),
-		ToolWait:      lipgloss.NewStyle().Foreground(warn).Bold(true),
-		Dialog:        lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(warn).Padding(0, 1),
-		DialogHint:    lipgloss.NewStyle().Foreground(muted),
-		Panel:         lipgloss.NewStyle().Foreground(accent).Bold(true),
+		ToolName:      lipgloss.NewStyle().Foreground(p.accent).Bold(true),
+		ToolOK:        lipgloss.NewStyle().Foreground(p.good),
+		ToolFail:      lipgloss.NewStyle().Foreground(p.bad),
+		ToolRun:       lipgloss.NewStyle().Foreground(p.warn),
+		ToolWait:      lipgloss.NewStyle().Foreground(p.warn).Bold(true),
+		Dialog:        lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(p.warn).Padding(0, 1),
+		DialogHint:    lipgloss.NewStyle().Foreground(p.muted),
+		Panel:         lipgloss.NewStyle().Foreground(p.accent).Bold(true),
 		Selected:      lipgloss.NewStyle().Reverse(true),
-		Status:        lipgloss.NewStyle().Foreground(text).Background(surface),
-		StatusWarn:    lipgloss.NewStyle().Foreground(warn).Background(surface).Bold(true),
-		Banner:        lipgloss.NewStyle().Foreground(warn),
+		Status:        lipgloss.NewStyle().Foreground(p.text).Background(p.surface),
+		StatusWarn:    lipgloss.NewStyle().Foreground(p.warn).Background(p.surface).Bold(true),
+		Banner:        lipgloss.NewStyle().Foreground(p.warn),
 		Cursor:        lipgloss.NewStyle().Reverse(true),
-		Prompt:        lipgloss.NewStyle().Foreground(accent).Bold(true),
-		MarkdownStyle: "dark",
+		Prompt:        lipgloss.NewStyle().Foreground(p.accent).Bold(true),
+		MarkdownStyle: p.markdown,
 	}
 }

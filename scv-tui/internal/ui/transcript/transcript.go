@@ -140,6 +140,18 @@ func (t *Transcript) SetSize(width, height int) {
 	}
 }
 
+// SetStyles changes the styles and the Markdown renderer (the terminal's
+// background became known); every item renders again when next shown.
+func (t *Transcript) SetStyles(st styles.Styles, md *markdown.Renderer) {
+	t.st, t.md = st, md
+	for _, it := range t.items {
+		it.dirty = true
+	}
+	if t.live != nil {
+		t.live.dirty = true
+	}
+}
+
 // Len is the number of items, the marker included.
 func (t *Transcript) Len() int { return len(t.items) }
 

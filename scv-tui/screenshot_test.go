@@ -1,0 +1,108 @@
+package main_test
+
+import (
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/scv-cli/scv/shared/fakeopenai"
+
+	"github.com/scv-cli/scv/scv-tui/internal/ui/shot"
+)
+
+// writeScreenshots makes TestScreenshots write docs/tui-120x40.png and
+// docs/tui-60x20.png: go test -run TestScreenshots -screenshots .
+var writeScreenshots = flag.Bool("screenshots", false, "write the TUI screenshots into docs/")
+
+const (
+	fontRegular = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"
+	fontBold    = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono-Bold.ttf"
+)
+
+// TestScreenshots drives the real scv in tmux through a reply, a tool call
+// waiting for approval (at 120x40) and the /model picker (at 60x20), and
+// renders each captured screen, colours included, to a PNG.
+func TestScreenshots(t *testing.T) {
+	needTmux(t)
+	if _, err := os.Stat(fontRegular); err != nil {
+		t.Skip("DejaVu Sans Mono is not installed (apt-get install fonts-dejavu-core)")
+	}
+	fonts, err := shot.LoadFonts(fontRegular, fontBold, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if *writeScreenshots {
+		out = filepath.Join("..", "docs")
+	}
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.SetModels("fake-model", "fake-large", "fake-mini")
+	srv.Enqueue(
+		fakeopenai.Script(fakeopenai.Text("A small Go module:\n\n- `go.mod`: module **example.com/demo**, Go 1.26\n- `main.go`: the entry point, which prints a greeting\n\nBuild with `go build ./...` and test with `go test ./...`.")),
+		fakeopenai.Script(
+			fakeopenai.Text("I will add a `hello` function in its own file:"),
+			fakeopenai.ToolCall("w1", "write", `{"path":"hello.go","mode":"create","content":"package main\n\nimport \"fmt\"\n\n// hello greets name.\nfunc hello(name string) {\n\tfmt.Printf(\"hello, %s\\n\", name)\n}\n"}`),
+		),
+		fakeopenai.Script(fakeopenai.Text("Added `hello.go`. Call `hello(\"world\")` from `main`.")),
+	)
+	home, ws := fakeHome(t, srv), filepath.Join(t.TempDir(), "demo")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"go.mod": "module example.com/demo\n\ngo 1.26\n", "main.go": "package main\n\nfunc main() {}\n"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tm := startTerm(t, ws, home, []string{"COLORTERM=truecolor"}, filepath.Join(bin, "scv"))
+	tm.tmux("resize-window", "-t", "e2e", "-x", "120", "-y", "40")
+	tm.waitText("fake-model", "Ask anything")
+	tm.submit("what is in this project?")
+	tm.waitText("test with go test")
+	tm.waitIdle()
+	tm.submit("add a hello function")
+	tm.waitText("Allow write?", "+func hello(name string) {")
+	capture(t, tm, fonts, 120, 40, filepath.Join(out, "tui-120x40.png"))
+	tm.keys("y")
+	tm.waitText("Added", "from")
+	tm.tmux("resize-window", "-t", "e2e", "-x", "60", "-y", "20")
+	tm.submit("/model")
+	tm.waitText("Switch the session's model", "fake-mini")
+	capture(t, tm, fonts, 60, 20, filepath.Join(out, "tui-60x20.png"))
+	tm.keys("Escape")
+	tm.waitGone("Switch the session's model")
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
+// capture renders the pane, cols x rows, to the PNG file path.
+func capture(t *testing.T, tm *term, fonts *shot.Fonts, cols, rows int, path string) {
+	t.Helper()
+	screen, err := exec.Command("tmux", "-L", tm.socket, "capture-pane", "-e", "-p", "-t", "e2e").Output()
+	if err != nil {
+		t.Fatalf("capture-pane: %v", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".shot-*.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	if err := shot.Render(f, shot.Parse(string(screen), cols, rows), fonts); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		t.Fatal(err)
+	}
+}
