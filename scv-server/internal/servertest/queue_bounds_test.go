@@ -86,6 +86,10 @@ func TestQueueLogStaysLinear(t *testing.T) {
 		c.Send(&protocol.QueueMove{RequestID: fmt.Sprint("m", i), SessionID: sid, QueueID: id, Revision: rev[id]})
 		st.Expect[*protocol.QueueMoved](c)
 	}
+	// Paused, the queue starts no next turn when the busy one ends: that
+	// turn's record of its prompt would be the log's growth, not the moves'.
+	c.Send(&protocol.SessionPause{RequestID: "pause", SessionID: sid, Paused: true})
+	st.Expect[*protocol.SessionPaused](c)
 	c.Send(&protocol.TurnCancel{RequestID: "cancel", SessionID: sid, TurnID: turn.TurnID})
 	st.Until[*protocol.TurnCancelled](c)
 	fi, err := os.Stat(filepath.Join(s.Home, "state", "sessions", sid, "log.jsonl"))
