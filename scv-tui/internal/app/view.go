@@ -268,7 +268,6 @@ func (m *Model) costText() string {
 	return text
 }
 
-
 // ExitSummary is what the TUI prints when it has quit, so the session can
 // be found again from the terminal's scrollback: its id, what it used and
 // the command that resumes it. Empty before a session started.
