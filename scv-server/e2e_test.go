@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit"
 	"github.com/scv-cli/scv/shared/testkit/bins"
 )
 
@@ -38,7 +39,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	stderr bytes.Buffer
+	stderr testkit.Buffer // written by os/exec's copier while a test reads it
 	lines  []string
 }
 
