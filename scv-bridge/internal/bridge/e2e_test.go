@@ -16,6 +16,7 @@ import (
 	"github.com/scv-cli/scv/scv-bridge/internal/store"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit"
 	"github.com/scv-cli/scv/shared/testkit/bins"
 )
 
@@ -66,11 +67,7 @@ func (r *rig) start(t *testing.T) func() error {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	testkit.Eventually(t, 30*time.Second, what, cond)
 }
 
 func TestFeishuOwnerRoundTripAndRedelivery(t *testing.T) {

@@ -39,18 +39,6 @@ func newFake(t testing.TB, mod func(*Options)) (*feishutest.Server, *Client) {
 	return fs, c
 }
 
-// eventually polls cond until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // listen runs c.Listen in the background until the test ends and returns
 // a function that stops it and returns Listen's error.
 func listen(t testing.TB, c *Client, o ListenOptions) func() error {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/scv-bridge/internal/feishu/feishutest"
+	"github.com/scv-cli/scv/shared/testkit"
 )
 
 // recorder is a Handler that keeps what it was given.
@@ -52,7 +53,7 @@ func (r *recorder) get(i int) Event { r.mu.Lock(); defer r.mu.Unlock(); return r
 func connect(t *testing.T, fs *feishutest.Server, c *Client, o ListenOptions) {
 	t.Helper()
 	listen(t, c, o)
-	eventually(t, 5*time.Second, "a connection", func() bool { return fs.Live() == 1 })
+	testkit.Eventually(t, 5*time.Second, "a connection", func() bool { return fs.Live() == 1 })
 }
 
 // An event split into chunks is put together, given to the handler once,
@@ -71,7 +72,7 @@ func TestListenChunkedEventAckAfterHandler(t *testing.T) {
 		t.Fatal("the event was acknowledged before the handler returned")
 	}
 	close(rec.block)
-	eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
+	testkit.Eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
 	if rec.count() != 1 || fs.Deliveries(id) != 1 {
 		t.Fatalf("handled %d times, delivered %d times", rec.count(), fs.Deliveries(id))
 	}
@@ -94,7 +95,7 @@ func TestListenHandlerErrorRedelivers(t *testing.T) {
 	rec := &recorder{fail: 1}
 	connect(t, fs, c, ListenOptions{Handler: rec.handle})
 	id := fs.PushEvent(feishutest.MessageEvent("om_2", "oc_1", ChatP2P, "ou_x", "text", map[string]string{"text": "hi"}))
-	eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
+	testkit.Eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
 	acks := fs.Acks()
 	if len(acks) != 2 || acks[0].Code != 500 || acks[1].Code != 200 || fs.Deliveries(id) != 2 || rec.count() != 1 {
 		t.Fatalf("acks %+v, deliveries %d, handled %d", acks, fs.Deliveries(id), rec.count())
@@ -113,7 +114,7 @@ func TestListenReconnectsAndGetsRedelivery(t *testing.T) {
 	<-connected
 	// The client may see the handshake done before the fake has counted
 	// the connection.
-	eventually(t, 5*time.Second, "the fake's side of the connection", func() bool { return fs.Live() == 1 })
+	testkit.Eventually(t, 5*time.Second, "the fake's side of the connection", func() bool { return fs.Live() == 1 })
 	fs.DropConnections()
 	id := fs.PushEvent(feishutest.MessageEvent("om_3", "oc_1", ChatGroup, "ou_x", "text", map[string]string{"text": "@_user_1 hi"}))
 	select {
@@ -121,7 +122,7 @@ func TestListenReconnectsAndGetsRedelivery(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no reconnection")
 	}
-	eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
+	testkit.Eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
 	if fs.Connections() != 2 || rec.count() != 1 {
 		t.Fatalf("connections %d, handled %d", fs.Connections(), rec.count())
 	}
@@ -134,9 +135,9 @@ func TestListenPingIntervalFromPong(t *testing.T) {
 	fs, c := newFake(t, nil)
 	fs.SetClientConfig(feishutest.ClientConfig{ReconnectCount: -1, ReconnectInterval: 1, PingInterval: 1})
 	listen(t, c, ListenOptions{Handler: (&recorder{}).handle})
-	eventually(t, 3*time.Second, "the first ping", func() bool { return fs.Pings() >= 1 })
+	testkit.Eventually(t, 3*time.Second, "the first ping", func() bool { return fs.Pings() >= 1 })
 	fs.SetClientConfig(feishutest.ClientConfig{ReconnectCount: -1, ReconnectInterval: 1, PingInterval: 60})
-	eventually(t, 3*time.Second, "the second ping", func() bool { return fs.Pings() >= 2 })
+	testkit.Eventually(t, 3*time.Second, "the second ping", func() bool { return fs.Pings() >= 2 })
 	time.Sleep(1500 * time.Millisecond)
 	if n := fs.Pings(); n != 2 {
 		t.Fatalf("%d pings; the pong's 60 s interval was not applied", n)
@@ -152,7 +153,7 @@ func TestListenCardActionResponse(t *testing.T) {
 	connect(t, fs, c, ListenOptions{Handler: rec.handle})
 	for _, who := range []string{"ou_owner", "ou_stranger"} {
 		id := fs.PushCard(feishutest.CardActionEvent(who, map[string]string{"req": "r1", "d": "allow"}, "om_card", "oc_1"))
-		eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
+		testkit.Eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
 	}
 	acks := fs.Acks()
 	var toasts []string
@@ -173,7 +174,7 @@ func TestListenBusyEndpointIsRetried(t *testing.T) {
 	fs, c := newFake(t, nil)
 	fs.SetEndpointBusy(2)
 	listen(t, c, ListenOptions{Handler: (&recorder{}).handle})
-	eventually(t, 10*time.Second, "a connection after two busy answers", func() bool { return fs.Live() == 1 })
+	testkit.Eventually(t, 10*time.Second, "a connection after two busy answers", func() bool { return fs.Live() == 1 })
 }
 
 func TestListenHandshakeRefusals(t *testing.T) {
@@ -219,7 +220,7 @@ func TestListenTooManyConnectionsIsRetried(t *testing.T) {
 	listen(t, c, ListenOptions{Handler: (&recorder{}).handle})
 	time.Sleep(300 * time.Millisecond)
 	fs.SetHandshakeFailure(nil)
-	eventually(t, 10*time.Second, "a connection once others closed", func() bool { return fs.Live() == 1 })
+	testkit.Eventually(t, 10*time.Second, "a connection once others closed", func() bool { return fs.Live() == 1 })
 }
 
 func TestReconnectWait(t *testing.T) {
@@ -258,8 +259,8 @@ func TestListenLateAckRedeliversSameIDs(t *testing.T) {
 	}
 	connect(t, fs, c, ListenOptions{Handler: slow})
 	id := fs.PushEvent(feishutest.MessageEvent("om_9", "oc_1", ChatP2P, "ou_x", "text", map[string]string{"text": "hi"}))
-	eventually(t, 5*time.Second, "two deliveries handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 2 })
-	eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
+	testkit.Eventually(t, 5*time.Second, "two deliveries handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 2 })
+	testkit.Eventually(t, 5*time.Second, "the ack", func() bool { return fs.Acked(id) })
 	mu.Lock()
 	defer mu.Unlock()
 	if seen[0].MessageID != seen[1].MessageID || seen[0].Header.EventID != seen[1].Header.EventID {
@@ -283,7 +284,7 @@ func TestListenQueueBounded(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	close(rec.block)
 	for _, id := range ids {
-		eventually(t, 5*time.Second, "the ack of "+id, func() bool { return fs.Acked(id) })
+		testkit.Eventually(t, 5*time.Second, "the ack of "+id, func() bool { return fs.Acked(id) })
 	}
 	if fs.Deliveries(ids[0]) != 1 || fs.Deliveries(ids[2]) < 2 || rec.count() != 3 {
 		t.Fatalf("deliveries %d, %d, %d; handled %d", fs.Deliveries(ids[0]), fs.Deliveries(ids[1]), fs.Deliveries(ids[2]), rec.count())

@@ -23,6 +23,7 @@ import (
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit"
 	"github.com/scv-cli/scv/shared/testkit/nodepkg"
 )
 
@@ -275,13 +276,7 @@ func TestGoServerOverStdio(t *testing.T) {
 
 func waitFor(t testing.TB, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 15*time.Second, what, cond)
 }
 
 func TestStreamableHTTPServer(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/scv-cli/scv/shared/delegate/adapters"
 	"github.com/scv-cli/scv/shared/delegate/records"
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/testkit"
 )
 
 // TestMain runs the stand-in ACP agent when this test binary is started
@@ -137,13 +138,7 @@ func (f *fixture) requests(t testing.TB, method string) []json.RawMessage {
 // waitFor polls cond until it holds.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hang)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, hang, what, cond)
 }
 
 func TestConversationOnOneServer(t *testing.T) {
