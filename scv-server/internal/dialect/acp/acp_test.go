@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,10 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	delegacp "github.com/scv-cli/scv/scv-server/internal/delegate/transport/acp"
-	"github.com/scv-cli/scv/scv-server/internal/server"
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
-	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/testkit"
 )
 
@@ -141,16 +138,14 @@ func (c *client) reset() {
 
 // harness is a runtime served over pipes with an SDK client.
 type harness struct {
-	t      testing.TB
-	f      *fo.Server
-	home   string
-	ws     string
-	c      *client
-	conn   *acpsdk.ClientSideConnection
-	in     *io.PipeWriter // the client's writes
-	raw    io.Writer      // raw lines to the agent (the same pipe)
-	done   chan error
-	closed bool
+	t    testing.TB
+	f    *fo.Server
+	home string
+	ws   string
+	c    *client
+	conn *acpsdk.ClientSideConnection
+	p    *st.Piped
+	raw  io.Writer // raw lines to the agent (the client's pipe)
 }
 
 type harnessOptions struct {
@@ -171,46 +166,17 @@ func start(t testing.TB, o harnessOptions) *harness {
 	if cfg == "" {
 		cfg = st.FakeProviderConfig(f.URL(), "")
 	}
-	if cfg != "-" {
-		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rt, err := server.New(server.Options{Env: paths.MapEnv(map[string]string{"SCV_HOME": home}), ApprovalPolicy: o.policy, Grace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cr, aw := io.Pipe() // agent → client
-	ar, cw := io.Pipe() // client → agent
-	h := &harness{t: t, f: f, home: home, ws: t.TempDir(), c: &client{changed: make(chan struct{}, 1)}, in: cw, raw: cw, done: make(chan error, 1)}
-	go func() {
-		err := rt.ServeACP(context.Background(), struct {
-			io.Reader
-			io.Writer
-		}{ar, aw})
-		_ = aw.Close()
-		h.done <- err
-	}()
-	h.conn = acpsdk.NewClientSideConnection(h.c, cw, cr)
+	rt := st.NewRuntime(t, home, cfg, o.policy)
+	h := &harness{t: t, f: f, home: home, ws: t.TempDir(), c: &client{changed: make(chan struct{}, 1)}}
+	h.p = st.Pipe(t, "ServeACP", wait, rt.ServeACP)
+	h.conn = acpsdk.NewClientSideConnection(h.c, h.p.In, h.p.Out)
 	t.Cleanup(h.stop)
 	return h
 }
 
 // stop ends the client's input and waits for the agent to end.
 func (h *harness) stop() {
-	if h.closed {
-		return
-	}
-	h.closed = true
-	_ = h.in.Close()
-	select {
-	case err := <-h.done:
-		if err != nil {
-			h.t.Errorf("ServeACP: %v", err)
-		}
-	case <-time.After(wait):
-		h.t.Fatal("the agent did not end after the end of its input")
-	}
+	h.p.Stop()
 	<-h.conn.Done()
 }
 

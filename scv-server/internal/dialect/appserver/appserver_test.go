@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,8 +16,8 @@ import (
 
 	"github.com/scv-cli/scv/scv-server/internal/dialect/appserver"
 	"github.com/scv-cli/scv/scv-server/internal/server"
+	st "github.com/scv-cli/scv/scv-server/internal/servertest"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
-	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/testkit"
 	"github.com/scv-cli/scv/shared/testkit/golden"
 )
@@ -40,12 +38,10 @@ type harness struct {
 	home string
 	ws   string
 	c    *appserver.Client
-	in   *io.PipeWriter
-	done chan error
+	p    *st.Piped
 
 	mu         sync.Mutex
 	transcript bytes.Buffer // guarded by mu
-	closed     bool
 }
 
 type options struct {
@@ -66,25 +62,10 @@ func start(t testing.TB, o options) *harness {
 	if home == "" {
 		home = t.TempDir()
 	}
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fo.Config(f.URL(), o.extra)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := server.New(server.Options{Env: paths.MapEnv(map[string]string{"SCV_HOME": home}), ApprovalPolicy: o.policy, Grace: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cr, aw := io.Pipe() // server → client
-	ar, cw := io.Pipe() // client → server
-	h := &harness{t: t, f: f, rt: rt, home: home, ws: t.TempDir(), in: cw, done: make(chan error, 1)}
-	go func() {
-		err := rt.ServeAppServer(context.Background(), struct {
-			io.Reader
-			io.Writer
-		}{ar, aw})
-		_ = aw.Close()
-		h.done <- err
-	}()
-	h.c = appserver.NewClient(cr, cw)
+	rt := st.NewRuntime(t, home, fo.Config(f.URL(), o.extra), o.policy)
+	h := &harness{t: t, f: f, rt: rt, home: home, ws: t.TempDir()}
+	h.p = st.Pipe(t, "ServeAppServer", wait, rt.ServeAppServer)
+	h.c = appserver.NewClient(h.p.Out, h.p.In)
 	h.c.Trace = func(dir string, line []byte) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -95,21 +76,7 @@ func start(t testing.TB, o options) *harness {
 }
 
 // stop ends the client's input and waits for the server to end.
-func (h *harness) stop() {
-	if h.closed {
-		return
-	}
-	h.closed = true
-	_ = h.in.Close()
-	select {
-	case err := <-h.done:
-		if err != nil {
-			h.t.Errorf("ServeAppServer: %v", err)
-		}
-	case <-time.After(wait):
-		h.t.Fatal("the server did not end after the end of its input")
-	}
-}
+func (h *harness) stop() { h.p.Stop() }
 
 func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), wait)
