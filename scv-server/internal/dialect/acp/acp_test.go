@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -145,7 +144,6 @@ type harness struct {
 	c    *client
 	conn *acpsdk.ClientSideConnection
 	p    *st.Piped
-	raw  io.Writer // raw lines to the agent (the client's pipe)
 }
 
 type harnessOptions struct {
