@@ -647,15 +647,16 @@ func TestWorkspaceGone(t *testing.T) {
 func TestMemoryLimit(t *testing.T) {
 	// Not parallel: await checks the process has no children left.
 	env := newEnv(t, 4096)
-	tool := New(Options{MemoryLimitMB: 256})
+	// A small limit, so bash reaches it quickly even on a loaded machine.
+	tool := New(Options{MemoryLimitMB: 64})
 	o := await(t, call(context.Background(), t, tool, env, map[string]any{
-		"command": `x=$(head -c 400000000 /dev/zero | tr '\0' a); echo ${#x}`}))
-	if o.err != nil || o.res.Success || !strings.Contains(o.res.Output, "ran out of memory: each of its processes may use at most 256 MiB of address space (tools.memory_limit_mb)") {
+		"command": `x=$(head -c 100000000 /dev/zero | tr '\0' a); echo ${#x}`}))
+	if o.err != nil || o.res.Success || !strings.Contains(o.res.Output, "ran out of memory: each of its processes may use at most 64 MiB of address space (tools.memory_limit_mb)") {
 		t.Fatalf("result %+v, %v", o.res, o.err)
 	}
 	o = await(t, call(context.Background(), t, tool, env, map[string]any{
 		"command": `x=$(head -c 1000000 /dev/zero | tr '\0' a); echo ${#x}; grep 'Max address space' /proc/self/limits`}))
-	if o.err != nil || !o.res.Success || !strings.Contains(o.res.Output, "1000000\n") || !strings.Contains(o.res.Output, strconv.Itoa(256<<20)) {
+	if o.err != nil || !o.res.Success || !strings.Contains(o.res.Output, "1000000\n") || !strings.Contains(o.res.Output, strconv.Itoa(64<<20)) {
 		t.Fatalf("result %+v, %v", o.res, o.err)
 	}
 }
