@@ -155,7 +155,8 @@ func (cv *conv) turn(ctx context.Context, batch []Message) {
 	ids := make([]string, len(batch))
 	for i, m := range batch {
 		ids[i] = m.ID
-		cv.logMessage(chatlog.Owner, m.Text, m.Quote, m.Files, m.Time)
+		cv.logMessage(chatlog.Message{Time: m.Time, Who: chatlog.Owner, Text: m.Text, Quote: m.Quote, Files: m.Files,
+			Voice: m.Voice, Transcript: m.Transcript})
 	}
 	last := batch[len(batch)-1]
 	tctx, cancel := context.WithCancel(ctx)
@@ -182,7 +183,7 @@ func (cv *conv) turn(ctx context.Context, batch []Message) {
 		text = "(SCV finished without a text answer.)"
 	}
 	cv.core.complete(ids, Reply{Conversation: cv.id, ReplyTo: last.ID, Text: text})
-	cv.logMessage(chatlog.SCV, text, "", nil, time.Now())
+	cv.logMessage(chatlog.Message{Who: chatlog.SCV, Text: text})
 }
 
 // answer starts the session if needed and runs one turn.
@@ -216,7 +217,7 @@ func (cv *conv) sessionStart() protocol.SessionStart {
 // and logs it.
 func (cv *conv) report(text string) {
 	cv.core.complete(nil, Reply{Conversation: cv.id, Text: text})
-	cv.logMessage(chatlog.SCV, text, "", nil, time.Now())
+	cv.logMessage(chatlog.Message{Who: chatlog.SCV, Text: text})
 }
 
 // renew handles /new: a new session, and the chat log's episode closed.
@@ -241,17 +242,17 @@ func (cv *conv) renew(ctx context.Context) {
 }
 
 // logMessage appends to the owner's chat log; other chats are not logged.
-func (cv *conv) logMessage(who chatlog.Who, text, quote string, files []chatlog.File, t time.Time) {
+func (cv *conv) logMessage(m chatlog.Message) {
 	cv.logMu.Lock()
 	defer cv.logMu.Unlock()
 	w := cv.logWriter()
 	if w == nil {
 		return
 	}
-	if t.IsZero() {
-		t = time.Now()
+	if m.Time.IsZero() {
+		m.Time = time.Now()
 	}
-	if _, err := w.Append(chatlog.Message{Time: t, Who: who, Text: text, Quote: quote, Files: files}); err != nil {
+	if _, err := w.Append(m); err != nil {
 		cv.core.cfg.Log.Error("writing the chat log failed", "conversation", cv.id, "err", err)
 	}
 }
@@ -299,6 +300,16 @@ func prompt(batch []Message) string {
 			fmt.Fprintf(&b, "> %s\n", strings.ReplaceAll(m.Quote, "\n", "\n> "))
 		}
 		b.WriteString(m.Text)
+		if m.Voice {
+			if m.Text != "" {
+				b.WriteString("\n")
+			}
+			if m.Transcript != "" {
+				fmt.Fprintf(&b, "[voice message; transcript: %s]", m.Transcript)
+			} else {
+				b.WriteString("[voice message without a transcript]")
+			}
+		}
 		for _, f := range m.Files {
 			if f.Path != "" {
 				fmt.Fprintf(&b, "\n[file %s saved at %s]", f.Name, f.Path)

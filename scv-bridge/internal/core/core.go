@@ -34,7 +34,11 @@ type Message struct {
 	Text  string         `json:"text,omitempty"`
 	Quote string         `json:"quote,omitempty"`
 	Files []chatlog.File `json:"files,omitempty"`
-	Time  time.Time      `json:"time"`
+	// Voice marks a voice message; Transcript is the platform's
+	// transcript of it (WeChat's), logged as such and given to the model.
+	Voice      bool      `json:"voice,omitempty"`
+	Transcript string    `json:"transcript,omitempty"`
+	Time       time.Time `json:"time"`
 }
 
 // Reply is the payload of an outbox row of kind KindText: the adapter
