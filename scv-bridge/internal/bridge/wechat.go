@@ -120,6 +120,9 @@ func RunWeChat(ctx context.Context, o Options, a WeChatAccount) error {
 	for peer, tok := range w.state.ContextTokens {
 		w.fc.SetContextToken(peer, tok)
 	}
+	if err := w.save(nil); err != nil {
+		return fmt.Errorf("wechat account %s: %w", a.Name, err)
+	}
 	conn, err := scvconn.Start(ctx, o.ServerPath, o.ServerEnv, nil)
 	if err != nil {
 		return fmt.Errorf("wechat account %s: %w", a.Name, err)
