@@ -317,6 +317,13 @@ func TestWeChatNoCallsWhileThrottled(t *testing.T) {
 	if pending != 2 {
 		t.Fatalf("outbox %+v; want the rest of the first answer and the second answer pending", rows)
 	}
+	// A restart keeps the penalty: still no call.
+	r.start(t)
+	waitFor(t, "the restarted bridge's state", func() bool { return r.state(t).Updated.After(until.Add(-2 * time.Hour)) })
+	time.Sleep(500 * time.Millisecond)
+	if calls := r.fs.SendCalls(); calls != 2 {
+		t.Fatalf("%d send calls after a restart during the penalty; want still 2", calls)
+	}
 }
 
 // TestWeChatVoiceTranscriptFoundByChatHistory: a voice message's
