@@ -392,14 +392,16 @@ func TestWeChatSessionExpiryUnbindsTheAccount(t *testing.T) {
 	t.Parallel()
 	r := newWxRig(t)
 	r.fs.ExpireSession()
-	err := RunWeChat(context.Background(), r.opts, r.acct)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := RunWeChat(ctx, r.opts, r.acct)
 	if !errors.Is(err, wechat.ErrSessionExpired) || !strings.Contains(err.Error(), "scv channels login wechat --account home") {
 		t.Fatalf("RunWeChat = %v; want the expired session and what to do", err)
 	}
 	if r.state(t).SessionExpired.IsZero() {
 		t.Fatal("the state file does not record the expiry")
 	}
-	err = RunWeChat(context.Background(), r.opts, r.acct)
+	err = RunWeChat(ctx, r.opts, r.acct)
 	if err == nil || !strings.Contains(err.Error(), "bind it again") {
 		t.Fatalf("a run after the expiry = %v; want a refusal", err)
 	}
