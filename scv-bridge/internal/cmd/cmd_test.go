@@ -2,12 +2,16 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/scv-cli/scv/scv-bridge/internal/bridge"
 	"github.com/scv-cli/scv/scv-bridge/internal/wechat"
 	"github.com/scv-cli/scv/scv-bridge/internal/wechat/ilinktest"
 	"github.com/scv-cli/scv/shared/cli"
@@ -112,5 +116,22 @@ func TestAccountsIncludeBoundWeChatAccounts(t *testing.T) {
 	}
 	if _, err := pick(all, "nothere"); err == nil || !strings.Contains(err.Error(), `no account "nothere"`) {
 		t.Fatalf("pick(nothere) = %v", err)
+	}
+}
+
+// TestRunAccountsServesWeChat: an unbound WeChat account is tried and
+// fails with what to do, while a Feishu account without its secret fails
+// apart; neither stops the other.
+func TestRunAccountsServesWeChat(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	cfg := &config.Config{}
+	cfg.Channels.Feishu = map[string]config.FeishuAccount{"work": {AppID: "cli_x", AppSecretEnv: "SCV_TEST_UNSET_SECRET"}}
+	cfg.Channels.WeChat = map[string]config.WeChatAccount{"home": config.DefaultWeChatAccount()}
+	opts := bridge.Options{Home: home, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	err := runAccounts(context.Background(), opts, cfg, accounts(home, cfg))
+	if err == nil || !strings.Contains(err.Error(), "wechat account home: the WeChat account is not bound") ||
+		!strings.Contains(err.Error(), "scv channels login wechat --account home") || !strings.Contains(err.Error(), "feishu account work") {
+		t.Fatalf("runAccounts = %v", err)
 	}
 }
