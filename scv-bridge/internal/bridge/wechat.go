@@ -82,7 +82,7 @@ type wechatRun struct {
 	d     *store.Deliverer
 	fatal func(error)
 
-	mu    sync.Mutex // guards state and its file
+	mu    sync.Mutex // guards state and its file (held while saving)
 	path  string
 	state WeChatState
 }
@@ -202,6 +202,10 @@ func (w *wechatRun) expired() {
 // as it is saved). A failure is logged and returned (the poll handler must
 // not let the cursor advance then).
 func (w *wechatRun) save(extra map[string]int) error {
+	// One lock over the count and the write: two saves never land in the
+	// opposite order of their counts.
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	held := extra
 	if held == nil {
 		held = map[string]int{}
@@ -211,8 +215,6 @@ func (w *wechatRun) save(extra map[string]int) error {
 			held[r.Conversation]++
 		}
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.state.Budget = w.fc.Budget().State()
 	w.state.SendBudget = w.fc.Budget().Limit()
 	w.state.Held = held
