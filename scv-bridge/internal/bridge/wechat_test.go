@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/scv-cli/scv/scv-bridge/internal/store"
 	"github.com/scv-cli/scv/scv-bridge/internal/wechat"
@@ -291,6 +292,10 @@ func TestWeChatNoCallsWhileThrottled(t *testing.T) {
 	stop := r.start(t)
 	r.fs.Deliver(wxMessage("m1", ilinktest.OwnerID, wxText("tell me a lot")))
 	waitFor(t, "the refusal", func() bool { return r.fs.SendCalls() == 2 })
+	if first := sentText(r.fs.Sent()[0]); utf8.RuneCountInString(first) > wechat.ChunkRunes || !strings.HasSuffix(first, "word") {
+		t.Fatalf("the first piece has %d characters and ends %q; want at most %d, cut between words",
+			utf8.RuneCountInString(first), first[max(0, len(first)-10):], wechat.ChunkRunes)
+	}
 	r.fs.Deliver(wxMessage("m2", ilinktest.OwnerID, wxText("and then?")))
 	waitFor(t, "the second answer", func() bool { return len(r.model.Requests()) == 2 })
 	time.Sleep(500 * time.Millisecond)
