@@ -14,6 +14,8 @@ const (
 	Server = "scv-server"
 	TUI    = "scv-tui"
 	Agents = "scv-agents"
+	// Bridge is the chat bridge, which `scv channels login` runs.
+	Bridge = "scv-bridge"
 )
 
 // overrideEnv names, per binary, the environment variable that points at

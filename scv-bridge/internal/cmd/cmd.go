@@ -11,7 +11,9 @@ import (
 	"maps"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -43,7 +45,7 @@ func Run(args []string, io cli.IOStreams) cli.Code {
 func newRoot(s cli.IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "scv-bridge",
-		Short: "SCV's chat bridge: talk to SCV from Feishu or Lark",
+		Short: "SCV's chat bridge: talk to SCV from Feishu, Lark or WeChat",
 		Long: `scv-bridge relays chat conversations to SCV sessions (docs/channels.md).
 
 Exit codes: 0 stopped by a signal, 1 failure, 2 usage error.`,
@@ -70,10 +72,57 @@ Exit codes: 0 stopped by a signal, 1 failure, 2 usage error.`,
 			return serve(ctx, s.ErrOut, only, cwd)
 		},
 	}
-	run.Flags().StringVar(&only, "account", "", "serve only this account (a [channels.feishu.<account>] name)")
+	run.Flags().StringVar(&only, "account", "", "serve only this account (NAME or CHANNEL/NAME, such as wechat/home)")
 	run.Flags().StringVar(&cwd, "cd", "", "the sessions' working directory (default: the current directory)")
-	root.AddCommand(run)
+	root.AddCommand(run, newLogin(s))
 	return root
+}
+
+// account is one chat account to serve.
+type account struct {
+	channel, name string
+}
+
+func (a account) String() string { return a.channel + "/" + a.name }
+
+// accounts lists what scv-bridge serves: every [channels.feishu.<account>],
+// every [channels.wechat.<account>] and every WeChat account bound with
+// the default credentials file but not configured (the table is optional).
+func accounts(home string, cfg *config.Config) []account {
+	var out []account
+	for _, n := range slices.Sorted(maps.Keys(cfg.Channels.Feishu)) {
+		out = append(out, account{"feishu", n})
+	}
+	names := slices.Collect(maps.Keys(cfg.Channels.WeChat))
+	if entries, err := os.ReadDir(filepath.Dir(config.WeChatCredentialsPath(home, "x"))); err == nil {
+		for _, e := range entries {
+			if n, ok := strings.CutSuffix(e.Name(), ".json"); ok && e.Type().IsRegular() && !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		out = append(out, account{"wechat", n})
+	}
+	return out
+}
+
+// pick keeps the accounts named by only ("NAME" or "CHANNEL/NAME").
+func pick(all []account, only string) ([]account, error) {
+	if only == "" {
+		return all, nil
+	}
+	var out []account
+	for _, a := range all {
+		if only == a.name || only == a.String() {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, cli.UsageErrorf("no account %q is configured; the accounts are: %v", only, all)
+	}
+	return out, nil
 }
 
 // serve loads the configuration and runs every account until ctx ends.
@@ -90,16 +139,14 @@ func serve(ctx context.Context, stderr io.Writer, only, cwd string) error {
 	for _, d := range diags {
 		fmt.Fprintf(stderr, "scv-bridge: warning: %s\n", d.Message)
 	}
-	names := slices.Sorted(maps.Keys(cfg.Channels.Feishu))
-	if only != "" {
-		if _, ok := cfg.Channels.Feishu[only]; !ok {
-			return cli.UsageErrorf("no account %q is configured; the accounts are: %v", only, names)
-		}
-		names = []string{only}
-	}
-	if len(names) == 0 {
+	all := accounts(home, cfg)
+	if len(all) == 0 {
 		return errors.New("no chat account is configured: add a [channels.feishu.<account>] table to " +
-			paths.ConfigFile(home) + " (see docs/channels.md)")
+			paths.ConfigFile(home) + " or bind WeChat with scv channels login wechat (see docs/channels.md)")
+	}
+	names, err := pick(all, only)
+	if err != nil {
+		return err
 	}
 	server, err := client.Finder{Self: "scv-bridge"}.Find(client.Server)
 	if err != nil {
@@ -117,25 +164,35 @@ func serve(ctx context.Context, stderr io.Writer, only, cwd string) error {
 
 // runAccounts serves the accounts side by side; one failing does not stop
 // the others. A stop by signal is a clean exit.
-func runAccounts(ctx context.Context, opts bridge.Options, cfg *config.Config, names []string) error {
+func runAccounts(ctx context.Context, opts bridge.Options, cfg *config.Config, names []account) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(names))
-	for i, name := range names {
-		a := cfg.Channels.Feishu[name]
-		secret, err := config.ResolveFeishuSecret(a, paths.OSEnv())
-		if err != nil {
-			errs[i] = fmt.Errorf("feishu account %s: %w", name, err)
-			continue
+	for i, a := range names {
+		var serveOne func() error
+		switch a.channel {
+		case "feishu":
+			fa := cfg.Channels.Feishu[a.name]
+			secret, err := config.ResolveFeishuSecret(fa, paths.OSEnv())
+			if err != nil {
+				errs[i] = fmt.Errorf("feishu account %s: %w", a.name, err)
+				continue
+			}
+			serveOne = func() error {
+				return bridge.RunFeishu(ctx, opts, bridge.FeishuAccount{Name: a.name, Config: fa, Secret: secret})
+			}
+		default:
+			wa, ok := cfg.Channels.WeChat[a.name]
+			if !ok {
+				wa = config.DefaultWeChatAccount()
+			}
+			serveOne = func() error { return bridge.RunWeChat(ctx, opts, bridge.WeChatAccount{Name: a.name, Config: wa}) }
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := bridge.RunFeishu(ctx, opts, bridge.FeishuAccount{Name: name, Config: a, Secret: secret})
-			if err != nil && !errors.Is(err, context.Canceled) {
-				opts.Log.Error("an account stopped", "channel", "feishu", "account", name, "err", err)
+		wg.Go(func() {
+			if err := serveOne(); err != nil && !errors.Is(err, context.Canceled) {
+				opts.Log.Error("an account stopped", "channel", a.channel, "account", a.name, "err", err)
 				errs[i] = err
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)

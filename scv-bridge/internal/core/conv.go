@@ -155,7 +155,7 @@ func (cv *conv) turn(ctx context.Context, batch []Message) {
 	ids := make([]string, len(batch))
 	for i, m := range batch {
 		ids[i] = m.ID
-		cv.logMessage(chatlog.Owner, m.Text, m.Quote, m.Files, m.Time)
+		cv.logOwner(m)
 	}
 	last := batch[len(batch)-1]
 	tctx, cancel := context.WithCancel(ctx)
@@ -242,16 +242,27 @@ func (cv *conv) renew(ctx context.Context) {
 
 // logMessage appends to the owner's chat log; other chats are not logged.
 func (cv *conv) logMessage(who chatlog.Who, text, quote string, files []chatlog.File, t time.Time) {
+	cv.appendLog(chatlog.Message{Time: t, Who: who, Text: text, Quote: quote, Files: files})
+}
+
+// logOwner logs a message of the owner, a voice message's transcript as
+// such (chat_history searches it).
+func (cv *conv) logOwner(m Message) {
+	cv.appendLog(chatlog.Message{Time: m.Time, Who: chatlog.Owner, Text: m.Text, Quote: m.Quote, Files: m.Files,
+		Voice: m.Voice, Transcript: m.Transcript})
+}
+
+func (cv *conv) appendLog(m chatlog.Message) {
 	cv.logMu.Lock()
 	defer cv.logMu.Unlock()
 	w := cv.logWriter()
 	if w == nil {
 		return
 	}
-	if t.IsZero() {
-		t = time.Now()
+	if m.Time.IsZero() {
+		m.Time = time.Now()
 	}
-	if _, err := w.Append(chatlog.Message{Time: t, Who: who, Text: text, Quote: quote, Files: files}); err != nil {
+	if _, err := w.Append(m); err != nil {
 		cv.core.cfg.Log.Error("writing the chat log failed", "conversation", cv.id, "err", err)
 	}
 }
@@ -299,6 +310,7 @@ func prompt(batch []Message) string {
 			fmt.Fprintf(&b, "> %s\n", strings.ReplaceAll(m.Quote, "\n", "\n> "))
 		}
 		b.WriteString(m.Text)
+		writeVoice(&b, m)
 		for _, f := range m.Files {
 			if f.Path != "" {
 				fmt.Fprintf(&b, "\n[file %s saved at %s]", f.Name, f.Path)
@@ -325,4 +337,19 @@ func command(text string) string {
 		return c
 	}
 	return ""
+}
+
+// writeVoice adds a voice message's transcript to a prompt.
+func writeVoice(b *strings.Builder, m Message) {
+	if !m.Voice {
+		return
+	}
+	if m.Text != "" {
+		b.WriteString("\n")
+	}
+	if m.Transcript != "" {
+		fmt.Fprintf(b, "[voice message; transcript: %s]", m.Transcript)
+	} else {
+		b.WriteString("[voice message without a transcript]")
+	}
 }

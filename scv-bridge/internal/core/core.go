@@ -30,6 +30,10 @@ type Message struct {
 	Sender       string `json:"sender"`
 	// Direct is a one-to-one chat with the bot.
 	Direct bool `json:"direct"`
+	// Voice marks a voice message; Transcript is the platform's
+	// transcript of it (WeChat's), logged as such and given to the model.
+	Voice      bool   `json:"voice,omitempty"`
+	Transcript string `json:"transcript,omitempty"`
 	// Text has the mentions already stripped by the adapter.
 	Text  string         `json:"text,omitempty"`
 	Quote string         `json:"quote,omitempty"`

@@ -2,11 +2,41 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 )
+
+// DeferError, returned by a SendFunc, says the platform takes no send
+// before Until (a penalty, not a failure): the row stays pending without
+// an attempt counted, its conversation waits, and the next pass comes at
+// Until unless kicked. Rest, when set, is what is left of a row partly
+// sent (the row is marked sent and Rest queued; see Reschedule).
+type DeferError struct {
+	Until time.Time
+	Rest  json.RawMessage
+	Err   error
+}
+
+func (e *DeferError) Error() string {
+	return fmt.Sprintf("not sending before %s: %v", e.Until.UTC().Format(time.RFC3339), e.Err)
+}
+
+func (e *DeferError) Unwrap() error { return e.Err }
+
+// HoldError, returned by a SendFunc, says the row (or its Rest, when part
+// of it was sent) waits in the held state until the platform allows
+// sending again (Flush or Release).
+type HoldError struct {
+	Rest json.RawMessage
+	Err  error
+}
+
+func (e *HoldError) Error() string { return "held: " + e.Err.Error() }
+
+func (e *HoldError) Unwrap() error { return e.Err }
 
 // SendFunc sends one row through the platform, with o.ID as the
 // idempotency key, and returns the platform's message id.
@@ -30,7 +60,8 @@ type Deliverer struct {
 	// Log receives refusals and failures (default slog.Default()).
 	Log *slog.Logger
 
-	wake chan struct{}
+	wake  chan struct{}
+	until time.Time // the earliest end of a deferral seen by the last pass
 }
 
 // NewDeliverer returns a Deliverer for st sending through send.
@@ -70,6 +101,10 @@ func (d *Deliverer) wait(ctx context.Context, failed bool) bool {
 		t := time.NewTimer(d.backoff())
 		defer t.Stop()
 		retry = t.C
+	} else if !d.until.IsZero() {
+		t := time.NewTimer(time.Until(d.until))
+		defer t.Stop()
+		retry = t.C
 	}
 	select {
 	case <-ctx.Done():
@@ -104,6 +139,7 @@ func (d *Deliverer) Pass(ctx context.Context) (bool, error) {
 	}
 	blocked := map[string]bool{}
 	failed := false
+	d.until = time.Time{}
 	for _, o := range rows {
 		if ctx.Err() != nil {
 			return failed, ctx.Err()
@@ -120,6 +156,27 @@ func (d *Deliverer) Pass(ctx context.Context) (bool, error) {
 		}
 		if ctx.Err() != nil {
 			return failed, ctx.Err()
+		}
+		var de *DeferError
+		var he *HoldError
+		switch {
+		case errors.As(err, &de):
+			blocked[o.Conversation] = true
+			if d.until.IsZero() || de.Until.Before(d.until) {
+				d.until = de.Until
+			}
+			if de.Rest != nil {
+				if _, err := d.Store.Reschedule(o.ID, de.Rest, Pending); err != nil {
+					return failed, err
+				}
+			}
+			continue
+		case errors.As(err, &he):
+			d.log().Info("outbox: a message is held until the platform allows sending", "id", o.ID, "reason", he.Err)
+			if _, err := d.Store.Reschedule(o.ID, he.Rest, Held); err != nil {
+				return failed, err
+			}
+			continue
 		}
 		if err := d.fail(o, err); err != nil {
 			return failed, err

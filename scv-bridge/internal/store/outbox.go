@@ -296,3 +296,107 @@ func (s *Store) Complete(ids []string, conversation, kind string, payload json.R
 	}
 	return o, nil
 }
+
+// Reschedule records what became of a row a platform could send only
+// part of, or none of, now. With rest nil the row itself moves to state st
+// (Held or Pending); with rest set the row is marked sent (its first part
+// went out under its id) and rest is queued as a new row in state st, in
+// one transaction, so a crash neither resends the sent part nor loses the
+// rest.
+func (s *Store) Reschedule(id string, rest json.RawMessage, st State) (Outbound, error) {
+	if st != Held && st != Pending {
+		return Outbound{}, fmt.Errorf("reschedule outbox row %s: the state must be held or pending, not %q", id, st)
+	}
+	var out Outbound
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		o, k, err := getTx(tx, id)
+		if err != nil {
+			return err
+		}
+		if o.State == Sent || o.State == Dead {
+			return errFinal
+		}
+		now := s.now().UTC()
+		if rest == nil {
+			o.State = st
+		} else {
+			o.State, o.PlatformID, o.LastError = Sent, "part", ""
+			if out, err = enqueueTx(tx, now, o.Conversation, o.Kind, rest, st); err != nil {
+				return err
+			}
+		}
+		o.Updated = now
+		return putTx(tx, k, o)
+	})
+	if err != nil {
+		return Outbound{}, fmt.Errorf("reschedule outbox row %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// Flush queues the held rows of conversation as one pending row whose
+// payload merge makes from them (oldest first), and marks them sent (their
+// content goes out in the merged row), in one transaction. It returns the
+// new row and how many were merged; none held gives a zero row.
+func (s *Store) Flush(conversation string, merge func([]Outbound) (kind string, payload json.RawMessage, err error)) (Outbound, int, error) {
+	var out Outbound
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		var held []Outbound
+		var keys [][]byte
+		err := tx.Bucket(bucketOutbox).ForEach(func(k, v []byte) error {
+			var o Outbound
+			if err := json.Unmarshal(v, &o); err != nil {
+				return err
+			}
+			if o.State == Held && o.Conversation == conversation {
+				held = append(held, o)
+				keys = append(keys, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil || len(held) == 0 {
+			return err
+		}
+		kind, payload, err := merge(held)
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		if out, err = enqueueTx(tx, now, conversation, kind, payload, Pending); err != nil {
+			return err
+		}
+		for i, o := range held {
+			o.State, o.PlatformID, o.Updated = Sent, "merged:"+out.ID, now
+			if err := putTx(tx, keys[i], o); err != nil {
+				return err
+			}
+		}
+		n = len(held)
+		return nil
+	})
+	if err != nil {
+		return Outbound{}, 0, fmt.Errorf("flush the held messages of %s: %w", conversation, err)
+	}
+	return out, n, nil
+}
+
+func getTx(tx *bolt.Tx, id string) (Outbound, []byte, error) {
+	k := tx.Bucket(bucketOutIDs).Get([]byte(id))
+	if k == nil {
+		return Outbound{}, nil, ErrNotFound
+	}
+	var o Outbound
+	if err := json.Unmarshal(tx.Bucket(bucketOutbox).Get(k), &o); err != nil {
+		return Outbound{}, nil, err
+	}
+	return o, append([]byte(nil), k...), nil
+}
+
+func putTx(tx *bolt.Tx, k []byte, o Outbound) error {
+	data, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketOutbox).Put(k, data)
+}

@@ -253,3 +253,40 @@ func (s *Store) PruneInbound(keep time.Duration) (int, error) {
 	}
 	return n, nil
 }
+
+// PutAnswered stores ev as already processed together with its answer
+// (queued pending when kind is not empty), in one transaction: for an
+// event the adapter answers itself (an approval code), which must be
+// deduplicated and must never be resumed into a model's turn. It reports
+// false, queuing nothing, for an event stored before.
+func (s *Store) PutAnswered(ev Inbound, kind string, payload json.RawMessage) (bool, error) {
+	if ev.ID == "" {
+		return false, errors.New("store: an inbound event needs its platform message id")
+	}
+	fresh := false
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		in := tx.Bucket(bucketInbound)
+		if in.Get([]byte(ev.ID)) != nil {
+			return nil
+		}
+		fresh = true
+		now := s.now().UTC()
+		ev.Received, ev.Processed = now, now
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		if err := in.Put([]byte(ev.ID), data); err != nil {
+			return err
+		}
+		if kind == "" {
+			return nil
+		}
+		_, err = enqueueTx(tx, now, ev.Conversation, kind, payload, Pending)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store the answered event %s: %w", ev.ID, err)
+	}
+	return fresh, nil
+}

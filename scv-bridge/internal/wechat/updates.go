@@ -66,6 +66,14 @@ type Handler func(ctx context.Context, b Batch) error
 // backoff of 1 s doubling to 1 min; ErrSessionExpired and h's errors are
 // returned.
 func (c *Client) Poll(ctx context.Context, cursor string, h Handler) error {
+	return c.PollCommitted(ctx, cursor, h, nil)
+}
+
+// PollCommitted is Poll, calling committed (when not nil) after each
+// stored batch's context tokens were recorded and its senders' budgets
+// renewed: the moment the core may flush what it held for them and save
+// the budget, so no send can slip between the renewal and the flush.
+func (c *Client) PollCommitted(ctx context.Context, cursor string, h Handler, committed func(Batch)) error {
 	backoff := time.Second
 	for {
 		b, err := c.GetUpdates(ctx, cursor)
@@ -92,6 +100,9 @@ func (c *Client) Poll(ctx context.Context, cursor string, h Handler) error {
 		for _, m := range b.Messages {
 			c.SetContextToken(m.From, m.ContextToken)
 			c.budget.Inbound(m.From)
+		}
+		if committed != nil {
+			committed(b)
 		}
 		cursor = b.Cursor
 	}

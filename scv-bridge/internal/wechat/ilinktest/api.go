@@ -116,6 +116,11 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	s.perPeer[m.To]++
 	s.byClientID[m.ClientID] = true
 	s.sent = append(s.sent, Sent{ClientID: m.ClientID, To: m.To, ContextToken: m.ContextToken, Items: m.Items})
+	if s.lostAnswers > 0 {
+		s.lostAnswers--
+		http.Error(w, "the answer was lost", http.StatusInternalServerError)
+		return
+	}
 	writeJSON(w, map[string]any{"ret": 0})
 }
 

@@ -81,6 +81,7 @@ type Server struct {
 	sent         []Sent
 	byClientID   map[string]bool
 	sendCalls    int
+	lostAnswers  int // sends accepted whose answer is an HTTP 500
 	// Media.
 	uploads     map[string]pendingUpload
 	accepted    []Upload
@@ -202,6 +203,15 @@ func (s *Server) Deliver(msg string) {
 	}
 	close(s.notify)
 	s.notify = make(chan struct{})
+}
+
+// LoseSendAnswers makes the next n accepted sendmessage calls answer HTTP
+// 500 after recording the message: the platform took it, the client does
+// not know (a crash between send and record looks the same).
+func (s *Server) LoseSendAnswers(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lostAnswers = n
 }
 
 // Sent returns the messages accepted so far.

@@ -36,7 +36,7 @@ func NewCmdChannels(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "channels",
-		Short: "Manage the chat accounts scv-bridge serves (Feishu, Lark)",
+		Short: "Manage the chat accounts scv-bridge serves (Feishu, Lark, WeChat)",
 		Args:  cli.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -54,7 +54,7 @@ func NewCmdChannels(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			return run(f.IO.Out, env, true)
 		},
-	}, newCmdAdd(f, env), &cobra.Command{
+	}, newCmdAdd(f, env), newCmdLogin(f, env), &cobra.Command{
 		Use:   "remove ACCOUNT",
 		Short: "Remove a Feishu account from config.toml",
 		Args:  cli.ExactArgs(1, "name the account to remove: scv channels remove ACCOUNT"),
@@ -126,8 +126,9 @@ func run(w io.Writer, env paths.Env, status bool) error {
 		return err
 	}
 	names := slices.Sorted(maps.Keys(cfg.Channels.Feishu))
-	if len(names) == 0 {
-		fmt.Fprintf(w, "No chat account is configured. Add a [channels.feishu.<account>] table to %s (docs/channels.md).\n", paths.ConfigFile(home))
+	wx := wechatAccounts(home, cfg)
+	if len(names) == 0 && len(wx) == 0 {
+		fmt.Fprintf(w, "No chat account is configured. Add a [channels.feishu.<account>] table to %s, or bind WeChat with scv channels login wechat (docs/channels.md).\n", paths.ConfigFile(home))
 		return nil
 	}
 	for _, name := range names {
@@ -142,6 +143,13 @@ func run(w io.Writer, env paths.Env, status bool) error {
 			db := storePath(home, "feishu", name)
 			fmt.Fprintf(w, "  bridge:   %s\n  store:    %s\n", bridgeState(db), db)
 		}
+	}
+	for _, name := range wx {
+		a, ok := cfg.Channels.WeChat[name]
+		if !ok {
+			a = config.DefaultWeChatAccount()
+		}
+		printWeChat(w, home, name, a, status)
 	}
 	return nil
 }

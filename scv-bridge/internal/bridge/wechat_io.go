@@ -1,0 +1,278 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/scv-cli/scv/scv-bridge/internal/core"
+	"github.com/scv-cli/scv/scv-bridge/internal/store"
+	"github.com/scv-cli/scv/scv-bridge/internal/wechat"
+	"github.com/scv-cli/scv/shared/chatlog"
+)
+
+// mediaTimeout bounds the download of one file a user sent, so a stuck
+// CDN cannot hold the long poll for ever.
+const mediaTimeout = 2 * time.Minute
+
+// handle stores a batch before the cursor may advance: each message
+// through the core (persisted, deduplicated on its id) or, for an approval
+// code, answered without reaching any model; then the cursor and the
+// peers' context tokens go into the state file. An error leaves the
+// cursor where it was, so WeChat delivers the batch again.
+func (w *wechatRun) handle(ctx context.Context, b wechat.Batch) error {
+	for _, m := range b.Messages {
+		if m.ContextToken != "" {
+			w.mu.Lock()
+			if w.state.ContextTokens == nil {
+				w.state.ContextTokens = map[string]string{}
+			}
+			w.state.ContextTokens[m.From] = m.ContextToken
+			w.mu.Unlock()
+		}
+		if err := w.accept(ctx, m); err != nil {
+			return err
+		}
+	}
+	w.mu.Lock()
+	w.state.Cursor = b.Cursor
+	w.mu.Unlock()
+	return w.save(nil)
+}
+
+// accept hands one message to the core, waiting while its conversation
+// has too many messages queued (the poll is the only reader, so waiting
+// here is the back-pressure).
+func (w *wechatRun) accept(ctx context.Context, m wechat.Message) error {
+	if a, ok := wechat.ParseApproval(itemText(m)); ok && len(m.Items) == 1 {
+		return w.approval(m, a)
+	}
+	msg := w.toCore(ctx, m)
+	for {
+		err := w.c.Accept(msg)
+		if !errors.Is(err, core.ErrBusy) {
+			return err
+		}
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// committed runs once a batch is stored and WeChat renewed its senders'
+// budgets: the reports held for them go out now, merged into one message.
+func (w *wechatRun) committed(b wechat.Batch) {
+	seen := map[string]bool{}
+	for _, m := range b.Messages {
+		if seen[m.From] {
+			continue
+		}
+		seen[m.From] = true
+		row, n, err := w.st.Flush(m.From, mergeHeld)
+		if err != nil {
+			w.log.Error("flushing held messages failed; they stay held", "conversation", m.From, "err", err)
+			continue
+		}
+		if n > 0 {
+			w.log.Info("held messages flushed as one", "conversation", m.From, "held", n, "id", row.ID)
+		}
+	}
+	_ = w.save(nil)
+	w.d.Kick()
+}
+
+// mergeHeld joins held replies into one unprompted message.
+func mergeHeld(rows []store.Outbound) (string, json.RawMessage, error) {
+	texts := make([]string, 0, len(rows))
+	for _, o := range rows {
+		var r core.Reply
+		if err := json.Unmarshal(o.Payload, &r); err != nil {
+			return "", nil, fmt.Errorf("held row %s: %w", o.ID, err)
+		}
+		texts = append(texts, r.Text)
+	}
+	payload, err := json.Marshal(core.Reply{Conversation: rows[0].Conversation, Text: wechat.MergeHeld(texts)})
+	return core.KindText, payload, err
+}
+
+// itemText is the text of a message's text items (not voice transcripts).
+func itemText(m wechat.Message) string {
+	var parts []string
+	for _, it := range m.Items {
+		if it.Kind == wechat.KindText {
+			parts = append(parts, it.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// approval answers an approval code ("yes abcde") itself: it is a
+// decision, never a prompt. The owner's session auto-approves and other
+// sessions have no tools, so no request is ever waiting for one; the
+// answer says so, and the message is stored processed with its answer in
+// one transaction (deduplicated, never resumed into a turn).
+func (w *wechatRun) approval(m wechat.Message, a wechat.Approval) error {
+	verb := "deny"
+	if a.Allow {
+		verb = "approve"
+	}
+	text := fmt.Sprintf("No approval with the code %s is waiting, so there is nothing to %s. This message was not passed to SCV.", a.ID, verb)
+	reply, err := json.Marshal(core.Reply{Conversation: m.From, ReplyTo: m.ID, Text: text})
+	if err != nil {
+		return err
+	}
+	ev, err := json.Marshal(map[string]string{"id": m.ID, "sender": m.From, "approval": a.ID})
+	if err != nil {
+		return err
+	}
+	fresh, err := w.st.PutAnswered(store.Inbound{ID: m.ID, Conversation: m.From, Payload: ev}, core.KindText, reply)
+	if err == nil && fresh {
+		w.log.Info("an approval code was answered without reaching SCV", "conversation", m.From, "code", a.ID)
+		w.d.Kick()
+	}
+	return err
+}
+
+// toCore turns a WeChat message into the core's: text items as text, a
+// voice item's transcript as its transcript, the quoted message, and
+// every media item downloaded into the conversation's chat media.
+func (w *wechatRun) toCore(ctx context.Context, m wechat.Message) core.Message {
+	msg := core.Message{ID: m.ID, Conversation: m.From, Sender: m.From, Direct: m.GroupID == "", Time: m.Created}
+	if msg.Time.IsZero() {
+		msg.Time = time.Now()
+	}
+	var texts, transcripts []string
+	for i, it := range m.Items {
+		switch it.Kind {
+		case wechat.KindText:
+			texts = append(texts, it.Text)
+		case wechat.KindVoice:
+			msg.Voice = true
+			if it.Text != "" {
+				transcripts = append(transcripts, it.Text)
+			}
+		case wechat.KindUnknown:
+			texts = append(texts, fmt.Sprintf("[a WeChat message of a kind SCV cannot read (type %d)]", it.RawType))
+		}
+		if it.Media != nil {
+			msg.Files = append(msg.Files, w.saveMedia(ctx, m, i))
+		}
+	}
+	msg.Text, msg.Transcript = strings.Join(texts, "\n"), strings.Join(transcripts, "\n")
+	if q := m.Quote; q != nil {
+		msg.Quote = q.Title
+		if q.Item != nil && q.Item.Text != "" {
+			msg.Quote = q.Item.Text
+		}
+	}
+	return msg
+}
+
+// saveMedia downloads and decrypts item i into the conversation's media
+// directory; a failure is logged and the file recorded as not saved.
+func (w *wechatRun) saveMedia(ctx context.Context, m wechat.Message, i int) chatlog.File {
+	name := m.Items[i].FileName
+	if name == "" {
+		name = wechat.MediaFileName(m, i)
+	}
+	f := chatlog.File{Name: name, State: chatlog.FileNotSaved}
+	dir, err := chatlog.MediaDir(w.o.Home, "wechat", w.a.Name, m.From)
+	if err == nil {
+		dctx, cancel := context.WithTimeout(ctx, mediaTimeout)
+		f.Path, err = w.fc.SaveMedia(dctx, m, i, dir)
+		cancel()
+	}
+	if err != nil {
+		w.log.Warn("a file the user sent was not saved", "message", m.ID, "name", name, "err", err)
+		f.Path = ""
+		return f
+	}
+	f.State = chatlog.FileMedia
+	return f
+}
+
+// send delivers one outbox row within the send budget: a reply to a
+// message as the final answer, anything unprompted (a background report)
+// as a report. What the budget does not allow now is held (with one
+// notice); a refusal (ret=-2) defers everything until the penalty ends,
+// without a single call meanwhile.
+func (w *wechatRun) send(ctx context.Context, o store.Outbound) (string, error) {
+	if o.Kind != core.KindText {
+		return "", fmt.Errorf("outbox row %s has the kind %q, which the WeChat bridge does not send: %w", o.ID, o.Kind, errPermanent)
+	}
+	var r core.Reply
+	if err := json.Unmarshal(o.Payload, &r); err != nil {
+		return "", fmt.Errorf("outbox row %s: %w: %w", o.ID, err, errPermanent)
+	}
+	class := wechat.ClassReport
+	if r.ReplyTo != "" {
+		class = wechat.ClassFinal
+	}
+	res, err := w.fc.SendText(ctx, wechat.Outgoing{Peer: r.Conversation, ClientID: o.ID, Class: class, Markdown: r.Text})
+	var rest json.RawMessage
+	if res.Sent > 0 && res.Held != "" {
+		// The rest is unprompted now: the answer's first part went out.
+		rest, _ = json.Marshal(core.Reply{Conversation: r.Conversation, Text: res.Held})
+	}
+	switch {
+	case errors.Is(err, wechat.ErrSessionExpired):
+		w.expired()
+		w.fatal(fmt.Errorf("wechat account %s: %w; bind it again: scv channels login wechat --account %s", w.a.Name, err, w.a.Name))
+		return "", &store.DeferError{Until: time.Now().Add(time.Hour), Rest: rest, Err: err}
+	case errors.Is(err, wechat.ErrThrottled):
+		_ = w.save(nil)
+		return "", &store.DeferError{Until: w.fc.Budget().ThrottledUntil(), Rest: rest, Err: err}
+	case err != nil:
+		_ = w.save(nil)
+		return "", err
+	case res.Held != "":
+		w.notice(ctx, r.Conversation, o.ID)
+		_ = w.save(map[string]int{r.Conversation: 1})
+		return "", &store.HoldError{Rest: rest, Err: errOverBudget}
+	}
+	return "", w.save(nil)
+}
+
+// notice sends, once per message from the peer, the short message that
+// reports are waiting; the budget keeps a send for it.
+func (w *wechatRun) notice(ctx context.Context, conv, rowID string) {
+	n := 1
+	if rows, err := w.st.Rows(store.Held); err == nil {
+		for _, r := range rows {
+			if r.Conversation == conv {
+				n++
+			}
+		}
+	}
+	res, err := w.fc.SendText(ctx, wechat.Outgoing{Peer: conv, ClientID: rowID + "-n", Class: wechat.ClassNotice, Markdown: wechat.HeldNotice(n)})
+	if err != nil {
+		w.log.Warn("the notice that reports are held was not sent", "conversation", conv, "err", err)
+	} else if res.Sent > 0 {
+		w.log.Info("reports held until the peer writes again; notice sent", "conversation", conv, "held", n)
+	}
+}
+
+// errPermanent marks a row no retry can send.
+var errPermanent = errors.New("not retried")
+
+// wechatRetryable says whether a failed send may succeed later: not a
+// row the bridge cannot send, nor a request WeChat refused as such (HTTP
+// 4xx, or a non-zero ret other than the throttle, which is deferred).
+func wechatRetryable(err error) bool {
+	if errors.Is(err, errPermanent) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ae *wechat.APIError
+	if errors.As(err, &ae) {
+		return ae.HTTPStatus >= http.StatusInternalServerError || ae.HTTPStatus == http.StatusTooManyRequests
+	}
+	return true
+}
