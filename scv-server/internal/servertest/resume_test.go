@@ -338,9 +338,11 @@ func TestLargeReplayIsSplitIntoFrames(t *testing.T) {
 	a.Client.Init(3)
 	dir := t.TempDir()
 	sid := a.Client.StartSession(dir, 3).SessionID
-	chunk := strings.Repeat("0123456789", 10)
+	// Large deltas: the size of the replay is what matters here, and 28,000
+	// small ones take over a minute under -race on a loaded machine.
+	chunk := strings.Repeat("0123456789", 1000)
 	for i := range 4 {
-		f.Enqueue(fo.Script(fo.Repeat(7000, chunk))) // 700,000 bytes
+		f.Enqueue(fo.Script(fo.Repeat(70, chunk))) // 700,000 bytes
 		a.Client.Turn(sid, "long answer "+string(rune('a'+i)))
 		st.Until[*protocol.TurnCompleted](a.Client)
 	}
