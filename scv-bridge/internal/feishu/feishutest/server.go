@@ -79,6 +79,7 @@ type Server struct {
 	chunkSize      int
 	recipientQPS   int
 	cardOpsPerSec  int
+	cardLimited    int
 	failCardCreate bool
 	dlpWord        string
 	dropOnAccept   bool
