@@ -199,3 +199,29 @@ func readLog(t *testing.T, dir string) string {
 	})
 	return b.String()
 }
+
+// TestFeishuStopMidTurn: /stop during a streamed answer cancels the turn
+// in the real server, finishes the card with what it showed and a note,
+// and answers "Stopped." at once; the model is not asked again.
+func TestFeishuStopMidTurn(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, fakeopenai.Script(fakeopenai.Text("Partial answer"), fakeopenai.Hang()))
+	r.start(t)
+	r.fs.PushEvent(feishutest.MessageEvent("om_in1", "oc_owner", "p2p", "ou_owner", "text", map[string]string{"text": "long job"}))
+	waitFor(t, "the streaming card", func() bool {
+		msgs := r.fs.Messages()
+		return len(msgs) == 1 && r.shown(msgs[0]) == "Partial answer"
+	})
+	r.fs.PushEvent(feishutest.MessageEvent("om_stop", "oc_owner", "p2p", "ou_owner", "text", map[string]string{"text": "/stop"}))
+	waitFor(t, "the stop", func() bool { return r.done(2) })
+	msgs := r.fs.Messages()
+	if got := r.shown(msgs[0]); got != "Partial answer\n\n(Stopped.)" {
+		t.Fatalf("the card ends with %q", got)
+	}
+	if msgs[1].ReplyTo != "om_stop" || !strings.Contains(msgs[1].Content, "Stopped.") {
+		t.Fatalf("the answer to /stop = %+v", msgs[1])
+	}
+	if n := len(r.model.Requests()); n != 1 {
+		t.Fatalf("%d model requests, want 1", n)
+	}
+}

@@ -70,6 +70,9 @@ type feishuLive struct {
 	// closed is set once Close was called: a retried send then sends only
 	// the posts (keyed as Close keyed them).
 	closed bool
+	// last is the text last given to Show (the relay's goroutine only,
+	// then Abort after the relay ended).
+	last string
 }
 
 // Begin creates and sends a streaming card answering replyTo.
@@ -99,13 +102,19 @@ func (l *feishuLive) ID() string { return l.st.CardID() }
 // Show pushes text and, when the push was too soon after the last one,
 // waits and shows the latest: at most one update per MinStreamInterval.
 func (l *feishuLive) Show(ctx context.Context, text string) {
+	l.last = text
 	if l.st.Update(ctx, text) == nil {
 		_ = l.st.Flush(ctx)
 	}
 }
 
-// Abort finishes the card with text (a stopped turn; no outbox row).
-func (l *feishuLive) Abort(ctx context.Context, text string) {
+// Abort finishes the card with what it showed and the note text (a
+// stopped turn; no outbox row).
+func (l *feishuLive) Abort(ctx context.Context, note string) {
+	text := note
+	if l.last != "" {
+		text = l.last + "\n\n" + note
+	}
 	if _, err := l.st.Close(ctx, text); err != nil && ctx.Err() == nil {
 		l.s.log.Warn("a stopped answer's card could not be finished", "err", err)
 	}

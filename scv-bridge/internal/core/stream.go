@@ -23,8 +23,9 @@ type LiveReply interface {
 	// allows a few updates a second) and may skip a frame; it is called
 	// from one goroutine at a time.
 	Show(ctx context.Context, text string)
-	// Abort ends it with text without an outbox row (a stopped turn).
-	Abort(ctx context.Context, text string)
+	// Abort ends it, keeping what it shows, with the note added, without
+	// an outbox row (a stopped turn).
+	Abort(ctx context.Context, note string)
 }
 
 // StreamingSession is a Session that reports the answer while it is
