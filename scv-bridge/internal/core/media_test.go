@@ -131,3 +131,20 @@ func readEpisodes(t *testing.T, dir string) string {
 	})
 	return b.String()
 }
+
+// FuzzResourceName: whatever a sender names a file, it is saved as one
+// plain, visible name of bounded length in the conversation's folder.
+func FuzzResourceName(f *testing.F) {
+	for _, s := range []string{"", "a.txt", "../../etc/passwd", ".hidden", "a\x00b", "x/..", strings.Repeat("é", 200)} {
+		f.Add(s, "image/png")
+	}
+	f.Fuzz(func(t *testing.T, name, ct string) {
+		for _, kind := range []string{ResourceImage, ResourceFile, ResourceAudio, ResourceVideo} {
+			got := resourceName(Resource{Kind: kind, Name: name}, ct)
+			if got == "" || strings.ContainsAny(got, "/\\\x00\n") || strings.HasPrefix(got, ".") || len(got) > 140 ||
+				got != filepath.Base(got) {
+				t.Fatalf("resourceName(%q, %q) = %q", name, ct, got)
+			}
+		}
+	})
+}
