@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scv-cli/scv/scv-bridge/internal/core"
+	"github.com/scv-cli/scv/scv-bridge/internal/feishu"
 	"github.com/scv-cli/scv/scv-bridge/internal/feishu/feishutest"
+	"github.com/scv-cli/scv/scv-bridge/internal/store"
 	"github.com/scv-cli/scv/shared/chatlog"
 	"github.com/scv-cli/scv/shared/fakeopenai"
 )
@@ -223,5 +227,41 @@ func TestFeishuStopMidTurn(t *testing.T) {
 	}
 	if n := len(r.model.Requests()); n != 1 {
 		t.Fatalf("%d model requests, want 1", n)
+	}
+}
+
+// TestFeishuCardOfALostStreamFinishedAfterRestart: the bridge stopped
+// while an answer streamed into a card, with the final text queued; the
+// next run finishes that card with the text instead of leaving it
+// "generating", and sends nothing twice.
+func TestFeishuCardOfALostStreamFinishedAfterRestart(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	fc, err := feishu.New(feishu.Options{AppID: feishutest.AppID, AppSecret: feishutest.AppSecret, BaseURL: r.fs.URL,
+		HTTPClient: r.fs.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fc.StartStream(t.Context(), feishu.Destination{To: feishu.Recipient{Type: feishu.ByChatID, ID: "oc_owner"}, ReplyTo: "om_in1"}, "s1")
+	if err != nil || s.Fallback() {
+		t.Fatalf("a card: %v", err)
+	}
+	if err := s.Update(t.Context(), "Half an"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(StorePath(r.opts.Home, "feishu", "work"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(core.Reply{Conversation: "oc_owner", ReplyTo: "om_in1", Text: "Half an answer, whole now.", Stream: s.CardID()})
+	if _, err := st.Enqueue("oc_owner", core.KindText, payload); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.Close()
+	r.start(t)
+	waitFor(t, "the finished card", func() bool { return r.done(1) })
+	time.Sleep(200 * time.Millisecond)
+	if msgs := r.fs.Messages(); len(msgs) != 1 || r.shown(msgs[0]) != "Half an answer, whole now." {
+		t.Fatalf("messages %+v, the card shows %q", msgs, r.shown(msgs[0]))
 	}
 }

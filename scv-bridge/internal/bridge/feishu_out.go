@@ -129,13 +129,18 @@ func (s *feishuStreams) forget(cardID string) {
 
 // finish sends the final text of a streamed answer: through its card
 // when this run streamed it, else (the bridge restarted during the
-// answer) the card is finished as it can be and the text sent as posts.
+// answer) the card is finished with the text, which is also sent as
+// posts when the card cannot show it all or cannot be finished.
 func (s *feishuStreams) finish(ctx context.Context, o store.Outbound, r core.Reply, dest feishu.Destination) (string, error) {
 	s.mu.Lock()
 	l := s.live[r.Stream]
 	s.mu.Unlock()
 	if l == nil {
-		if err := s.fc.FinishCard(ctx, r.Stream, r.Text); err != nil && ctx.Err() == nil {
+		err := s.fc.FinishCard(ctx, r.Stream, r.Text)
+		if err == nil && len(r.Text) <= feishu.MaxCardTextBytes {
+			return r.Stream, nil
+		}
+		if err != nil && ctx.Err() == nil {
 			s.log.Info("a card of an earlier run could not be finished; sending the answer as posts", "card", r.Stream, "err", err)
 		}
 		return sendLong(ctx, s.fc, dest, r.Text, o.ID)
