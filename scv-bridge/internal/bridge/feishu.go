@@ -36,6 +36,11 @@ type Options struct {
 	ServerEnv  []string
 	// HTTPClient talks to the platform (nil: http.DefaultClient).
 	HTTPClient *http.Client
+	// MaxWaiting and MediaMaxBytes are the core's per-conversation
+	// bounds (channels.max_waiting, channels.media_max_mb; 0: its
+	// defaults).
+	MaxWaiting    int
+	MediaMaxBytes int64
 	// Quiet is the core's quiet window (0: its default).
 	Quiet time.Duration
 	// Now is the clock of the media sweep (nil: time.Now); tests inject
@@ -88,7 +93,8 @@ func RunFeishu(ctx context.Context, o Options, a FeishuAccount) error {
 	d := store.NewDeliverer(st, feishuSender(fc, streams, o.Home))
 	d.Retryable, d.Log, d.OnFinal = retryable, log, streams.onFinal(o.Home)
 	cfg := core.Config{Platform: "feishu", Account: a.Name, Owner: a.Config.OwnerOpenID, Archive: o.Archive,
-		Cwd: o.Cwd, Quiet: o.Quiet, Home: o.Home, Fetch: feishuFetch(fc), Streamer: streams, Log: log}
+		Cwd: o.Cwd, Quiet: o.Quiet, Home: o.Home, Fetch: feishuFetch(fc), Streamer: streams, Log: log,
+		MaxWaiting: o.MaxWaiting, MaxMediaBytes: o.MediaMaxBytes}
 	if o.NoStreaming {
 		cfg.Streamer = nil
 	}
