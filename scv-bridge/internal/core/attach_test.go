@@ -193,6 +193,7 @@ type fakeStreamer struct {
 	mu     sync.Mutex
 	begins []string
 	shown  []string
+	aborts []string
 }
 
 func (f *fakeStreamer) Begin(_ context.Context, conv, replyTo string) (LiveReply, error) {
@@ -210,7 +211,56 @@ func (l *fakeLive) Show(_ context.Context, text string) {
 	l.f.shown = append(l.f.shown, text)
 	l.f.mu.Unlock()
 }
-func (l *fakeLive) Abort(context.Context, string) {}
+func (l *fakeLive) Abort(ctx context.Context, note string) {
+	l.f.mu.Lock()
+	defer l.f.mu.Unlock()
+	if ctx.Err() == nil {
+		l.f.aborts = append(l.f.aborts, note)
+	}
+}
+
+// TestShutdownEndsALiveReply: a bridge stopping during a streamed answer
+// ends its card (with a context that still works) rather than leaving it
+// "generating"; the turn is resumed at the next start.
+func TestShutdownEndsALiveReply(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fs := &fakeStreamer{}
+	st, err := store.Open(filepath.Join(dir, "bridge.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := New(Config{Platform: "feishu", Account: "work", Owner: "ou_owner", Quiet: 10 * time.Millisecond, Streamer: fs},
+		st, &streamAgent{}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Accept(Message{ID: "m1", Conversation: "oc_owner", Sender: "ou_owner", Direct: true, Text: "block"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		fs.mu.Lock()
+		n := len(fs.shown)
+		fs.mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	c.Wait()
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if len(fs.aborts) != 1 || !strings.Contains(fs.aborts[0], "Interrupted") {
+		t.Fatalf("aborts %q, want one interruption note", fs.aborts)
+	}
+	if un, _ := st.Unprocessed(); len(un) != 1 {
+		t.Fatalf("%d unprocessed messages, want the interrupted one", len(un))
+	}
+}
 
 // TestAnswerStreamsThroughTheStreamer: a streaming session's deltas reach
 // one live reply answering the last message, and the reply's outbox row

@@ -193,7 +193,14 @@ func (cv *conv) turn(ctx context.Context, batch []Message) {
 	cancel()
 	switch {
 	case ctx.Err() != nil:
-		return // shutting down: resumed at the next start
+		// Shutting down: the turn is resumed at the next start. A card
+		// left streaming would say "generating" for ever: end it briefly.
+		if live != nil {
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			live.Abort(actx, "(Interrupted: SCV stopped. The answer comes when it starts again.)")
+			cancel()
+		}
+		return
 	case stopped:
 		if live != nil {
 			live.Abort(ctx, "(Stopped.)")
