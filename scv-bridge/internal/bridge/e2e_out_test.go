@@ -265,3 +265,25 @@ func TestFeishuCardOfALostStreamFinishedAfterRestart(t *testing.T) {
 		t.Fatalf("messages %+v, the card shows %q", msgs, r.shown(msgs[0]))
 	}
 }
+
+// TestFeishuReplyQuotesTheMessage: a reply carries only the quoted
+// message's id; its text is fetched and given to the model (and the chat
+// log) as the quote.
+func TestFeishuReplyQuotesTheMessage(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, fakeopenai.Script(fakeopenai.Text("Blue it is.")))
+	r.fs.AddMessage("om_q", "text", map[string]string{"text": "the blue door"})
+	r.start(t)
+	var ev map[string]any
+	_ = json.Unmarshal(feishutest.MessageEvent("om_r", "oc_owner", "p2p", "ou_owner", "text", map[string]string{"text": "what about this?"}), &ev)
+	ev["event"].(map[string]any)["message"].(map[string]any)["parent_id"] = "om_q"
+	raw, _ := json.Marshal(ev)
+	r.fs.PushEvent(raw)
+	waitFor(t, "the answer", func() bool { return r.done(1) })
+	if p := lastUser(r.model.Requests()[0]); p != "> the blue door\nwhat about this?" {
+		t.Fatalf("the model got %q", p)
+	}
+	if log := readLog(t, filepath.Join(r.opts.Archive, "feishu", "work", "oc_owner")); !strings.Contains(log, `"quote":"the blue door"`) {
+		t.Fatalf("the chat log lacks the quote:\n%s", log)
+	}
+}

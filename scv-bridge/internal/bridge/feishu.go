@@ -93,7 +93,7 @@ func RunFeishu(ctx context.Context, o Options, a FeishuAccount) error {
 	d := store.NewDeliverer(st, feishuSender(fc, streams, o.Home))
 	d.Retryable, d.Log, d.OnFinal = retryable, log, streams.onFinal(o.Home)
 	cfg := core.Config{Platform: "feishu", Account: a.Name, Owner: a.Config.OwnerOpenID, Archive: o.Archive,
-		Cwd: o.Cwd, Quiet: o.Quiet, Home: o.Home, Fetch: feishuFetch(fc), Streamer: streams, Log: log,
+		Cwd: o.Cwd, Quiet: o.Quiet, Home: o.Home, Fetch: feishuFetch(fc), Quote: fc.MessageText, Streamer: streams, Log: log,
 		MaxWaiting: o.MaxWaiting, MaxMediaBytes: o.MediaMaxBytes}
 	if o.NoStreaming {
 		cfg.Streamer = nil
@@ -155,7 +155,7 @@ func feishuHandler(c *core.Core, botOpenID string, log *slog.Logger) feishu.Hand
 		}
 		msg := core.Message{ID: m.MessageID, Conversation: m.ChatID, Sender: m.SenderOpenID,
 			Direct: m.ChatType == feishu.ChatP2P, Text: feishu.StripMentions(m.Text), Time: time.Now(),
-			Resources: feishuResources(m)}
+			Resources: feishuResources(m), QuoteOf: m.ParentID}
 		if err := c.Accept(msg); err != nil {
 			log.Warn("a message was not accepted; the platform will deliver it again", "message", m.MessageID, "err", err)
 			return nil, err

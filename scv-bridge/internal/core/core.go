@@ -34,6 +34,9 @@ type Message struct {
 	Text  string         `json:"text,omitempty"`
 	Quote string         `json:"quote,omitempty"`
 	Files []chatlog.File `json:"files,omitempty"`
+	// QuoteOf is the message this one replies to, when the platform gives
+	// only its id: its text is fetched (Config.Quote) into Quote.
+	QuoteOf string `json:"quote_of,omitempty"`
 	// Resources are the media to download (Config.Fetch) into the chat
 	// media when the message arrives; they become Files.
 	Resources []Resource `json:"resources,omitempty"`
@@ -94,6 +97,8 @@ type Config struct {
 	Home string
 	// Fetch downloads media users send (nil: files are "not saved").
 	Fetch FetchFunc
+	// Quote fetches the text of a quoted message (nil: Quote stays empty).
+	Quote func(ctx context.Context, messageID string) (string, error)
 	// MaxMediaBytes bounds one download (default DefaultMaxMediaBytes).
 	MaxMediaBytes int64
 	// Streamer, when set, shows answers while they are written.

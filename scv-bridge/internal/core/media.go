@@ -52,13 +52,18 @@ const fetchTimeout = 2 * time.Minute
 type download struct {
 	done  chan struct{}
 	files []chatlog.File
+	quote string
 }
+
+// quoteTimeout bounds fetching a quoted message's text.
+const quoteTimeout = 10 * time.Second
 
 // startDownload starts fetching m's resources into the conversation's
 // media directory at once (a platform's keys may go stale), so that the
 // turn finds them there. It returns nil when there is nothing to fetch.
 func (c *Core) startDownload(m Message) *download {
-	if len(m.Resources) == 0 {
+	quote := m.QuoteOf != "" && m.Quote == "" && c.cfg.Quote != nil
+	if len(m.Resources) == 0 && !quote {
 		return nil
 	}
 	d := &download{done: make(chan struct{})}
@@ -66,9 +71,26 @@ func (c *Core) startDownload(m Message) *download {
 	go func() {
 		defer c.wg.Done()
 		defer close(d.done)
+		if quote {
+			d.quote = c.fetchQuote(c.ctx, m)
+		}
 		d.files = c.fetchAll(c.ctx, m)
 	}()
 	return d
+}
+
+// fetchQuote returns the text m quotes, "" when it cannot be had.
+func (c *Core) fetchQuote(ctx context.Context, m Message) string {
+	qctx, cancel := context.WithTimeout(ctx, quoteTimeout)
+	defer cancel()
+	q, err := c.cfg.Quote(qctx, m.QuoteOf)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.cfg.Log.Warn("the quoted message cannot be read", "conversation", m.Conversation, "message", m.ID, "err", err)
+		}
+		return ""
+	}
+	return q
 }
 
 // fetchAll downloads every resource of m; one that cannot be saved is
@@ -213,7 +235,7 @@ func extension(kind, contentType string) string {
 }
 
 // waitMedia waits for the downloads of batch's messages and sets their
-// files; a turn ends early only when ctx ends.
+// files and quotes; a turn ends early only when ctx ends.
 func (cv *conv) waitMedia(ctx context.Context, batch []Message) {
 	for i := range batch {
 		d := cv.takeDownload(batch[i].ID)
@@ -223,6 +245,9 @@ func (cv *conv) waitMedia(ctx context.Context, batch []Message) {
 		select {
 		case <-d.done:
 			batch[i].Files = append(batch[i].Files, d.files...)
+			if d.quote != "" {
+				batch[i].Quote = d.quote
+			}
 		case <-ctx.Done():
 			return
 		}
