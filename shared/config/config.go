@@ -307,6 +307,13 @@ type ChannelsConfig struct {
 	// KeepDays is how long files chat users send stay in the chat media
 	// directory before they are removed, unless kept (chat_keep).
 	KeepDays int `toml:"keep_days"`
+	// MaxWaiting bounds the messages waiting in one conversation of the
+	// chat bridge; beyond it an event is left unacknowledged, and the
+	// platform delivers it again later.
+	MaxWaiting int `toml:"max_waiting"`
+	// MediaMaxMB bounds one file a chat user sends that the bridge
+	// downloads, in MiB; a larger one is "not saved".
+	MediaMaxMB int `toml:"media_max_mb"`
 	// Feishu are the Feishu or Lark apps scv-bridge serves, by account
 	// name ([channels.feishu.<account>]); nil until the user file names
 	// one.
@@ -402,7 +409,7 @@ func Defaults() *Config {
 		},
 		Skills:   SkillsConfig{MaxSkills: 64, MaxSkillBytes: 64 << 10},
 		Daemon:   DaemonConfig{Use: DaemonAuto, SessionIdleSeconds: 3600, RestartTimeoutSeconds: 600},
-		Channels: ChannelsConfig{KeepDays: 30},
+		Channels: ChannelsConfig{KeepDays: 30, MaxWaiting: 64, MediaMaxMB: 100},
 	}
 	c.Sources = map[string]Source{}
 	for _, k := range c.Keys() {

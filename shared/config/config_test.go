@@ -268,6 +268,18 @@ func TestLoadErrors(t *testing.T) {
 			line: 2, key: "daemon.use",
 		},
 		{
+			name: "channels max_waiting out of range",
+			user: "[channels]\nmax_waiting = 0\n",
+			want: `$USER:2: key "channels.max_waiting" is 0, out of range: it must be a number of messages from 1 to 1000`,
+			line: 2, key: "channels.max_waiting",
+		},
+		{
+			name: "channels media_max_mb out of range",
+			user: "[channels]\nmedia_max_mb = 101\n",
+			want: `$USER:2: key "channels.media_max_mb" is 101, out of range: it must be a number of MiB from 1 to 100`,
+			line: 2, key: "channels.media_max_mb",
+		},
+		{
 			name: "channels keep_days out of range",
 			user: "[channels]\nkeep_days = 0\n",
 			want: `$USER:2: key "channels.keep_days" is 0, out of range: it must be a number of days from 1 to 3650`,

@@ -194,6 +194,8 @@ func (l *loader) validate() []error {
 
 	// [channels]
 	v.intRange("channels.keep_days", int64(c.Channels.KeepDays), 1, 3650, "a number of days")
+	v.intRange("channels.max_waiting", int64(c.Channels.MaxWaiting), 1, 1000, "a number of messages")
+	v.intRange("channels.media_max_mb", int64(c.Channels.MediaMaxMB), 1, 100, "a number of MiB")
 	if a := c.Channels.Archive; a != "" && !filepath.IsAbs(a) {
 		v.fail("channels.archive", "is %q, which is not an absolute path; use one such as \"/home/you/chat-archive\", or leave the key out for $SCV_HOME/archive", a)
 	}

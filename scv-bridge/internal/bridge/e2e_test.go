@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -41,9 +42,24 @@ func newRig(t *testing.T, replies ...fakeopenai.Reply) *rig {
 	return &rig{fs: fs, model: model,
 		opts: Options{Home: home, Archive: filepath.Join(home, "archive"), Cwd: t.TempDir(),
 			ServerPath: bins.Need(t, "scv-server"), ServerEnv: append(os.Environ(), "SCV_HOME="+home),
-			HTTPClient: fs.Client(), Quiet: 20 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+			HTTPClient: fs.Client(), Quiet: 20 * time.Millisecond, Log: slog.New(slog.NewTextHandler(testLogOut(), nil))},
 		acct: FeishuAccount{Name: "work", Secret: feishutest.AppSecret,
 			Config: config.FeishuAccount{AppID: feishutest.AppID, BaseURL: fs.URL, OwnerOpenID: "ou_owner"}}}
+}
+
+// rehome moves the rig to SCV_HOME home (for a test that needs its path
+// before the model's script is written).
+func (r *rig) rehome(t *testing.T, home string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(r.opts.Home, "config.toml"))
+	if err == nil {
+		err = os.WriteFile(filepath.Join(home, "config.toml"), data, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.opts.Home, r.opts.Archive = home, filepath.Join(home, "archive")
+	r.opts.ServerEnv = append(r.opts.ServerEnv, "SCV_HOME="+home)
 }
 
 // start runs the account until the returned stop is called.
@@ -65,6 +81,42 @@ func (r *rig) start(t *testing.T) func() error {
 	return stop
 }
 
+// shown is what the user sees of m: a card's final text, or the content.
+func (r *rig) shown(m feishutest.Message) string {
+	if card := r.fs.Card(cardID(m)); card != nil {
+		return card.Text
+	}
+	return m.Content
+}
+
+// done says the fake holds n messages and none is a card still streaming.
+func (r *rig) done(n int) bool {
+	msgs := r.fs.Messages()
+	if len(msgs) != n {
+		return false
+	}
+	for _, m := range msgs {
+		if id := cardID(m); id != "" {
+			if c := r.fs.Card(id); c == nil || c.Streaming {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func cardID(m feishutest.Message) string {
+	var c struct {
+		Data struct {
+			CardID string `json:"card_id"`
+		} `json:"data"`
+	}
+	if m.MsgType != "interactive" || json.Unmarshal([]byte(m.Content), &c) != nil {
+		return ""
+	}
+	return c.Data.CardID
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	testkit.Eventually(t, 30*time.Second, what, cond)
@@ -76,9 +128,9 @@ func TestFeishuOwnerRoundTripAndRedelivery(t *testing.T) {
 	stop := r.start(t)
 	ev := feishutest.MessageEvent("om_in1", "oc_owner", "p2p", "ou_owner", "text", map[string]string{"text": "hi"})
 	r.fs.PushEvent(ev)
-	waitFor(t, "the reply", func() bool { return len(r.fs.Messages()) == 1 })
+	waitFor(t, "the reply", func() bool { return r.done(1) })
 	m := r.fs.Messages()[0]
-	if m.ReplyTo != "om_in1" || !strings.Contains(m.Content, "Hello from SCV.") {
+	if m.ReplyTo != "om_in1" || !strings.Contains(r.shown(m), "Hello from SCV.") {
 		t.Fatalf("reply %+v", m)
 	}
 	r.fs.PushEvent(ev) // the platform delivers the same message again
@@ -154,9 +206,9 @@ func TestBackgroundReportArrivesUnprompted(t *testing.T) {
 	r.opts.ServerEnv = append(r.opts.ServerEnv, "HOME="+userHome)
 	r.start(t)
 	r.fs.PushEvent(feishutest.MessageEvent("om_in1", "oc_owner", "p2p", "ou_owner", "text", map[string]string{"text": "delegate it"}))
-	waitFor(t, "the answer and the report", func() bool { return len(r.fs.Messages()) == 2 })
+	waitFor(t, "the answer and the report", func() bool { return r.done(2) })
 	msgs := r.fs.Messages()
-	if msgs[0].ReplyTo != "om_in1" || !strings.Contains(msgs[0].Content, "Started job-1.") {
+	if msgs[0].ReplyTo != "om_in1" || !strings.Contains(r.shown(msgs[0]), "Started job-1.") {
 		t.Fatalf("the answer = %+v", msgs[0])
 	}
 	if msgs[1].ReplyTo != "" || msgs[1].ReceiveID != "oc_owner" || !strings.Contains(msgs[1].Content, "job-1 finished: the fix landed.") {
@@ -183,4 +235,11 @@ func TestGroupMessagesNeedAMention(t *testing.T) {
 	if last != "what time is it?" || len(reqs[0].ToolNames()) != 0 {
 		t.Fatalf("the model got %q with tools %v; want the text without the mention, no tools", last, reqs[0].ToolNames())
 	}
+}
+
+func testLogOut() io.Writer {
+	if os.Getenv("BRIDGE_TEST_LOG") != "" {
+		return os.Stderr
+	}
+	return io.Discard
 }

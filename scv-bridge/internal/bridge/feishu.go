@@ -5,7 +5,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,9 +36,19 @@ type Options struct {
 	ServerEnv  []string
 	// HTTPClient talks to the platform (nil: http.DefaultClient).
 	HTTPClient *http.Client
+	// MaxWaiting and MediaMaxBytes are the core's per-conversation
+	// bounds (channels.max_waiting, channels.media_max_mb; 0: its
+	// defaults).
+	MaxWaiting    int
+	MediaMaxBytes int64
 	// Quiet is the core's quiet window (0: its default).
 	Quiet time.Duration
-	Log   *slog.Logger
+	// Now is the clock of the media sweep (nil: time.Now); tests inject
+	// one to see keep_days pass.
+	Now func() time.Time
+	// NoStreaming sends answers when done instead of in a streaming card.
+	NoStreaming bool
+	Log         *slog.Logger
 }
 
 // StorePath is the database (and lock) of one (channel, account).
@@ -80,10 +89,16 @@ func RunFeishu(ctx context.Context, o Options, a FeishuAccount) error {
 		return fmt.Errorf("feishu account %s: %w", a.Name, err)
 	}
 	defer conn.Close()
-	d := store.NewDeliverer(st, feishuSender(fc))
-	d.Retryable, d.Log = feishu.IsRetryable, log
-	c := core.New(core.Config{Platform: "feishu", Account: a.Name, Owner: a.Config.OwnerOpenID, Archive: o.Archive,
-		Cwd: o.Cwd, Quiet: o.Quiet, Log: log}, st, conn, d.Kick)
+	streams := newFeishuStreams(fc, log)
+	d := store.NewDeliverer(st, feishuSender(fc, streams, o.Home))
+	d.Retryable, d.Log, d.OnFinal = retryable, log, streams.onFinal(o.Home)
+	cfg := core.Config{Platform: "feishu", Account: a.Name, Owner: a.Config.OwnerOpenID, Archive: o.Archive,
+		Cwd: o.Cwd, Quiet: o.Quiet, Home: o.Home, Fetch: feishuFetch(fc), Quote: fc.MessageText, Streamer: streams, Log: log,
+		MaxWaiting: o.MaxWaiting, MaxMediaBytes: o.MediaMaxBytes}
+	if o.NoStreaming {
+		cfg.Streamer = nil
+	}
+	c := core.New(cfg, st, conn, d.Kick)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -139,40 +154,13 @@ func feishuHandler(c *core.Core, botOpenID string, log *slog.Logger) feishu.Hand
 			return nil, nil
 		}
 		msg := core.Message{ID: m.MessageID, Conversation: m.ChatID, Sender: m.SenderOpenID,
-			Direct: m.ChatType == feishu.ChatP2P, Text: feishu.StripMentions(m.Text), Time: time.Now()}
-		for _, r := range m.Resources {
-			// The download into the chat media is not built yet: the
-			// model is told the file was not saved.
-			msg.Files = append(msg.Files, chatlog.File{Name: r.Name, State: chatlog.FileNotSaved})
-		}
+			Direct: m.ChatType == feishu.ChatP2P, Text: feishu.StripMentions(m.Text), Time: time.Now(),
+			Resources: feishuResources(m), QuoteOf: m.ParentID}
 		if err := c.Accept(msg); err != nil {
 			log.Warn("a message was not accepted; the platform will deliver it again", "message", m.MessageID, "err", err)
 			return nil, err
 		}
 		return nil, nil
-	}
-}
-
-// feishuSender sends an outbox row: a reply in its chat (or a new
-// message there for a background report), keyed by the row id.
-func feishuSender(fc *feishu.Client) store.SendFunc {
-	return func(ctx context.Context, o store.Outbound) (string, error) {
-		if o.Kind != core.KindText {
-			return "", fmt.Errorf("outbox row %s has the unknown kind %q", o.ID, o.Kind)
-		}
-		var r core.Reply
-		if err := json.Unmarshal(o.Payload, &r); err != nil {
-			return "", fmt.Errorf("outbox row %s: %w", o.ID, err)
-		}
-		sent, err := fc.SendLong(ctx, feishu.Destination{To: feishu.Recipient{Type: feishu.ByChatID, ID: r.Conversation},
-			ReplyTo: r.ReplyTo}, r.Text, o.ID)
-		if err != nil {
-			return "", err
-		}
-		if len(sent) == 0 {
-			return "", nil
-		}
-		return sent[0].MessageID, nil
 	}
 }
 
@@ -186,11 +174,16 @@ func sweep(ctx context.Context, o Options, st *store.Store, log *slog.Logger) er
 		if _, err := st.PruneOutbox(keep); err != nil {
 			log.Error("pruning the outbox failed", "err", err)
 		}
+		now := time.Now()
+		if o.Now != nil {
+			now = o.Now()
+		}
 		if o.KeepDays > 0 {
-			if _, err := chatlog.SweepMedia(o.Home, o.KeepDays, time.Now()); err != nil {
+			if _, err := chatlog.SweepMedia(o.Home, o.KeepDays, now); err != nil {
 				log.Error("sweeping old chat media failed", "err", err)
 			}
 		}
+		core.SweepOutboxOrphans(o.Home, now)
 		t := time.NewTimer(24 * time.Hour)
 		select {
 		case <-ctx.Done():

@@ -158,6 +158,7 @@ func serve(ctx context.Context, stderr io.Writer, only, cwd string) error {
 		}
 	}
 	opts := bridge.Options{Home: home, Archive: cfg.Channels.ArchiveDir(home), KeepDays: cfg.Channels.KeepDays,
+		MaxWaiting: cfg.Channels.MaxWaiting, MediaMaxBytes: int64(cfg.Channels.MediaMaxMB) << 20,
 		Cwd: cwd, ServerPath: server, Log: log}
 	return runAccounts(ctx, opts, cfg, names)
 }

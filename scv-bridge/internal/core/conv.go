@@ -32,6 +32,25 @@ type conv struct {
 	// logMu serializes the chat log between the worker and reports.
 	logMu     sync.Mutex
 	logClosed bool // set at shutdown: a late report is not logged
+	// downloads are the media downloads of waiting messages, by id.
+	downloads map[string]*download
+}
+
+func (cv *conv) addDownload(id string, d *download) {
+	if d == nil {
+		return
+	}
+	cv.mu.Lock()
+	cv.downloads[id] = d
+	cv.mu.Unlock()
+}
+
+func (cv *conv) takeDownload(id string) *download {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	d := cv.downloads[id]
+	delete(cv.downloads, id)
+	return d
 }
 
 func (cv *conv) waitingCount() int { cv.mu.Lock(); defer cv.mu.Unlock(); return len(cv.waiting) }
@@ -60,6 +79,7 @@ func (cv *conv) stop() int {
 	ids := make([]string, len(dropped))
 	for i, m := range dropped {
 		ids[i] = m.ID
+		cv.takeDownload(m.ID)
 	}
 	if len(ids) > 0 {
 		cv.core.complete(ids, Reply{})
@@ -150,8 +170,10 @@ func (cv *conv) take() ([]Message, bool) {
 	return batch, false
 }
 
-// turn sends batch to the session as one prompt and queues the answer.
+// turn sends batch to the session as one prompt and queues the answer
+// with the files the model attached.
 func (cv *conv) turn(ctx context.Context, batch []Message) {
+	cv.waitMedia(ctx, batch)
 	ids := make([]string, len(batch))
 	for i, m := range batch {
 		ids[i] = m.ID
@@ -163,7 +185,7 @@ func (cv *conv) turn(ctx context.Context, batch []Message) {
 	cv.cancel = cancel
 	cv.turns++
 	cv.mu.Unlock()
-	text, err := cv.answer(tctx, prompt(batch))
+	text, live, err := cv.answer(tctx, prompt(batch), last.ID)
 	cv.mu.Lock()
 	cv.cancel = nil
 	stopped := tctx.Err() != nil
@@ -171,8 +193,18 @@ func (cv *conv) turn(ctx context.Context, batch []Message) {
 	cancel()
 	switch {
 	case ctx.Err() != nil:
-		return // shutting down: resumed at the next start
+		// Shutting down: the turn is resumed at the next start. A card
+		// left streaming would say "generating" for ever: end it briefly.
+		if live != nil {
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			live.Abort(actx, "(Interrupted: SCV stopped. The answer comes when it starts again.)")
+			cancel()
+		}
+		return
 	case stopped:
+		if live != nil {
+			live.Abort(ctx, "(Stopped.)")
+		}
 		cv.core.complete(ids, Reply{})
 		return
 	case err != nil:
@@ -181,20 +213,33 @@ func (cv *conv) turn(ctx context.Context, batch []Message) {
 	case strings.TrimSpace(text) == "":
 		text = "(SCV finished without a text answer.)"
 	}
-	cv.core.complete(ids, Reply{Conversation: cv.id, ReplyTo: last.ID, Text: text})
-	cv.logMessage(chatlog.SCV, text, "", nil, time.Now())
+	r := Reply{Conversation: cv.id, ReplyTo: last.ID, Text: text}
+	if live != nil {
+		r.Stream = live.ID()
+	}
+	files := cv.core.answer(ids, r)
+	cv.logMessage(chatlog.SCV, text, "", files, time.Now())
 }
 
-// answer starts the session if needed and runs one turn.
-func (cv *conv) answer(ctx context.Context, p string) (string, error) {
+// answer starts the session if needed and runs one turn, showing the
+// answer while it is written when the channel can; it returns the live
+// reply that showed it, if any.
+func (cv *conv) answer(ctx context.Context, p, replyTo string) (string, LiveReply, error) {
 	if cv.sess == nil {
 		s, err := cv.core.agent.Start(ctx, cv.sessionStart(), cv.report)
 		if err != nil {
-			return "", fmt.Errorf("start a session: %w", err)
+			return "", nil, fmt.Errorf("start a session: %w", err)
 		}
 		cv.sess = s
 	}
-	return cv.sess.Turn(ctx, p)
+	ss, ok := cv.sess.(StreamingSession)
+	if !ok || cv.core.cfg.Streamer == nil {
+		text, err := cv.sess.Turn(ctx, p)
+		return text, nil, err
+	}
+	r := cv.startRelay(cv.core.ctx, replyTo)
+	text, err := ss.TurnStream(ctx, p, r.delta)
+	return text, r.stop(), err
 }
 
 // sessionStart is the session this conversation gets: tools, log and
@@ -215,8 +260,8 @@ func (cv *conv) sessionStart() protocol.SessionStart {
 // report sends a background report as an unprompted message (outbox)
 // and logs it.
 func (cv *conv) report(text string) {
-	cv.core.complete(nil, Reply{Conversation: cv.id, Text: text})
-	cv.logMessage(chatlog.SCV, text, "", nil, time.Now())
+	files := cv.core.answer(nil, Reply{Conversation: cv.id, Text: text})
+	cv.logMessage(chatlog.SCV, text, "", files, time.Now())
 }
 
 // renew handles /new: a new session, and the chat log's episode closed.

@@ -38,7 +38,13 @@ type Message struct {
 	Text  string         `json:"text,omitempty"`
 	Quote string         `json:"quote,omitempty"`
 	Files []chatlog.File `json:"files,omitempty"`
-	Time  time.Time      `json:"time"`
+	// QuoteOf is the message this one replies to, when the platform gives
+	// only its id: its text is fetched (Config.Quote) into Quote.
+	QuoteOf string `json:"quote_of,omitempty"`
+	// Resources are the media to download (Config.Fetch) into the chat
+	// media when the message arrives; they become Files.
+	Resources []Resource `json:"resources,omitempty"`
+	Time      time.Time  `json:"time"`
 }
 
 // Reply is the payload of an outbox row of kind KindText: the adapter
@@ -47,6 +53,9 @@ type Reply struct {
 	Conversation string `json:"conversation"`
 	ReplyTo      string `json:"reply_to,omitempty"`
 	Text         string `json:"text"`
+	// Stream is the LiveReply that showed the answer while it was
+	// written: the sender finishes it with Text instead of sending anew.
+	Stream string `json:"stream,omitempty"`
 }
 
 // KindText is the outbox kind of a Reply.
@@ -87,7 +96,18 @@ type Config struct {
 	// Allow gates senders before anything reaches a model (nil allows
 	// everyone; the owner is always allowed).
 	Allow func(sender string) bool
-	Log   *slog.Logger
+	// Home is SCV_HOME: the chat media (downloads) and the media outbox
+	// (files chat_attach copied) are under it. Empty: neither.
+	Home string
+	// Fetch downloads media users send (nil: files are "not saved").
+	Fetch FetchFunc
+	// Quote fetches the text of a quoted message (nil: Quote stays empty).
+	Quote func(ctx context.Context, messageID string) (string, error)
+	// MaxMediaBytes bounds one download (default DefaultMaxMediaBytes).
+	MaxMediaBytes int64
+	// Streamer, when set, shows answers while they are written.
+	Streamer Streamer
+	Log      *slog.Logger
 }
 
 // ErrBusy is returned by Accept when a conversation has MaxWaiting
@@ -107,6 +127,9 @@ type Core struct {
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	convs map[string]*conv
+	// attachMu serializes finding and queueing attached files (a turn's
+	// end and a background report may look at once).
+	attachMu sync.Mutex
 }
 
 // New returns a Core over st and agent; kick wakes the outbox deliverer.
@@ -120,6 +143,9 @@ func New(cfg Config, st *store.Store, agent Agent, kick func()) *Core {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.MaxMediaBytes <= 0 {
+		cfg.MaxMediaBytes = DefaultMaxMediaBytes
+	}
 	if kick == nil {
 		kick = func() {}
 	}
@@ -130,6 +156,11 @@ func New(cfg Config, st *store.Store, agent Agent, kick func()) *Core {
 // then serves Accept until ctx ends.
 func (c *Core) Start(ctx context.Context) error {
 	c.ctx = ctx
+	if c.cfg.Home != "" {
+		if n := SweepOutboxOrphans(c.cfg.Home, time.Now()); n > 0 {
+			c.cfg.Log.Info("removed unfinished copies from the media outbox", "count", n)
+		}
+	}
 	pending, err := c.st.Unprocessed()
 	if err != nil {
 		return err
@@ -194,26 +225,38 @@ func (c *Core) route(m Message) {
 	case "/help":
 		c.complete([]string{m.ID}, Reply{Conversation: m.Conversation, ReplyTo: m.ID, Text: helpText})
 	default:
+		cv.addDownload(m.ID, c.startDownload(m))
 		cv.push(m) // /new goes through the queue: it ends what came before it.
 	}
 }
 
 // complete marks ids processed and queues r (when it has text) in one
 // transaction, then wakes the deliverer.
-func (c *Core) complete(ids []string, r Reply) {
-	kind := ""
-	var payload []byte
+func (c *Core) complete(ids []string, r Reply, files ...store.Row) {
+	var rows []store.Row
 	if r.Text != "" {
-		kind = KindText
-		payload, _ = json.Marshal(r)
+		payload, _ := json.Marshal(r)
+		rows = append(rows, store.Row{Conversation: r.Conversation, Kind: KindText, Payload: payload})
 	}
-	if _, err := c.st.Complete(ids, r.Conversation, kind, payload); err != nil {
+	rows = append(rows, files...)
+	if _, err := c.st.CompleteRows(ids, rows...); err != nil {
 		c.cfg.Log.Error("recording a finished turn failed; it will be resumed at the next start", "err", err)
 		return
 	}
-	if kind != "" {
+	if len(rows) > 0 {
 		c.kick()
 	}
+}
+
+// answer queues a reply in conv with the files the model attached since
+// the last one, and returns the files as the chat log records them.
+func (c *Core) answer(ids []string, r Reply) []chatlog.File {
+	c.attachMu.Lock()
+	defer c.attachMu.Unlock()
+	rows, sent, left := c.attachments(r.Conversation)
+	r.Text = withFiles(r.Text, sent, left)
+	c.complete(ids, r, rows...)
+	return sentFiles(sent)
 }
 
 // conv returns m's conversation, starting its worker.
@@ -224,7 +267,7 @@ func (c *Core) conv(m Message) *conv {
 		return cv
 	}
 	cv := &conv{core: c, id: m.Conversation, owner: m.Direct && c.cfg.Owner != "" && m.Sender == c.cfg.Owner,
-		wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), downloads: map[string]*download{}}
 	c.convs[m.Conversation] = cv
 	c.wg.Add(1)
 	go func() {

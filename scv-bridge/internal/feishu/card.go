@@ -237,6 +237,30 @@ func (s *Stream) finish(ctx context.Context, text string) error {
 	}, nil)
 }
 
+// OrphanSequence is the sequence FinishCard uses: above any a stream of a
+// previous run can have reached (two updates a second for years), and
+// within the platform's 32-bit range.
+const OrphanSequence = 1 << 30
+
+// FinishCard replaces the card cardID with text, out of streaming mode,
+// with sequence OrphanSequence: for a card whose Stream was lost (the
+// bridge restarted during an answer), which would otherwise stay
+// "generating". A card finished before refuses the sequence; that error
+// is returned like any other.
+func (c *Client) FinishCard(ctx context.Context, cardID, text string) error {
+	if cardID == "" {
+		return fmt.Errorf("feishu: finish a card: the card id is empty: %w", errBadInput)
+	}
+	return c.call(ctx, request{
+		op: "finish card", method: http.MethodPut,
+		path: "/open-apis/cardkit/v1/cards/" + url.PathEscape(cardID),
+		jsonBody: map[string]any{
+			"card":     map[string]string{"type": "card_json", "data": streamingCard(cardText(text), false)},
+			"sequence": OrphanSequence,
+		},
+	}, nil)
+}
+
 // Decision values of approval card buttons.
 const (
 	DecisionAllow = "allow"

@@ -235,3 +235,34 @@ func TestStreamRateLimitedFramesSkipped(t *testing.T) {
 		t.Fatalf("final card %q, streaming %v", card.Text, card.Streaming)
 	}
 }
+
+// TestFinishCardOfALostStream: a card whose Stream was lost (a restart)
+// is finished with the final text, out of streaming mode, by a sequence
+// above the stream's; finishing it again is refused by the platform.
+func TestFinishCardOfALostStream(t *testing.T) {
+	t.Parallel()
+	fs, c := newFake(t, func(o *Options) { o.MinStreamInterval = time.Nanosecond })
+	ctx := t.Context()
+	s, err := c.StartStream(ctx, Destination{To: Recipient{ByChatID, "oc_1"}}, "row-1")
+	if err != nil || s.Fallback() {
+		t.Fatalf("start: %v", err)
+	}
+	for _, text := range []string{"a", "ab", "abc"} {
+		if err := s.Update(ctx, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.FinishCard(ctx, s.CardID(), "the whole answer"); err != nil {
+		t.Fatal(err)
+	}
+	card := fs.Card(s.CardID())
+	if card.Text != "the whole answer" || card.Streaming || card.Sequence != OrphanSequence {
+		t.Fatalf("card %+v", card)
+	}
+	if err := c.FinishCard(ctx, s.CardID(), "again"); err == nil {
+		t.Fatal("a second finish with the same sequence was accepted")
+	}
+	if err := c.FinishCard(ctx, "", "x"); err == nil || IsRetryable(err) {
+		t.Fatalf("an empty card id: %v, want a refusal", err)
+	}
+}

@@ -343,3 +343,19 @@ func TestBotInfo(t *testing.T) {
 		t.Fatalf("bot = %+v, %v", b, err)
 	}
 }
+
+// TestMessageText: a quoted message's text is fetched and read as an
+// inbound message's is (a post's paragraphs, mentions removed).
+func TestMessageText(t *testing.T) {
+	t.Parallel()
+	fs, c := newFake(t, nil)
+	fs.AddMessage("om_q", "post", map[string]any{"title": "Plan", "content": [][]map[string]string{
+		{{"tag": "at", "user_id": "@_user_1"}, {"tag": "text", "text": " paint the door blue"}}}})
+	got, err := c.MessageText(t.Context(), "om_q")
+	if err != nil || !strings.Contains(got, "Plan") || !strings.Contains(got, "paint the door blue") || strings.Contains(got, "@_user_1") {
+		t.Fatalf("MessageText = %q, %v", got, err)
+	}
+	if _, err := c.MessageText(t.Context(), "om_missing"); err == nil {
+		t.Fatal("a missing message was read")
+	}
+}

@@ -2,11 +2,10 @@ package scvconn
 
 import (
 	"context"
-
 	"fmt"
-	"time"
-
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/scv-cli/scv/shared/protocol"
 )
@@ -26,6 +25,8 @@ type session struct {
 type turn struct {
 	id     string
 	text   string
+	cur    strings.Builder // the current model response so far (streaming); String does not copy
+	delta  func(string)    // nil unless TurnStream
 	done   chan struct{}
 	err    error
 	closed bool
@@ -41,8 +42,15 @@ func (t *turn) finish(err error) {
 // Turn runs a turn: turn.start, then its events until it ends. Ending ctx
 // sends turn.cancel and waits (at most 10 s) for the turn to end.
 func (s *session) Turn(ctx context.Context, prompt string) (string, error) {
+	return s.TurnStream(ctx, prompt, nil)
+}
+
+// TurnStream is Turn, calling delta (on the connection's reader, so it
+// must not block) with the text of the current model response each time
+// it grows (core.StreamingSession).
+func (s *session) TurnStream(ctx context.Context, prompt string, delta func(string)) (string, error) {
 	rid := s.c.id()
-	t := &turn{done: make(chan struct{})}
+	t := &turn{done: make(chan struct{}), delta: delta}
 	s.mu.Lock()
 	s.waiters[rid] = t
 	s.mu.Unlock()
@@ -103,9 +111,17 @@ func (s *session) event(ev protocol.Event) {
 		}
 		t.id = e.TurnID
 		s.turns[e.TurnID] = t
+	case *protocol.AssistantDelta:
+		if t := s.turns[e.TurnID]; t != nil && t.delta != nil && e.Content != "" {
+			t.cur.WriteString(e.Content)
+			t.delta(t.cur.String())
+		}
 	case *protocol.AssistantCompleted:
-		if t := s.turns[e.TurnID]; t != nil && e.Content != "" {
-			t.text = e.Content
+		if t := s.turns[e.TurnID]; t != nil {
+			t.cur.Reset()
+			if e.Content != "" {
+				t.text = e.Content
+			}
 		}
 	case *protocol.TurnCompleted:
 		s.end(e.TurnID, e.RequestID, nil)

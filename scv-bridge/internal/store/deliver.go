@@ -59,6 +59,9 @@ type Deliverer struct {
 	Backoff time.Duration
 	// Log receives refusals and failures (default slog.Default()).
 	Log *slog.Logger
+	// OnFinal, when set, is called after a row was marked sent or dead
+	// (the adapter removes what the row held on disk, a file's copy).
+	OnFinal func(o Outbound, st State)
 
 	wake  chan struct{}
 	until time.Time // the earliest end of a deferral seen by the last pass
@@ -152,6 +155,7 @@ func (d *Deliverer) Pass(ctx context.Context) (bool, error) {
 			if err := d.Store.MarkSent(o.ID, pid); err != nil {
 				return failed, err
 			}
+			d.final(o, Sent)
 			continue
 		}
 		if ctx.Err() != nil {
@@ -203,8 +207,18 @@ func (d *Deliverer) fail(o Outbound, cause error) error {
 	if !d.retryable(cause) || o.Attempts+1 >= limit {
 		d.log().Warn("outbox: a message could not be delivered and was given up",
 			"id", o.ID, "conversation", o.Conversation, "attempts", o.Attempts+1, "err", cause)
-		return d.Store.MarkDead(o.ID, fmt.Errorf("after %d attempts: %w", o.Attempts+1, cause))
+		if err := d.Store.MarkDead(o.ID, fmt.Errorf("after %d attempts: %w", o.Attempts+1, cause)); err != nil {
+			return err
+		}
+		d.final(o, Dead)
+		return nil
 	}
 	d.log().Info("outbox: send failed, will retry", "id", o.ID, "attempts", o.Attempts+1, "err", cause)
 	return d.Store.MarkFailed(o.ID, cause)
+}
+
+func (d *Deliverer) final(o Outbound, st State) {
+	if d.OnFinal != nil {
+		d.OnFinal(o, st)
+	}
 }

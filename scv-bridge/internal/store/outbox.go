@@ -39,6 +39,8 @@ type Outbound struct {
 	Attempts int `json:"attempts,omitempty"`
 	// LastError is the last failure, for `scv channels status` and logs.
 	LastError string `json:"last_error,omitempty"`
+	// Key is the caller's unique key of the row (Row.Key), "" for none.
+	Key string `json:"key,omitempty"`
 	// PlatformID is the platform's id of the sent message.
 	PlatformID string    `json:"platform_id,omitempty"`
 	Created    time.Time `json:"created"`
@@ -81,6 +83,11 @@ func (s *Store) enqueue(conversation, kind string, payload json.RawMessage, st S
 }
 
 func enqueueTx(tx *bolt.Tx, now time.Time, conversation, kind string, payload json.RawMessage, st State) (Outbound, error) {
+	return enqueueKeyedTx(tx, now, Row{Conversation: conversation, Kind: kind, Payload: payload}, st)
+}
+
+func enqueueKeyedTx(tx *bolt.Tx, now time.Time, r Row, st State) (Outbound, error) {
+	conversation, kind, payload := r.Conversation, r.Kind, r.Payload
 	b := tx.Bucket(bucketOutbox)
 	seq, err := b.NextSequence()
 	if err != nil {
@@ -90,7 +97,7 @@ func enqueueTx(tx *bolt.Tx, now time.Time, conversation, kind string, payload js
 	if err != nil {
 		return Outbound{}, err
 	}
-	o := Outbound{ID: id, Conversation: conversation, Kind: kind, Payload: payload, State: st, Created: now, Updated: now}
+	o := Outbound{ID: id, Conversation: conversation, Kind: kind, Payload: payload, Key: r.Key, State: st, Created: now, Updated: now}
 	data, err := json.Marshal(o)
 	if err != nil {
 		return Outbound{}, err
@@ -98,7 +105,46 @@ func enqueueTx(tx *bolt.Tx, now time.Time, conversation, kind string, payload js
 	if err := b.Put(seqKey(seq), data); err != nil {
 		return Outbound{}, err
 	}
+	if r.Key != "" {
+		if err := tx.Bucket(bucketOutKeys).Put([]byte(r.Key), seqKey(seq)); err != nil {
+			return Outbound{}, err
+		}
+	}
 	return o, tx.Bucket(bucketOutIDs).Put([]byte(id), seqKey(seq))
+}
+
+// Row is a message to queue with CompleteRows.
+type Row struct {
+	Conversation string
+	Kind         string
+	Payload      json.RawMessage
+	// Key, when set, is unique among the rows the outbox holds: a row
+	// whose key is already queued (or sent, until pruned) is not queued
+	// again. The bridge keys each chat_attach file by its outbox record, so
+	// finding the record again after a crash sends the file once.
+	Key string
+}
+
+// RowByKey returns the row queued under key (Row.Key).
+func (s *Store) RowByKey(key string) (Outbound, bool, error) {
+	var o Outbound
+	found := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		k := tx.Bucket(bucketOutKeys).Get([]byte(key))
+		if k == nil {
+			return nil
+		}
+		data := tx.Bucket(bucketOutbox).Get(k)
+		if data == nil {
+			return nil
+		}
+		found = true
+		return json.Unmarshal(data, &o)
+	})
+	if err != nil {
+		return Outbound{}, false, fmt.Errorf("look up the outbox row %s: %w", key, err)
+	}
+	return o, found, nil
 }
 
 // Rows returns the rows in state st, oldest first ("" for all).
@@ -261,6 +307,11 @@ func (s *Store) PruneOutbox(keep time.Duration) (int, error) {
 			if err := ids.Delete([]byte(gone[i].ID)); err != nil {
 				return err
 			}
+			if gone[i].Key != "" {
+				if err := tx.Bucket(bucketOutKeys).Delete([]byte(gone[i].Key)); err != nil {
+					return err
+				}
+			}
 		}
 		n = len(keys)
 		return nil
@@ -276,13 +327,36 @@ func (s *Store) PruneOutbox(keep time.Duration) (int, error) {
 // can neither answer twice (the events would be resumed) nor lose the
 // answer (it would be marked processed without one).
 func (s *Store) Complete(ids []string, conversation, kind string, payload json.RawMessage) (Outbound, error) {
-	var o Outbound
+	var rows []Row
+	if kind != "" {
+		rows = []Row{{Conversation: conversation, Kind: kind, Payload: payload}}
+	}
+	out, err := s.CompleteRows(ids, rows...)
+	if err != nil {
+		return Outbound{}, fmt.Errorf("complete a turn of %s: %w", conversation, err)
+	}
+	if len(out) == 0 {
+		return Outbound{}, nil
+	}
+	return out[0], nil
+}
+
+// CompleteRows is Complete with any number of rows (an answer and the
+// files that go with it), queued in order. A row whose Key is already in
+// the outbox is left out of the result and not queued again.
+func (s *Store) CompleteRows(ids []string, rows ...Row) ([]Outbound, error) {
+	var out []Outbound
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		if kind != "" {
-			var err error
-			if o, err = enqueueTx(tx, s.now().UTC(), conversation, kind, payload, Pending); err != nil {
+		out = out[:0]
+		for _, r := range rows {
+			if r.Key != "" && tx.Bucket(bucketOutKeys).Get([]byte(r.Key)) != nil {
+				continue
+			}
+			o, err := enqueueKeyedTx(tx, s.now().UTC(), r, Pending)
+			if err != nil {
 				return err
 			}
+			out = append(out, o)
 		}
 		for _, id := range ids {
 			if err := markProcessedTx(tx, id, s.now().UTC()); err != nil && !errors.Is(err, ErrNotFound) {
@@ -292,9 +366,9 @@ func (s *Store) Complete(ids []string, conversation, kind string, payload json.R
 		return nil
 	})
 	if err != nil {
-		return Outbound{}, fmt.Errorf("complete a turn of %s: %w", conversation, err)
+		return nil, fmt.Errorf("record a finished turn: %w", err)
 	}
-	return o, nil
+	return out, nil
 }
 
 // Reschedule records what became of a row a platform could send only

@@ -24,10 +24,11 @@ import (
 const MinDedupWindow = 7 * 24 * time.Hour
 
 var (
-	bucketInbound = []byte("inbound")   // platform message id -> Inbound JSON
-	bucketArrival = []byte("arrival")   // seq (big-endian) -> message id, unprocessed only
-	bucketOutbox  = []byte("outbox")    // seq (big-endian) -> Outbound JSON
-	bucketOutIDs  = []byte("outbox_id") // row id -> seq
+	bucketInbound = []byte("inbound")    // platform message id -> Inbound JSON
+	bucketArrival = []byte("arrival")    // seq (big-endian) -> message id, unprocessed only
+	bucketOutbox  = []byte("outbox")     // seq (big-endian) -> Outbound JSON
+	bucketOutIDs  = []byte("outbox_id")  // row id -> seq
+	bucketOutKeys = []byte("outbox_key") // caller's unique key -> seq (Row.Key)
 )
 
 // ErrLocked is returned by Open when another process holds the database:
@@ -73,7 +74,7 @@ func Open(path string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("open the bridge database %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketInbound, bucketArrival, bucketOutbox, bucketOutIDs} {
+		for _, b := range [][]byte{bucketInbound, bucketArrival, bucketOutbox, bucketOutIDs, bucketOutKeys} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -288,3 +288,70 @@ func TestDelivererRunStopsWithContext(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 }
+
+// TestKeyedRowsAreQueuedOnce: a row's key is unique while the outbox
+// holds it (a file found again after a crash is not queued twice), and
+// pruning the row frees the key.
+func TestKeyedRowsAreQueuedOnce(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Date(2026, 9, 26, 6, 0, 0, 0, time.UTC)}
+	s := open(t, filepath.Join(t.TempDir(), "b.db"), c)
+	if _, err := s.PutInbound(Inbound{ID: "m1", Conversation: "oc"}); err != nil {
+		t.Fatal(err)
+	}
+	rows := []Row{{Conversation: "oc", Kind: "text", Payload: []byte(`{}`)},
+		{Conversation: "oc", Kind: "file", Payload: []byte(`{}`), Key: "attach:a"},
+		{Conversation: "oc", Kind: "file", Payload: []byte(`{}`), Key: "attach:a"}}
+	out, err := s.CompleteRows([]string{"m1"}, rows...)
+	if err != nil || len(out) != 2 || out[1].Key != "attach:a" {
+		t.Fatalf("CompleteRows = %+v, %v; want the text and one file", out, err)
+	}
+	if un, _ := s.Unprocessed(); len(un) != 0 {
+		t.Fatalf("m1 is still unprocessed")
+	}
+	again, err := s.CompleteRows(nil, rows[1])
+	if err != nil || len(again) != 0 {
+		t.Fatalf("queueing the key again = %+v, %v; want nothing", again, err)
+	}
+	o, ok, err := s.RowByKey("attach:a")
+	if err != nil || !ok || o.ID != out[1].ID {
+		t.Fatalf("RowByKey = %+v %v %v", o, ok, err)
+	}
+	if err := s.MarkSent(o.ID, "om_1"); err != nil {
+		t.Fatal(err)
+	}
+	c.add(8 * 24 * time.Hour)
+	if _, err := s.PruneOutbox(7 * 24 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.RowByKey("attach:a"); ok {
+		t.Fatal("a pruned row's key is still found")
+	}
+	if again, err := s.CompleteRows(nil, rows[1]); err != nil || len(again) != 1 {
+		t.Fatalf("queueing a pruned row's key = %+v, %v; want it queued", again, err)
+	}
+}
+
+// TestDelivererReportsFinalRows: OnFinal sees each row once it is sent
+// or given up.
+func TestDelivererReportsFinalRows(t *testing.T) {
+	t.Parallel()
+	s := open(t, filepath.Join(t.TempDir(), "b.db"), nil)
+	good, _ := s.Enqueue("a", "text", []byte(`"ok"`))
+	bad, _ := s.Enqueue("b", "text", []byte(`"no"`))
+	d := NewDeliverer(s, func(_ context.Context, o Outbound) (string, error) {
+		if o.ID == bad.ID {
+			return "", errors.New("refused for good")
+		}
+		return "pid", nil
+	})
+	d.Retryable = func(error) bool { return false }
+	got := map[string]State{}
+	d.OnFinal = func(o Outbound, st State) { got[o.ID] = st }
+	if _, err := d.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got[good.ID] != Sent || got[bad.ID] != Dead || len(got) != 2 {
+		t.Fatalf("OnFinal saw %v", got)
+	}
+}

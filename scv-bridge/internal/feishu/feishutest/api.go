@@ -152,3 +152,32 @@ func (s *Server) resource(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", http.DetectContentType(data))
 	_, _ = w.Write(data)
 }
+
+// AddMessage lets the fake answer GET /open-apis/im/v1/messages/{id} for a
+// message it did not send (one a user sent), with its type and content
+// object.
+func (s *Server) AddMessage(id, msgType string, content any) {
+	c, _ := json.Marshal(content)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.known[id] = Message{ID: id, MsgType: msgType, Content: string(c)}
+}
+
+// getMessage answers a message the fake sent or was told of.
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	m, ok := s.known[id]
+	for _, sent := range s.messages {
+		if sent.ID == id {
+			m, ok = sent, true
+		}
+	}
+	s.mu.Unlock()
+	if !ok {
+		reply(w, http.StatusBadRequest, 230001, "message not found", nil)
+		return
+	}
+	item := map[string]any{"message_id": m.ID, "msg_type": m.MsgType, "body": map[string]string{"content": m.Content}}
+	reply(w, http.StatusOK, 0, "success", map[string]any{"items": []any{item}})
+}

@@ -99,6 +99,7 @@ func (s *Server) cardOp(w http.ResponseWriter, id string, seq int) *Card {
 	}
 	c.ops = recent
 	if len(recent) >= s.cardOpsPerSec {
+		s.cardLimited++
 		reply(w, http.StatusBadRequest, codeCardLimit, "card operations are too frequent", nil)
 		return nil
 	}
@@ -178,3 +179,10 @@ func (s *Server) cardSettings(w http.ResponseWriter, r *http.Request) {
 		return true
 	})
 }
+
+// SetCardOpsPerSecond sets how many operations one card takes in a second
+// before the fake answers 230020 (the platform's limit is 10).
+func (s *Server) SetCardOpsPerSecond(n int) { s.mu.Lock(); s.cardOpsPerSec = n; s.mu.Unlock() }
+
+// CardRateLimited counts the card operations refused for their rate.
+func (s *Server) CardRateLimited() int { s.mu.Lock(); defer s.mu.Unlock(); return s.cardLimited }

@@ -79,6 +79,7 @@ type Server struct {
 	chunkSize      int
 	recipientQPS   int
 	cardOpsPerSec  int
+	cardLimited    int
 	failCardCreate bool
 	dlpWord        string
 	dropOnAccept   bool
@@ -92,6 +93,7 @@ type Server struct {
 	rateLimited  int
 	uploads      []Upload
 	resources    map[string]map[string][]byte
+	known        map[string]Message // messages users sent, for GET
 	cards        map[string]*Card
 	nextID       int
 
@@ -105,7 +107,7 @@ func New() *Server {
 		recipientQPS: 5, cardOpsPerSec: 10,
 		clientConfig: ClientConfig{ReconnectCount: -1, ReconnectInterval: 1, ReconnectNonce: 0, PingInterval: 120},
 		tokensIssued: map[string]time.Time{}, byUUID: map[string]Message{}, sendTimes: map[string][]time.Time{},
-		resources: map[string]map[string][]byte{}, cards: map[string]*Card{},
+		resources: map[string]map[string][]byte{}, cards: map[string]*Card{}, known: map[string]Message{},
 	}
 	s.lc = newLongConn(s)
 	mux := http.NewServeMux()
@@ -118,6 +120,7 @@ func New() *Server {
 	mux.HandleFunc("POST /open-apis/im/v1/images", s.authed(s.upload))
 	mux.HandleFunc("POST /open-apis/im/v1/files", s.authed(s.upload))
 	mux.HandleFunc("GET /open-apis/im/v1/messages/{id}/resources/{key}", s.authed(s.resource))
+	mux.HandleFunc("GET /open-apis/im/v1/messages/{id}", s.authed(s.getMessage))
 	mux.HandleFunc("POST /open-apis/cardkit/v1/cards", s.authed(s.createCard))
 	mux.HandleFunc("PUT /open-apis/cardkit/v1/cards/{id}/elements/{eid}/content", s.authed(s.cardContent))
 	mux.HandleFunc("PUT /open-apis/cardkit/v1/cards/{id}", s.authed(s.cardUpdate))
