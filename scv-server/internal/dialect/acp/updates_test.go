@@ -15,7 +15,7 @@ func TestFirstLine(t *testing.T) {
 		{"ls -la", "ls -la"},
 		{"  echo a\necho b", "echo a …"},
 		{"echo " + strings.Repeat("é", 10), "echo éé …"}, // 10 bytes: "echo " and two é, the third cut
-		{"\xffecho ééé", "\xffecho é …"},                 // an invalid byte early does not empty the title
+		{"\xffecho ééé", "\xffecho éé …"},                // an invalid byte early does not empty the title
 	} {
 		got := firstLine(c.in, 10)
 		if got != c.want {
