@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -25,38 +24,21 @@ import (
 
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit/bins"
 	"github.com/scv-cli/scv/shared/testkit/nodepkg"
 )
 
-var (
-	scvOnce sync.Once
-	scvPath string
-	scvErr  error
-)
-
-// scvBin builds the scv command next to the test's scv-server, where scv
-// looks for it first.
+// scvBin is the scv command, built next to the test's scv-server (where
+// scv looks for it first) by the test kit, once per run.
 func scvBin(t testing.TB) string {
 	t.Helper()
-	scvOnce.Do(func() {
-		scvPath = filepath.Join(filepath.Dir(bin), "scv")
-		cmd := exec.Command("go", "build", "-buildvcs=false", "-o", scvPath, ".")
-		cmd.Dir = "../scv"
-		if out, err := cmd.CombinedOutput(); err != nil {
-			scvErr = fmt.Errorf("building scv: %v\n%s", err, out)
-		}
-	})
-	if scvErr != nil {
-		t.Fatal(scvErr)
-	}
-	return scvPath
+	return bins.Need(t, "scv")
 }
 
 // acpSetup is a home whose config points at a fake model, and a workspace.
 func acpSetup(t testing.TB) (f *fo.Server, home, ws string) {
 	t.Helper()
-	f = fo.NewServer()
-	t.Cleanup(f.Close)
+	f = fo.Start(t)
 	home, ws = t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(st.FakeProviderConfig(f.URL(), "")), 0o600); err != nil {
 		t.Fatal(err)

@@ -205,8 +205,7 @@ func BenchmarkSoakToolCalls(b *testing.B) {
 // soak runs calls bash calls in one session and returns VmRSS (KiB) after
 // 50 calls and its growth from there to the end.
 func soak(b *testing.B, calls int, clear bool) (at50, growth float64) {
-	f := fo.NewServer()
-	defer f.Close()
+	f := fo.Start(b)
 	home := b.TempDir()
 	cfg := fmt.Sprintf("[provider]\nactive = \"fake\"\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"k\"\nmodel = \"m\"\ncontext_max_tokens = 1000000\n", f.URL())
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {

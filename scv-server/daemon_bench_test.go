@@ -36,8 +36,7 @@ func BenchmarkDaemonAttach(b *testing.B) {
 // BenchmarkDaemonFanout10 streams a turn of 2000 deltas to 10 attached
 // clients and reports the events every client received per second.
 func BenchmarkDaemonFanout10(b *testing.B) {
-	f := fo.NewServer()
-	defer f.Close()
+	f := fo.Start(b)
 	home, ws := b.TempDir(), b.TempDir()
 	writeFakeConfig(b, home, f.URL())
 	startDaemon(b, home, nil)

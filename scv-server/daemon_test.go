@@ -373,8 +373,7 @@ time.sleep(600)
 // when its queue stays full; the turn and the other client go on.
 func TestDaemonSlowClientDetached(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	defer f.Close()
+	f := fo.Start(t)
 	home, ws := t.TempDir(), t.TempDir()
 	config := fmt.Sprintf("[provider]\nactive = \"fake\"\n\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"sk-test\"\nmodel = \"fake-model\"\nmax_retries = 0\ncontext_max_tokens = 4000000\n\n[agent]\nmax_steps = 100\n", f.URL())
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
@@ -779,8 +778,7 @@ func TestDaemonQueueEditsFromTwoClients(t *testing.T) {
 // stop it) and a session of the dead one resumes there.
 func TestDaemonKilledThenNew(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	defer f.Close()
+	f := fo.Start(t)
 	home, ws := t.TempDir(), t.TempDir()
 	writeFakeConfig(t, home, f.URL())
 	first := startDaemon(t, home, nil)
@@ -820,8 +818,7 @@ func TestDaemonKilledThenNew(t *testing.T) {
 // that tree and removes its record, and counts it among the orphans.
 func TestDaemonKilledBashTreeReaped(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	defer f.Close()
+	f := fo.Start(t)
 	home, ws := t.TempDir(), t.TempDir()
 	writeFakeConfig(t, home, f.URL())
 	first := startDaemon(t, home, nil, "--approval-policy", "auto")

@@ -50,8 +50,7 @@ approval_policy = "auto"
 		args := fmt.Sprintf(`{"path":"big.txt","mode":"replace","content":%q}`, strings.Repeat(letter, size))
 		// A fake of its own per server: a killed turn leaves its
 		// unused replies behind.
-		f := fo.NewServer()
-		defer f.Close()
+		f := fo.Start(t)
 		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config(f.URL())), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -13,12 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// Exit codes of scv-server a client tells apart (docs/cli.md).
-const (
-	ExitVersionMismatch = 3
-	ExitConfig          = 78
+	"github.com/scv-cli/scv/shared/cli"
 )
 
 // Command says how to start a server process.
@@ -274,8 +270,8 @@ func (e *ExitError) Status() string {
 
 // ConfigError reports whether the server refused its configuration (exit
 // 78, EX_CONFIG); its message is on its stderr.
-func (e *ExitError) ConfigError() bool { return e.Code == ExitConfig }
+func (e *ExitError) ConfigError() bool { return e.Code == int(cli.Config) }
 
 // VersionMismatch reports whether the server refused the client's
 // protocol version (exit 3).
-func (e *ExitError) VersionMismatch() bool { return e.Code == ExitVersionMismatch }
+func (e *ExitError) VersionMismatch() bool { return e.Code == int(cli.VersionMismatch) }

@@ -128,6 +128,16 @@ func pick(all []account, only string) ([]account, error) {
 // serve loads the configuration and runs every account until ctx ends.
 func serve(ctx context.Context, stderr io.Writer, only, cwd string) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The one workspace resolver of every command's --cd: a directory
+	// that is not there is said at once, not at the first message.
+	dir, err := paths.ResolveWorkspace(cwd, false)
+	if err != nil {
+		if cwd != "" {
+			return &cli.UsageError{Err: fmt.Errorf("--cd: %w", err)}
+		}
+		return err
+	}
+	cwd = dir
 	home, err := paths.Home(paths.OSEnv())
 	if err != nil {
 		return err
@@ -151,11 +161,6 @@ func serve(ctx context.Context, stderr io.Writer, only, cwd string) error {
 	server, err := client.Finder{Self: "scv-bridge"}.Find(client.Server)
 	if err != nil {
 		return err
-	}
-	if cwd == "" {
-		if cwd, err = os.Getwd(); err != nil {
-			return err
-		}
 	}
 	opts := bridge.Options{Home: home, Archive: cfg.Channels.ArchiveDir(home), KeepDays: cfg.Channels.KeepDays,
 		MaxWaiting: cfg.Channels.MaxWaiting, MediaMaxBytes: int64(cfg.Channels.MediaMaxMB) << 20,

@@ -135,3 +135,22 @@ func TestRunAccountsServesWeChat(t *testing.T) {
 		t.Fatalf("runAccounts = %v", err)
 	}
 }
+
+// TestRunBadWorkspace: --cd goes through the one workspace resolver; a
+// directory that is not there is a usage error naming it, before any
+// account starts.
+func TestRunBadWorkspace(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "gone")
+	code, _, errOut := run("run", "--cd", missing)
+	if code != cli.Usage || !strings.Contains(errOut, "--cd: workspace: ") || !strings.Contains(errOut, missing) {
+		t.Fatalf("code %d, stderr %q", code, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run("run", "--cd", file); code != cli.Usage || !strings.Contains(errOut, "workspace "+file+" is not a directory") {
+		t.Fatalf("a file: code %d, stderr %q", code, errOut)
+	}
+}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/scv-cli/scv/scv-server/internal/daemon"
 	"github.com/scv-cli/scv/scv-server/internal/dialect/appserver"
 	"github.com/scv-cli/scv/scv-server/internal/server"
 	"github.com/scv-cli/scv/shared/cli"
@@ -49,7 +48,7 @@ Exit codes: 0 at the end of input, 1 on a runtime failure or a signal, 2 on a us
 				if model != "" || provider != "" || policy != "" || cmd.Flags().Changed("timeout-seconds") {
 					return &cli.UsageError{Err: errors.New("--model, --provider, --timeout-seconds and --approval-policy cannot be used with --daemon: the daemon's sessions follow its own configuration")}
 				}
-				done, err := throughDaemon(stdio, log, daemon.AppServerPreamble, "the App Server")
+				done, err := throughDaemon(stdio, log, appServerDialect)
 				if done || err != nil {
 					return err
 				}

@@ -168,7 +168,7 @@ Exit codes: 0 at the end of input, 1 on a runtime failure or a signal, 2 on a us
 				if policy != "" {
 					return &cli.UsageError{Err: errors.New("--approval-policy cannot be used with --daemon: the daemon's sessions follow its own configuration; switch the session's mode from the editor instead")}
 				}
-				done, err := throughDaemon(stdio, log, daemon.ACPPreamble, "ACP")
+				done, err := throughDaemon(stdio, log, acpDialect)
 				if done || err != nil {
 					return err
 				}

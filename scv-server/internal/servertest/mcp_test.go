@@ -20,8 +20,7 @@ import (
 // never reaches the server.
 func TestMCPToolsThroughTheGate(t *testing.T) {
 	bin := nodepkg.Bin(t, "mcp-server-everything")
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "") + fmt.Sprintf("\n[mcp_servers.everything]\ncommand = %q\n", bin)
 	s := st.Start(t, st.Options{Config: cfg, ApprovalPolicy: "on-risk"})
 	sid, _ := session(t, s, 3)
@@ -72,8 +71,7 @@ func TestMCPToolsThroughTheGate(t *testing.T) {
 func TestMCPServersInSessionStarted(t *testing.T) {
 	t.Parallel()
 	bin := nodepkg.Bin(t, "mcp-server-everything")
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "") + fmt.Sprintf(`
 [mcp_servers.everything]
 command = %q
@@ -118,8 +116,7 @@ enabled = false
 // what they always were); the same configuration tells a v4 client.
 func TestMCPServersAbsentBeforeV4(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "") + "\n[mcp_servers.off]\ncommand = \"/nonexistent/mcp-server\"\nenabled = false\n"
 	for _, v := range []int{protocol.Version3, protocol.Version4} {
 		s := st.Start(t, st.Options{Config: cfg})
@@ -144,8 +141,7 @@ func TestMCPServersAbsentBeforeV4(t *testing.T) {
 func TestMCPWholeServerRule(t *testing.T) {
 	t.Parallel()
 	bin := nodepkg.Bin(t, "mcp-server-everything")
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	cfg := st.FakeProviderConfig(f.URL(), "") + fmt.Sprintf("\n[mcp_servers.everything]\ncommand = %q\n", bin)
 	s := st.Start(t, st.Options{Config: cfg, ApprovalPolicy: "on-risk"})
 	sid, _ := session(t, s, protocol.Version4)

@@ -19,8 +19,7 @@ func TestBashDoesNotSeeTheProviderKey(t *testing.T) {
 	const secret = "sk-moonshot-must-not-leak"
 	t.Setenv("MOONSHOT_TOKEN", secret)
 	t.Setenv("SCV_TEST_VISIBLE", "visible")
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	cfg := fmt.Sprintf(`[provider]
 active = "moon"
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/scv-cli/scv/shared/cli"
 	sclient "github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/textcut"
@@ -376,7 +377,7 @@ func (e *ExitError) status() string {
 
 // ConfigError reports whether the server refused its configuration; then
 // Stderr is its message.
-func (e *ExitError) ConfigError() bool { return e.Code == sclient.ExitConfig }
+func (e *ExitError) ConfigError() bool { return e.Code == int(cli.Config) }
 
 func (e *ExitError) Error() string {
 	var b strings.Builder

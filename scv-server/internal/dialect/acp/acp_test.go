@@ -154,8 +154,7 @@ type harnessOptions struct {
 
 func start(t testing.TB, o harnessOptions) *harness {
 	t.Helper()
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	home := o.home
 	if home == "" {
 		home = t.TempDir()

@@ -406,8 +406,7 @@ func TestStopReasons(t *testing.T) {
 
 func TestStepLimitAndProviderFailure(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	defer f.Close()
+	f := fo.Start(t)
 	h := start(t, harnessOptions{config: st.FakeProviderConfig(f.URL(), "") + "\n[agent]\nmax_steps = 1\n", policy: "auto"})
 	h.f = f
 	h.init()
@@ -562,8 +561,7 @@ type rawAgent struct {
 
 func startRaw(t *testing.T) *rawAgent {
 	t.Helper()
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	home := t.TempDir()
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(st.FakeProviderConfig(f.URL(), "")), 0o600); err != nil {
 		t.Fatal(err)
@@ -726,8 +724,7 @@ func TestEndOfInputWhileTheClientStoppedReading(t *testing.T) {
 // summary streams as agent_thought_chunk, before the reply's text.
 func TestReasoningBecomesThoughtChunks(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	defer f.Close()
+	f := fo.Start(t)
 	h := start(t, harnessOptions{config: st.FakeProviderConfig(f.URL(), `wire_api = "responses"`)})
 	h.f = f
 	h.init()

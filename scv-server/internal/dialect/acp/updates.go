@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/google/uuid"
 
 	"github.com/scv-cli/scv/shared/protocol"
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // MaxToolOutputBytes bounds the streamed output of a running command
@@ -273,10 +273,7 @@ func describe(cwd, name string, raw json.RawMessage) (acpsdk.ToolKind, string, [
 func firstLine(s string, n int) string {
 	s, _, more := strings.Cut(strings.TrimSpace(s), "\n")
 	if len(s) > n {
-		s, more = s[:n], true
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
+		s, more = textcut.Prefix(s, n), true
 	}
 	if more {
 		s += " …"

@@ -55,8 +55,7 @@ func start(t testing.TB, o options) *harness {
 	t.Helper()
 	f := o.f
 	if f == nil {
-		f = fo.NewServer()
-		t.Cleanup(f.Close)
+		f = fo.Start(t)
 	}
 	home := o.home
 	if home == "" {

@@ -357,8 +357,7 @@ func TestSessionsBothWays(t *testing.T) {
 // grow its queue past the bound.
 func TestOverloaded(t *testing.T) {
 	t.Parallel()
-	f := fo.NewServer()
-	t.Cleanup(f.Close)
+	f := fo.Start(t)
 	home := t.TempDir()
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fo.Config(f.URL(), "")), 0o600); err != nil {
 		t.Fatal(err)
