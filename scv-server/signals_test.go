@@ -111,7 +111,10 @@ func TestSIGHUPCleansUp(t *testing.T) {
 func startWith(t *testing.T, home string, env []string, adjust func(*exec.Cmd), args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--stdio"}, args...)...)
-	cmd.Env = append([]string{"SCV_HOME=" + home, "PATH=" + os.Getenv("PATH")}, env...)
+	// An empty HOME: without one, bash -l finds the user's profile
+	// through the password file, and a profile that prints or changes
+	// the environment would change what the tests see (issue 14, item 16).
+	cmd.Env = append([]string{"SCV_HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	return startCmd(t, cmd, adjust)
 }
 

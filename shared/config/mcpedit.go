@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/scv-cli/scv/shared/atomicfile"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // AddMCPServer appends the table [mcp_servers.<name>] holding s to the
@@ -33,7 +33,7 @@ func AddMCPServer(home, name string, s MCPServer, env paths.Env) error {
 // accept it) and after.
 func appendTable(home, header string, exists func(*Config, string) error, env paths.Env, body func(*strings.Builder)) error {
 	file := paths.ConfigFile(home)
-	old, mode, err := readUserFile(file)
+	old, mode, err := readUserFile(home)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func RemoveMCPServer(home, name string, env paths.Env) error {
 func removeTable(home string, prefix []string, noun string, env paths.Env) error {
 	name, table := prefix[len(prefix)-1], strings.Join(prefix, ".")
 	file := paths.ConfigFile(home)
-	old, mode, err := readUserFile(file)
+	old, mode, err := readUserFile(home)
 	if err != nil {
 		return err
 	}
@@ -173,23 +173,21 @@ func isCommentOrBlank(line string) bool {
 	return t == "" || strings.HasPrefix(t, "#")
 }
 
-func readUserFile(file string) ([]byte, fs.FileMode, error) {
-	data, err := os.ReadFile(file)
+// readUserFile reads the user file of home as Load does (readLayer): a
+// symbolic link is followed, but a FIFO or device in its place is refused
+// rather than read (it would hang the command), and the file is bounded
+// by MaxFileSize. A missing file reads as empty, mode 0600.
+func readUserFile(home string) ([]byte, fs.FileMode, error) {
+	l, err := readLayer(SourceUser, home, paths.ConfigFileName, statefile.AnyLinks)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, 0o600, nil
 	case err != nil:
-		return nil, 0, fmt.Errorf("cannot read %s: %w", file, err)
-	}
-	fi, err := os.Stat(file)
-	if err != nil {
 		return nil, 0, err
+	case l == nil:
+		return nil, 0o600, nil
 	}
-	return data, fi.Mode().Perm(), nil
+	return l.data, l.mode.Perm(), nil
 }
 
-// replaceChecked writes data over file atomically, and puts old back when
-// the configuration then does not load.
 func replaceChecked(home, file string, old, data []byte, mode fs.FileMode, env paths.Env) error {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/scv-cli/scv/shared/paths"
 )
 
 // TestUntrustedConfigFiles: a FIFO in place of the user file or of a
@@ -76,5 +78,39 @@ func TestUntrustedConfigFiles(t *testing.T) {
 	}
 	if err := quick(f); err == nil || !strings.Contains(err.Error(), f.projectFile+": leads outside "+f.workspace) {
 		t.Fatalf("a project file linked outside the workspace: %v", err)
+	}
+}
+
+// TestEditorsRefuseAFIFO: the commands that edit the user file (scv mcp
+// add|remove, scv channels add|remove) read it as Load does: a FIFO in its
+// place is refused at once instead of hanging the command, and left as it
+// is (issue 14, item 20).
+func TestEditorsRefuseAFIFO(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", "")
+	if err := syscall.Mkfifo(f.userFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := paths.MapEnv(nil)
+	s := DefaultMCPServer()
+	s.Command = "k"
+	for name, edit := range map[string]func() error{
+		"AddMCPServer":        func() error { return AddMCPServer(f.home, "files", s, env) },
+		"RemoveMCPServer":     func() error { return RemoveMCPServer(f.home, "files", env) },
+		"RemoveFeishuAccount": func() error { return RemoveFeishuAccount(f.home, "work", env) },
+	} {
+		done := make(chan error, 1)
+		go func() { done <- edit() }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), f.userFile+": is a named pipe (FIFO), not a regular file; remove it") {
+				t.Errorf("%s: %v", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s blocked on the FIFO", name)
+		}
+	}
+	if fi, err := os.Lstat(f.userFile); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the FIFO was replaced: %v %v", fi, err)
 	}
 }

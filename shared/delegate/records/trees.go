@@ -13,6 +13,7 @@ import (
 	"github.com/scv-cli/scv/shared/atomicfile"
 	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/proctag"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // TreesDirName is the directory of the process-tree records in the state
@@ -86,7 +87,9 @@ func Trees(dir string) ([]Tree, error) {
 		if !e.Type().IsRegular() || !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, atomicfile.TempPrefix) {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, name))
+		// As every state file: no symbolic link, nothing but a regular
+		// file, bounded (the listing's type can be stale by now).
+		data, err := statefile.ReadFile(dir, name, maxRecordBytes, statefile.NoLinks)
 		if err != nil {
 			errs = append(errs, err)
 			continue

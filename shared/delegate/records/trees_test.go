@@ -1,7 +1,9 @@
 package records
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/scv-cli/scv/shared/proctag"
+	"github.com/scv-cli/scv/shared/statefile"
 )
 
 // startTagged starts a detached process tree (a shell and its sleep, in a
@@ -95,5 +98,34 @@ func TestReconcileReapsOrphanedTrees(t *testing.T) {
 	}
 	if err := WriteTree(dir, Tree{Tag: "../x", Owner: self}); err == nil {
 		t.Fatal("a tag that is no file name was recorded")
+	}
+}
+
+// TestTreesReadsBoundedRecords: a tree record larger than any record is
+// refused by its size, not read whole into memory, and the others are
+// still listed (issue 14, item 20: every state file is read bounded).
+func TestTreesReadsBoundedRecords(t *testing.T) {
+	t.Parallel()
+	dir := TreesDir(t.TempDir())
+	self, err := Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteTree(dir, Tree{Tag: "ok", Owner: self, What: "bash"}); err != nil {
+		t.Fatal(err)
+	}
+	// Valid JSON, padded past the bound with white space, so only the
+	// bound can refuse it.
+	big := append([]byte(`{"tag":"big","owner":{"pid":1},"what":"bash"}`), bytes.Repeat([]byte(" "), maxRecordBytes)...)
+	if err := os.WriteFile(filepath.Join(dir, "big.json"), big, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	trees, err := Trees(dir)
+	var tl *statefile.TooLargeError
+	if !errors.As(err, &tl) {
+		t.Fatalf("the oversized record was read: %v", err)
+	}
+	if len(trees) != 1 || trees[0].Tag != "ok" {
+		t.Fatalf("trees = %+v", trees)
 	}
 }

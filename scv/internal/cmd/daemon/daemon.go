@@ -24,6 +24,8 @@ import (
 	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/daemonfile"
 	"github.com/scv-cli/scv/shared/paths"
+	"github.com/scv-cli/scv/shared/statefile"
+	"github.com/scv-cli/scv/shared/textcut"
 )
 
 // Signals of a planned restart (docs/daemon.md): SIGUSR2 waits for running
@@ -142,9 +144,9 @@ func Start(f *cmdutil.Factory, home string) (daemonfile.Info, error) {
 	if err := paths.EnsureDir(filepath.Dir(LogFile(home))); err != nil {
 		return daemonfile.Info{}, err
 	}
-	logf, err := os.OpenFile(LogFile(home), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := openLog(home)
 	if err != nil {
-		return daemonfile.Info{}, fmt.Errorf("opening the daemon's log: %w", err)
+		return daemonfile.Info{}, err
 	}
 	defer logf.Close()
 	offset, _ := logf.Seek(0, io.SeekEnd)
@@ -172,17 +174,43 @@ func Start(f *cmdutil.Factory, home string) (daemonfile.Info, error) {
 	}
 }
 
-// logTail returns what the log gained after offset, trimmed.
+// openLog opens LogFile for appending as every file under SCV_HOME is
+// opened (statefile): never through a symbolic link, which would make the
+// daemon append to a file outside SCV_HOME, and only a regular file.
+func openLog(home string) (*os.File, error) {
+	file := LogFile(home)
+	f, err := statefile.Open(filepath.Dir(file), filepath.Base(file), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600, statefile.NoLinks)
+	if err != nil {
+		return nil, fmt.Errorf("opening the daemon's log: %w", err)
+	}
+	return f, nil
+}
+
+// logTailBytes is how much of the log's end a failed start shows.
+const logTailBytes = 2000
+
+// logTail returns what the log gained after offset, trimmed, at most its
+// last logTailBytes. Only that much is read: the log keeps every earlier
+// run's output and may be large.
 func logTail(file string, offset int64) string {
-	data, err := os.ReadFile(file)
-	if err != nil || int64(len(data)) < offset {
+	f, err := statefile.Open(filepath.Dir(file), filepath.Base(file), os.O_RDONLY, 0, statefile.NoLinks)
+	if err != nil {
 		return "see " + file
 	}
-	s := strings.TrimSpace(string(data[offset:]))
-	if len(s) > 2000 {
-		s = "…" + s[len(s)-2000:]
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() < offset {
+		return "see " + file
 	}
-	return s
+	from := max(offset, fi.Size()-logTailBytes)
+	data, err := io.ReadAll(io.NewSectionReader(f, from, fi.Size()-from))
+	if err != nil {
+		return "see " + file
+	}
+	if from > offset {
+		return "…" + strings.TrimSpace(textcut.TrimPartialStart(string(data)))
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // runningDaemon returns SCV_HOME (refused in delegated runs) and its
