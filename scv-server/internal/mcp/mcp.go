@@ -2,12 +2,13 @@
 // servers of [mcp_servers.<name>] start with the server's session runtime
 // (in parallel, each bounded by its startup timeout), their tools are
 // offered to every tool-enabled session as mcp__<server>__<tool>, and they
-// stop with the runtime. A server that fails never delays or fails a
-// session: its status says why. A stdio server that exits is started again
-// with backoff. The protocol is the official Go SDK's
-// (github.com/modelcontextprotocol/go-sdk); this package adds the process
-// rules, the child environment, the schema checks, approvals and output
-// bounds (docs/mcp.md).
+// stop with the runtime; Manager.Reconcile starts, restarts and stops them
+// to follow a changed configuration without a restart. A server that
+// fails never delays or fails a session: its status says why. A stdio
+// server that exits is started again with backoff. The protocol is the
+// official Go SDK's (github.com/modelcontextprotocol/go-sdk); this package
+// adds the process rules, the child environment, the schema checks,
+// approvals and output bounds (docs/mcp.md).
 package mcp
 
 import (
