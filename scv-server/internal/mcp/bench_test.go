@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,5 +49,27 @@ func BenchmarkCallSDK(b *testing.B) {
 		if _, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkReconcileUnchanged is what every App Server turn/start pays
+// when the configuration's MCP servers did not change: a comparison, no
+// process touched.
+func BenchmarkReconcileUnchanged(b *testing.B) {
+	servers := map[string]config.MCPServer{}
+	for i := range 8 {
+		s := stdioServer("/nonexistent/mcp-server", "--flag", "value")
+		s.Env = map[string]string{"TOKEN": "$TOKEN"}
+		s.Enabled = false
+		servers[fmt.Sprintf("server%d", i)] = s
+	}
+	m := start(b, Options{Servers: servers})
+	gen := m.Generation()
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Reconcile(servers)
+	}
+	if m.Generation() != gen {
+		b.Fatal("an unchanged configuration moved the generation")
 	}
 }

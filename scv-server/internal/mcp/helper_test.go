@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +19,25 @@ import (
 // helperVar makes the test binary an MCP server over stdio (goServer).
 const helperVar = "SCV_MCP_TEST_SERVER"
 
+// pidFileVar names a file the helper server appends its pid to as it
+// starts, one line per start.
+const pidFileVar = "SCV_MCP_PID_FILE"
+
+func appendLine(file, line string) {
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer f.Close()
+	_, _ = fmt.Fprintln(f, line)
+}
+
 func TestMain(m *testing.M) {
 	if os.Getenv(helperVar) == "1" {
+		if f := os.Getenv(pidFileVar); f != "" {
+			appendLine(f, strconv.Itoa(os.Getpid()))
+		}
 		if err := goServer().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

@@ -101,6 +101,15 @@ func TestEverythingServer(t *testing.T) {
 	ctx := context.Background()
 	env := tools.Env{OutputLimit: 64 << 10}
 
+	// notifications/tools/list_changed: the server registers its
+	// conditional tools (simulate-research-query among them) once
+	// initialized and says so; SCV lists its tools again (a second listing
+	// moves the generation past the first's).
+	waitFor(t, func() bool {
+		st := m.Statuses()[0]
+		return m.Generation() >= 2 && st.Restarts == 0 && slices.Contains(st.Tools, "mcp__everything__simulate-research-query")
+	}, "the tools listed again after list_changed")
+
 	plan, res, err := call(t, ctx, m, "mcp__everything__echo", `{"message":"hi there"}`, env)
 	if err != nil || !res.Success || !strings.Contains(res.Output, "hi there") {
 		t.Fatalf("echo: %+v %v", res, err)
@@ -261,6 +270,17 @@ func TestGoServerOverStdio(t *testing.T) {
 		t.Fatalf("hang: %+v %v", res, err)
 	}
 	waitFor(t, func() bool { _, err := os.Stat(cancelled); return err == nil }, "the server saw notifications/cancelled")
+
+	// Cancelling the turn cancels the call the same way.
+	if err := os.Remove(cancelled); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(200*time.Millisecond, cancel)
+	if _, _, err = call(t, cctx, m, "mcp__slow__hang", `{}`, env); !errors.Is(err, context.Canceled) {
+		t.Fatalf("hang cancelled by its turn: %v", err)
+	}
+	waitFor(t, func() bool { _, err := os.Stat(cancelled); return err == nil }, "the server saw notifications/cancelled of the turn")
 
 	// A crash in the middle of a call fails the call; the server is
 	// started again and serves.

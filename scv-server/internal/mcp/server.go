@@ -40,6 +40,11 @@ type server struct {
 
 	settled  chan struct{} // closed when the first start has succeeded or failed
 	settleMu sync.Once
+	// cancel stops the server alone (Reconcile); set by launch, under
+	// the Manager's mu. done is closed once its goroutine has returned
+	// (at once for a disabled server).
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	mu      sync.Mutex
 	state   string             // guarded by mu
@@ -55,7 +60,15 @@ type server struct {
 
 func newServer(m *Manager, name string, cfg config.MCPServer) *server {
 	return &server{m: m, name: name, cfg: cfg, log: m.log.With("mcp_server", name),
-		settled: make(chan struct{}), state: StateStarting, progress: map[string]func(string){}}
+		settled: make(chan struct{}), done: make(chan struct{}), state: StateStarting, progress: map[string]func(string){}}
+}
+
+// stop makes a launched server's goroutine stop it; the Manager's mu is
+// held.
+func (s *server) stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
 }
 
 func (s *server) settle() { s.settleMu.Do(func() { close(s.settled) }) }

@@ -6,8 +6,6 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -36,25 +34,23 @@ type extensions struct {
 	// depth is the server's own delegation depth (SCV_DELEGATION_DEPTH,
 	// set when a delegated agent runs scv), a floor for every session's.
 	depth int
-	// mcp runs the MCP servers whose tools every tool-enabled session
-	// offers; nil without [mcp_servers]. mcpServers is the configuration
-	// it runs.
-	mcp        *mcp.Manager
-	mcpServers map[string]config.MCPServer
+	// mcp runs the [mcp_servers] of the configuration, whose tools every
+	// tool-enabled session offers. It always exists, also with no server
+	// configured: the App Server reconciles it with the configuration at
+	// each turn/start (appHost.tools).
+	mcp *mcp.Manager
 }
 
-// withMCP adds the MCP servers' tools to the registries fn builds, those
-// that servers (the [mcp_servers] of the configuration as it is now)
-// still offer: a server removed or disabled since the runtime started,
-// or a tool turned off, is not offered.
+// withMCP adds the MCP servers' tools to the registries fn builds: those
+// of the running servers that servers (the [mcp_servers] of the
+// configuration the registry is built from) offers. A server removed or
+// disabled in servers, or a tool turned off there, is not offered; nor is
+// a server added there that the runtime does not run (yet).
 func (e *extensions) withMCP(fn session.ToolsFunc, servers map[string]config.MCPServer) session.ToolsFunc {
-	if e.mcp == nil || fn == nil {
+	if e.mcp == nil || fn == nil || len(servers) == 0 {
 		return fn
 	}
-	var src tools.Source = e.mcp
-	if !reflect.DeepEqual(servers, e.mcpServers) {
-		src = mcpView{m: e.mcp, servers: servers}
-	}
+	src := mcpView{m: e.mcp, servers: servers}
 	return func(ws string) (*tools.Registry, error) {
 		reg, err := fn(ws)
 		if reg != nil {
@@ -64,29 +60,11 @@ func (e *extensions) withMCP(fn session.ToolsFunc, servers map[string]config.MCP
 	}
 }
 
-// notRunning names the enabled servers of servers that the runtime does
-// not run as configured there: added, enabled, or with other settings
-// than those it started with (only narrowing takes effect at once:
-// enabled_tools, disabled_tools, enabled = false, removal).
-func (e *extensions) notRunning(servers map[string]config.MCPServer) []string {
-	var out []string
-	for _, name := range slices.Sorted(maps.Keys(servers)) {
-		now, was := servers[name], e.mcpServers[name]
-		if !now.Enabled {
-			continue
-		}
-		now.EnabledTools, now.DisabledTools = nil, nil
-		was.EnabledTools, was.DisabledTools = nil, nil
-		if e.mcp == nil || !reflect.DeepEqual(now, was) {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// mcpView is the part of the running MCP servers' tools that a newer
-// configuration still offers. It only narrows: a server the runtime does
-// not run (one added since it started) needs a restart.
+// mcpView is the part of the running MCP servers' tools that a
+// configuration offers. It only narrows: it keeps a registry built from
+// one configuration to that configuration's servers and tools while the
+// Manager follows a newer one (a running App Server turn, a session that
+// started before a reconcile).
 type mcpView struct {
 	m       *mcp.Manager
 	servers map[string]config.MCPServer

@@ -112,9 +112,10 @@ func (h appHost) tools(cfg *config.Config, policy approval.Policy) (*session.Wor
 	if err := checkWeb(cfg, r.opts); err != nil {
 		return nil, "", err
 	}
-	for _, name := range r.ext.notRunning(cfg.MCPServers) {
-		r.log.Warn("An MCP server of the configuration is not running: servers added, or whose settings changed, since the server started take effect after a restart", "server", name)
-	}
+	// The MCP servers follow the configuration live: added ones start,
+	// changed ones start again, removed ones stop. The turn's first
+	// model request waits for those still starting (Settle).
+	r.ext.mcp.Reconcile(cfg.MCPServers)
 	wc := r.sk.withSkills(workspaceConfig(r.home, cfg, policy, r.opts, r.ext), cfg.Skills, r.opts.Tools != nil)
 	key, err := json.Marshal(struct {
 		Tools  config.ToolsConfig

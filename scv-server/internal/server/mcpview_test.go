@@ -1,7 +1,6 @@
 package server
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/scv-cli/scv/scv-server/internal/mcp"
@@ -29,23 +28,5 @@ func TestMCPViewOffers(t *testing.T) {
 		if got := v.offers(name); got != want {
 			t.Errorf("offers(%q) = %v, want %v", name, got, want)
 		}
-	}
-}
-
-// TestMCPNotRunning: servers added, enabled or changed since the runtime
-// started are named; tool lists, disabling and removal are not.
-func TestMCPNotRunning(t *testing.T) {
-	t.Parallel()
-	on := config.DefaultMCPServer()
-	on.Command = "srv"
-	off := on
-	off.Enabled = false
-	e := &extensions{mcp: mcp.New(mcp.Options{}), mcpServers: map[string]config.MCPServer{"same": on, "was-off": off, "removed": on, "changed": on}}
-	narrowed, changed := on, on
-	narrowed.DisabledTools = []string{"x"}
-	changed.Args = []string{"--other"}
-	got := e.notRunning(map[string]config.MCPServer{"same": narrowed, "was-off": on, "changed": changed, "new": on, "new-off": off})
-	if want := []string{"changed", "new", "was-off"}; !slices.Equal(got, want) {
-		t.Fatalf("notRunning = %v, want %v", got, want)
 	}
 }

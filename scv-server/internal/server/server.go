@@ -92,7 +92,7 @@ type Runtime struct {
 	Config   *config.Config
 	Provider provider.Provider
 	Manager  *session.Manager
-	// MCP runs the [mcp_servers] of the configuration; nil without any.
+	// MCP runs the [mcp_servers] of the configuration (none, possibly).
 	MCP  *mcp.Manager
 	log  *slog.Logger
 	opts Options
@@ -156,16 +156,15 @@ func New(opts Options) (*Runtime, error) {
 	}
 	sk := newSessionSkills(home, log)
 	ext := newExtensions(home, opts, log)
-	if len(cfg.MCPServers) > 0 {
-		// The servers start with the runtime, in parallel; sessions do
-		// not wait for them (a turn's first request waits at most each
-		// server's startup timeout for those still starting).
-		cwd, _ := os.Getwd()
-		ext.mcp = mcp.New(mcp.Options{Servers: cfg.MCPServers, Environ: opts.AgentEnv, Env: opts.Env, Dir: cwd, SpillMaxBytes: cfg.Tools.SpillMaxBytes,
-			Logger: log.With("component", "mcp")})
-		ext.mcp.Start(context.Background())
-		ext.mcpServers = cfg.MCPServers
-	}
+	// The servers start with the runtime, in parallel; sessions do not
+	// wait for them (a turn's first request waits at most each server's
+	// startup timeout for those still starting). The Manager exists with
+	// no server too, so that an App Server turn can add servers
+	// (Reconcile).
+	cwd, _ := os.Getwd()
+	ext.mcp = mcp.New(mcp.Options{Servers: cfg.MCPServers, Environ: opts.AgentEnv, Env: opts.Env, Dir: cwd, SpillMaxBytes: cfg.Tools.SpillMaxBytes,
+		Logger: log.With("component", "mcp")})
+	ext.mcp.Start(context.Background())
 	base := sk.withSkills(workspaceConfig(home, cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil)
 	base.Warnings = warnings
 	mgr := session.NewManager(session.Options{

@@ -186,3 +186,63 @@ func TestMCPWholeServerRule(t *testing.T) {
 	resolve(s3.Client, sid3, req3.ApprovalID, false, "")
 	st.Until[*protocol.TurnCompleted](s3.Client)
 }
+
+// TestMCPProgressAndCancel: notifications/progress of a real MCP server's
+// long operation reach the client as tool.progress of the call; a turn
+// cancelled in the middle of another such call ends at once (the call
+// is cancelled with notifications/cancelled) and the server keeps
+// serving the next turn.
+func TestMCPProgressAndCancel(t *testing.T) {
+	t.Parallel()
+	bin := nodepkg.Bin(t, "mcp-server-everything")
+	f := fo.NewServer()
+	t.Cleanup(f.Close)
+	cfg := st.FakeProviderConfig(f.URL(), "") + fmt.Sprintf("\n[mcp_servers.everything]\ncommand = %q\n", bin)
+	s := st.Start(t, st.Options{Config: cfg, ApprovalPolicy: "auto"})
+	sid, _ := session(t, s, 3)
+	const long = "mcp__everything__trigger-long-running-operation"
+	f.Enqueue(
+		fo.Script(fo.ToolCall("p1", long, `{"duration":1,"steps":4}`)),
+		fo.Script(fo.Text("done")),
+	)
+	c := s.Client
+	c.Turn(sid, "run it")
+	evs, _ := st.Until[*protocol.TurnCompleted](c)
+	var lines []string
+	for _, e := range evs {
+		if p, ok := e.(*protocol.ToolProgress); ok && p.CallID == "p1" && p.Name == long {
+			lines = append(lines, p.Line)
+		}
+	}
+	if len(lines) < 2 || !strings.Contains(lines[0], "/4") {
+		t.Fatalf("tool.progress lines %q (events %s)", lines, st.Kinds(evs))
+	}
+
+	f.Enqueue(
+		fo.Script(fo.ToolCall("p2", long, `{"duration":60,"steps":60}`)),
+		fo.Script(fo.ToolCall("e1", "mcp__everything__get-sum", `{"a":2,"b":3}`)),
+		fo.Script(fo.Text("after")),
+	)
+	turn := c.Turn(sid, "run it long")
+	st.Until[*protocol.ToolProgress](c)
+	began := time.Now()
+	c.Send(&protocol.TurnCancel{RequestID: "c", SessionID: sid, TurnID: turn.TurnID})
+	evs, _ = st.Until[*protocol.TurnCancelled](c)
+	if d := time.Since(began); d > 10*time.Second {
+		t.Errorf("the cancelled call took %v to end", d)
+	}
+	if tc, ok := evs[len(evs)-2].(*protocol.ToolCompleted); !ok || tc.CallID != "p2" || tc.Success {
+		t.Fatalf("after cancel: %s", st.Kinds(evs))
+	}
+	c.Turn(sid, "again")
+	evs, _ = st.Until[*protocol.TurnCompleted](c)
+	var sum *protocol.ToolCompleted
+	for _, e := range evs {
+		if tc, ok := e.(*protocol.ToolCompleted); ok && tc.CallID == "e1" {
+			sum = tc
+		}
+	}
+	if sum == nil || !sum.Success || !strings.Contains(sum.Output, "5") {
+		t.Fatalf("the call after the cancelled turn: %+v (events %s)", sum, st.Kinds(evs))
+	}
+}

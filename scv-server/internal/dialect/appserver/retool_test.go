@@ -6,11 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/scv-cli/scv/scv-server/internal/dialect/appserver"
+	"github.com/scv-cli/scv/shared/config"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/paths"
 	"github.com/scv-cli/scv/shared/testkit/nodepkg"
 )
 
@@ -190,5 +193,65 @@ func TestMCPToolsFollowConfiguration(t *testing.T) {
 	h.turn(tid, "three")
 	if got := h.toolNames(2); len(mcpNames(got)) != 0 || !slices.Contains(got, "bash") {
 		t.Fatalf("turn 3, after the server was removed, offered %v", got)
+	}
+}
+
+// TestMCPServerAddedLive: an MCP server added to the configuration while
+// the App Server runs (written as `scv mcp add` writes it) starts at the
+// next turn/start, and that turn's model calls its tool; a changed setting
+// (its env) starts it again with the new value, and its removal stops it.
+// The App Server never restarts.
+func TestMCPServerAddedLive(t *testing.T) {
+	t.Parallel()
+	bin := nodepkg.Bin(t, "mcp-server-everything")
+	h := start(t, options{})
+	h.init()
+	var th appserver.Thread
+	h.call("thread/start", appserver.ThreadStartParams{AgentKey: "full-access", Cwd: h.ws}, &th)
+	tid := th.ThreadID
+	h.turn(tid, "one")
+	if got := mcpNames(h.toolNames(0)); len(got) != 0 || len(h.rt.MCP.Statuses()) != 0 {
+		t.Fatalf("before any server was added: tools %v, servers %+v", got, h.rt.MCP.Statuses())
+	}
+
+	add := func(given string) {
+		t.Helper()
+		srv := config.DefaultMCPServer()
+		srv.Command, srv.Env = bin, map[string]string{"GIVEN": given}
+		if err := config.AddMCPServer(h.home, "everything", srv, paths.MapEnv(map[string]string{"SCV_HOME": h.home})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// getEnv runs a turn whose model calls get-env, and returns the
+	// result the model read back (the last message of its next request).
+	getEnv := func(req int) string {
+		t.Helper()
+		h.f.Enqueue(fo.Script(fo.ToolCall("c"+strconv.Itoa(req), "mcp__everything__get-env", `{}`)), fo.Script(fo.Text("read it")))
+		h.call("turn/start", appserver.TurnStartParams{ThreadID: tid, Input: text("env?")}, nil)
+		h.until("turn/completed")
+		if got := h.toolNames(req); !slices.Contains(got, "mcp__everything__get-env") {
+			t.Fatalf("request %d offered %v (servers %+v)", req, got, h.rt.MCP.Statuses())
+		}
+		msgs := h.f.Requests()[req+1].Messages
+		return msgs[len(msgs)-1].Content
+	}
+
+	add("first-value-4711")
+	if out := getEnv(1); !strings.Contains(out, "first-value-4711") {
+		t.Fatalf("the added server's get-env: %s", out)
+	}
+
+	if err := config.RemoveMCPServer(h.home, "everything", paths.MapEnv(map[string]string{"SCV_HOME": h.home})); err != nil {
+		t.Fatal(err)
+	}
+	add("second-value-4712")
+	if out := getEnv(3); !strings.Contains(out, "second-value-4712") || strings.Contains(out, "first-value-4711") {
+		t.Fatalf("get-env after the server's env changed: %s", out)
+	}
+
+	h.writeConfig("")
+	h.turn(tid, "gone")
+	if got := mcpNames(h.toolNames(5)); len(got) != 0 || len(h.rt.MCP.Statuses()) != 0 {
+		t.Fatalf("after the server was removed: tools %v, servers %+v", got, h.rt.MCP.Statuses())
 	}
 }
