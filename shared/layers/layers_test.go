@@ -183,6 +183,47 @@ func TestProgramsLinkNoTestOnlyPackage(t *testing.T) {
 	}
 }
 
+// heavy are module paths the named binaries must not link (issue 23):
+// a binary's resident memory is mostly the pages of its own code and
+// tables that start-up and a turn touch, so a package a binary does not
+// need still costs it memory and start-up time (its init).
+var heavy = map[string][]string{
+	// openai-go was half of scv-server's binary (31 → 15 MB) and 6 MiB of
+	// its peak: the Responses wire writes its own request types.
+	"github.com/scv-cli/scv/scv-server": {"github.com/openai/openai-go"},
+	// scv exec is a thin client: it starts the server or scv-tui, and
+	// links none of their libraries.
+	"github.com/scv-cli/scv/scv": {
+		"github.com/openai/openai-go", "github.com/sashabaranov/go-openai",
+		"github.com/charmbracelet", "github.com/PuerkitoBio/goquery",
+		"github.com/JohannesKaufmann/html-to-markdown", "go.etcd.io/bbolt",
+		"github.com/modelcontextprotocol/go-sdk", "golang.org/x/text/encoding",
+		"github.com/scv-cli/scv/scv-server", "github.com/scv-cli/scv/scv-tui",
+	},
+}
+
+// TestProgramsLinkNoHeavyPackage fails when a binary links a module it
+// must not (heavy).
+func TestProgramsLinkNoHeavyPackage(t *testing.T) {
+	t.Parallel()
+	if gowork(t) == "" {
+		t.Skip("the programs are other modules of the workspace; with GOWORK=off only shared is visible")
+	}
+	for prog, banned := range heavy {
+		linked := map[string]string{} // a banned path → one package of it
+		for _, p := range goList(t, "..", "-deps", prog) {
+			for _, b := range banned {
+				if p.ImportPath == b || strings.HasPrefix(p.ImportPath, b+"/") {
+					linked[b] = p.ImportPath
+				}
+			}
+		}
+		for b, p := range linked {
+			t.Errorf("%s links %s (%s), which it must not: see docs/performance.md, Memory", prog, b, p)
+		}
+	}
+}
+
 func gowork(t *testing.T) string {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOWORK").Output()

@@ -9,10 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/responses"
-
 	"github.com/scv-cli/scv/scv-server/internal/provider"
 
 	"github.com/scv-cli/scv/shared/textcut"
@@ -22,12 +18,15 @@ import (
 // as input items, and a stream of typed events ending in
 // response.completed (or response.incomplete, or response.failed).
 //
-// github.com/openai/openai-go/v3 builds the request body from its
-// ResponseNewParams, so items and tools map as the official client maps
-// them. The stream is read by this package, as on the chat wire: the same
-// HTTP layer, SSE reader and limits, with a decoder of its own events
-// (decodeEvent) instead of openai-go's, which decodes every event into
-// its large union type.
+// The request body is this package's own small types (respRequest),
+// written as github.com/openai/openai-go/v3's ResponseNewParams wrote it:
+// a test checks the two against each other. openai-go itself is not
+// linked: its packages were half of scv-server's binary, and their init
+// and pages were most of the server's start-up time and resident memory
+// (issue 23, docs/performance.md). The stream is read by this package, as
+// on the chat wire: the same HTTP layer, SSE reader and limits, with a
+// decoder of its own events (decodeEvent) instead of openai-go's, which
+// decodes every event into its large union type.
 //
 // What the decoder reads:
 //
@@ -70,72 +69,120 @@ import (
 type responsesWire struct{}
 
 func (responsesWire) encode(p *Provider, req provider.Request) (string, []byte, error) {
-	params, err := p.buildResponsesRequest(req)
+	body, err := p.buildResponsesRequest(req)
 	if err != nil {
 		return "", nil, err
 	}
-	body, err := json.Marshal(params)
+	data, err := json.Marshal(body)
 	if err != nil {
 		return "", nil, p.wrapf(provider.CodeProviderError, err, "request failed: %v", err)
 	}
-	return "/responses", body, nil
+	return "/responses", data, nil
+}
+
+// respRequest is the body of a streaming POST /responses. Its members
+// are written in the order openai-go's ResponseNewParams wrote them
+// (testdata/responses_request.json); TestResponsesRequestMatchesOpenAIGo
+// checks that the body means what the official client's would.
+type respRequest struct {
+	Instructions string   `json:"instructions,omitempty"`
+	Store        bool     `json:"store"`
+	Include      []string `json:"include,omitempty"`
+	// Input holds respMessage, json.RawMessage (a reasoning item sent
+	// back as the model produced it), respFunctionCall and
+	// respFunctionCallOutput items.
+	Input  []any  `json:"input"`
+	Model  string `json:"model"`
+	Tools  []any  `json:"tools,omitempty"`
+	Stream bool   `json:"stream"`
+}
+
+// respMessage is an input message item ("easy input message").
+type respMessage struct {
+	Content string `json:"content"`
+	Role    string `json:"role"`
+	Type    string `json:"type"`
+}
+
+// respFunctionCall is a function_call input item: a call the model made.
+type respFunctionCall struct {
+	Arguments string `json:"arguments"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Type      string `json:"type"`
+}
+
+// respFunctionCallOutput is a function_call_output input item: a call's
+// result.
+type respFunctionCallOutput struct {
+	Output string `json:"output"`
+	CallID string `json:"call_id"`
+	Type   string `json:"type"`
+}
+
+// respFunctionTool is a function tool.
+type respFunctionTool struct {
+	Strict      bool           `json:"strict"`
+	Parameters  map[string]any `json:"parameters"`
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Type        string         `json:"type"`
+}
+
+// respHostedTool is a tool the provider runs itself (web_search).
+type respHostedTool struct {
+	Type string `json:"type"`
 }
 
 // buildResponsesRequest maps a provider.Request to a streaming Responses
 // request.
-func (p *Provider) buildResponsesRequest(req provider.Request) (responses.ResponseNewParams, error) {
-	var params responses.ResponseNewParams
+func (p *Provider) buildResponsesRequest(req provider.Request) (respRequest, error) {
+	var body respRequest
 	model := req.Model
 	if model == "" {
 		model = p.cfg.Model
 	}
 	if model == "" {
-		return params, p.errorf(provider.CodeProviderError, "no model configured")
+		return body, p.errorf(provider.CodeProviderError, "no model configured")
 	}
 	// Reasoning is asked for and sent back encrypted, as store is false,
 	// unless the model has shown it cannot take it.
 	replay := p.encryptedReasoning(model)
 	items, err := p.responsesInput(req.Messages, replay)
 	if err != nil {
-		return params, err
+		return body, err
 	}
 	tools, err := p.responsesTools(req)
 	if err != nil {
-		return params, err
+		return body, err
 	}
-	params.Model = model
-	if req.System != "" {
-		params.Instructions = oai.String(req.System)
-	}
-	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: items}
-	params.Tools = tools
+	body.Model = model
+	body.Instructions = req.System
+	body.Input = items
+	body.Tools = tools
 	// SCV sends the whole history each time and never refers to a stored
 	// response, so nothing is kept on the provider's side.
-	params.Store = oai.Bool(false)
+	body.Store = false
 	if replay {
-		params.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
+		body.Include = []string{"reasoning.encrypted_content"}
 	}
-	params.SetExtraFields(map[string]any{"stream": true})
-	return params, nil
+	body.Stream = true
+	return body, nil
 }
 
 // responsesInput maps the history to input items; replay sends an
 // assistant message's reasoning items back before it.
-func (p *Provider) responsesInput(msgs []provider.Message, replay bool) (responses.ResponseInputParam, error) {
-	items := make(responses.ResponseInputParam, 0, len(msgs))
-	message := func(role responses.EasyInputMessageRole, text string) responses.ResponseInputItemUnionParam {
-		return responses.ResponseInputItemUnionParam{OfMessage: &responses.EasyInputMessageParam{
-			Role:    role,
-			Content: responses.EasyInputMessageContentUnionParam{OfString: oai.String(text)},
-			Type:    responses.EasyInputMessageTypeMessage,
-		}}
+func (p *Provider) responsesInput(msgs []provider.Message, replay bool) ([]any, error) {
+	items := make([]any, 0, len(msgs))
+	message := func(role, text string) respMessage {
+		return respMessage{Content: text, Role: role, Type: "message"}
 	}
 	for i, m := range msgs {
 		switch m.Role {
 		case provider.RoleSystem:
-			items = append(items, message(responses.EasyInputMessageRoleSystem, m.Content))
+			items = append(items, message("system", m.Content))
 		case provider.RoleUser:
-			items = append(items, message(responses.EasyInputMessageRoleUser, m.Content))
+			items = append(items, message("user", m.Content))
 		case provider.RoleAssistant:
 			// An assistant turn that only called tools has no message item:
 			// its calls are items of their own.
@@ -148,19 +195,14 @@ func (p *Provider) responsesInput(msgs []provider.Message, replay bool) (respons
 						// the model can do without it.
 						continue
 					}
-					it := param.Override[responses.ResponseReasoningItemParam](r)
-					items = append(items, responses.ResponseInputItemUnionParam{OfReasoning: &it})
+					items = append(items, r)
 				}
 			}
 			if m.Content != "" {
-				items = append(items, message(responses.EasyInputMessageRoleAssistant, m.Content))
+				items = append(items, message("assistant", m.Content))
 			}
 			for _, tc := range m.ToolCalls {
-				items = append(items, responses.ResponseInputItemUnionParam{OfFunctionCall: &responses.ResponseFunctionToolCallParam{
-					CallID:    tc.ID,
-					Name:      tc.Name,
-					Arguments: tc.Arguments,
-				}})
+				items = append(items, respFunctionCall{Arguments: tc.Arguments, CallID: tc.ID, Name: tc.Name, Type: "function_call"})
 			}
 		case provider.RoleTool:
 			out := m.Content
@@ -168,10 +210,7 @@ func (p *Provider) responsesInput(msgs []provider.Message, replay bool) (respons
 				// As on the chat wire: an empty output reads as a missing one.
 				out = "(no output)"
 			}
-			items = append(items, responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
-				CallID: oai.String(m.ToolCallID),
-				Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: oai.String(out)},
-			}})
+			items = append(items, respFunctionCallOutput{Output: out, CallID: m.ToolCallID, Type: "function_call_output"})
 		default:
 			return nil, p.errorf(provider.CodeProviderError, "message %d has unknown role %q", i, m.Role)
 		}
@@ -181,8 +220,8 @@ func (p *Provider) responsesInput(msgs []provider.Message, replay bool) (respons
 
 // responsesTools maps the request's tools to function tools, plus the
 // hosted web search when the request asks for it.
-func (p *Provider) responsesTools(req provider.Request) ([]responses.ToolUnionParam, error) {
-	var tools []responses.ToolUnionParam
+func (p *Provider) responsesTools(req provider.Request) ([]any, error) {
+	var tools []any
 	for _, t := range req.Tools {
 		schema := map[string]any{"type": "object", "properties": map[string]any{}}
 		if len(t.Parameters) > 0 {
@@ -191,21 +230,19 @@ func (p *Provider) responsesTools(req provider.Request) ([]responses.ToolUnionPa
 				return nil, p.errorf(provider.CodeProviderError, "tool %q: its parameters are not a JSON object", t.Name)
 			}
 		}
-		ft := &responses.FunctionToolParam{
-			Name:       t.Name,
-			Parameters: schema,
+		tools = append(tools, respFunctionTool{
 			// The Responses API makes function tools strict by default,
 			// which needs schemas SCV's tools do not have (every property
 			// required, no optional fields).
-			Strict: oai.Bool(false),
-		}
-		if t.Description != "" {
-			ft.Description = oai.String(t.Description)
-		}
-		tools = append(tools, responses.ToolUnionParam{OfFunction: ft})
+			Strict:      false,
+			Parameters:  schema,
+			Name:        t.Name,
+			Description: t.Description,
+			Type:        "function",
+		})
 	}
 	if req.HostedWebSearch {
-		tools = append(tools, responses.ToolUnionParam{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}})
+		tools = append(tools, respHostedTool{Type: "web_search"})
 	}
 	return tools, nil
 }
