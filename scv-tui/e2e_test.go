@@ -23,8 +23,11 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit"
 	"github.com/scv-cli/scv/shared/testkit/bins"
 	"go.uber.org/goleak"
+
+	"github.com/scv-cli/scv/scv-tui/internal/ui/shot"
 )
 
 func TestMain(m *testing.M) {
@@ -95,14 +98,27 @@ var socketSeq int
 // status and whether the terminal modes are as they were before it.
 func startTerm(t *testing.T, dir, home string, env []string, program string) *term {
 	t.Helper()
+	return startTermStyled(t, dir, home, env, program, "")
+}
+
+// startTermStyled is startTerm in a terminal whose default colours are
+// style (tmux's window-style, such as "bg=#fafafa,fg=#1a1b26"): tmux
+// answers a program's OSC 11 query with that background, as a terminal
+// of that colour does.
+func startTermStyled(t *testing.T, dir, home string, env []string, program, style string) *term {
+	t.Helper()
 	socketSeq++
 	tm := &term{t: t, socket: fmt.Sprintf("scv-e2e-%d-%d", os.Getpid(), socketSeq), home: home, done: "scv-e2e-exit="}
 	script := `before=$(stty -g); "$0"; code=$?; after=$(stty -g)
 if [ "$before" = "$after" ]; then echo tty-modes-restored; else echo tty-modes-changed; fi
 echo "scv-e2e-exit=$code"
 exec sleep 3600`
-	args := []string{"-u", "-f", "/dev/null", "-L", tm.socket, "new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", "-c", dir,
-		"env", "-i", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=xterm-256color", "LANG=C.UTF-8", "SCV_HOME=" + home}
+	args := []string{"-u", "-f", "/dev/null", "-L", tm.socket}
+	if style != "" {
+		args = append(args, "start-server", ";", "set-option", "-g", "window-style", style, ";")
+	}
+	args = append(args, "new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", "-c", dir,
+		"env", "-i", "PATH="+os.Getenv("PATH"), "HOME="+home, "TERM=xterm-256color", "LANG=C.UTF-8", "SCV_HOME="+home)
 	args = append(args, env...)
 	args = append(args, "sh", "-c", script, program)
 	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
@@ -791,6 +807,84 @@ func TestE2ELightTheme(t *testing.T) {
 	if code := bad.exitCode(); code == 0 {
 		t.Error("an unknown SCV_THEME exited 0")
 	}
+}
+
+// TestE2EBackgroundDetected: with no SCV_THEME, scv asks the terminal
+// for its background (OSC 11) and picks the palette from the answer. tmux
+// answers with its window-style background, as a real terminal of that
+// colour does: on a light one the status bar takes the light surface
+// (#d5d8e3), on a dark one the dark surface (#24283b). With -screenshots
+// the light screen is written to docs/tui-light-120x40.png and
+// docs/tui-light-60x20.png, the pair of the dark ones.
+func TestE2EBackgroundDetected(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	for _, tc := range []struct {
+		name, style, want, notWant string
+	}{
+		{"light", "bg=#e1e2e7,fg=#3760bf", "48;2;213;216;227", "48;2;36;40;59"},
+		{"dark", "bg=#1a1b26,fg=#c0caf5", "48;2;36;40;59", "48;2;213;216;227"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := fakeopenai.Start(t)
+			srv.Enqueue(fakeopenai.Script(fakeopenai.Text("The palette follows the terminal:\n\n- **light** background: dark text\n- **dark** background: light text\n\nRun `go test ./...` to check.")))
+			home, ws := fakeHome(t, srv), t.TempDir()
+			tm := startTermStyled(t, ws, home, []string{"COLORTERM=truecolor"}, filepath.Join(bin, "scv"), tc.style)
+			tm.waitText("fake-model", "Ask anything")
+			styled := waitStyled(t, tm, tc.want)
+			if strings.Contains(styled, tc.notWant) {
+				t.Errorf("the %s terminal also shows the other palette's surface %s:\n%q", tc.name, tc.notWant, styled)
+			}
+			if tc.name == "light" {
+				tm.tmux("resize-window", "-t", "e2e", "-x", "120", "-y", "40")
+				tm.submit("which palette?")
+				tm.waitText("Run go test")
+				tm.waitIdle()
+				screenshotPair(t, tm, "tui-light")
+			}
+			tm.submit("/quit")
+			if code := tm.exitCode(); code != 0 {
+				t.Errorf("exit code %d, want 0", code)
+			}
+		})
+	}
+}
+
+// waitStyled waits until the pane, captured with its colours, holds want.
+func waitStyled(t *testing.T, tm *term, want string) string {
+	t.Helper()
+	var styled []byte
+	testkit.Eventually(t, 10*time.Second, "the pane shows "+want, func() bool {
+		var err error
+		styled, err = exec.Command("tmux", "-L", tm.socket, "capture-pane", "-e", "-p", "-t", "e2e").Output()
+		return err == nil && strings.Contains(string(styled), want)
+	})
+	return string(styled)
+}
+
+// screenshotPair renders the light pane at 120x40 and 60x20 to
+// docs/NAME-120x40.png and docs/NAME-60x20.png with -screenshots (else to
+// a temporary directory, so the rendering is still exercised).
+func screenshotPair(t *testing.T, tm *term, name string) {
+	t.Helper()
+	if _, err := os.Stat(fontRegular); err != nil {
+		t.Log("DejaVu Sans Mono is not installed: no screenshots")
+		return
+	}
+	fonts, err := shot.LoadFonts(fontRegular, fontBold, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if *writeScreenshots {
+		out = filepath.Join("..", "docs")
+	}
+	captureWith(t, tm, fonts, 120, 40, filepath.Join(out, name+"-120x40.png"), shot.Light)
+	tm.tmux("resize-window", "-t", "e2e", "-x", "60", "-y", "20")
+	// New output after the resize: the screen was drawn at the new size.
+	tm.submit("/cost")
+	tm.waitText("This session has used")
+	captureWith(t, tm, fonts, 60, 20, filepath.Join(out, name+"-60x20.png"), shot.Light)
 }
 
 // TestE2EFirstRunOffer: scv with no configuration asks once whether to set
