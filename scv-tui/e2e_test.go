@@ -781,6 +781,74 @@ func TestE2EModelAndInit(t *testing.T) {
 	}
 }
 
+// TestE2EModelProvidersAndCost: /model lists every configured
+// provider's models grouped, with context windows and prices, and a
+// provider whose key is missing as unavailable; choosing it says which
+// variable to set and keeps the session where it was; choosing another
+// provider's model sends the next turn there; /cost shows the money at
+// the configured price, and how to configure one for a model without.
+func TestE2EModelProvidersAndCost(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	first, second := fakeopenai.Start(t), fakeopenai.Start(t)
+	first.SetModels("fake-model")
+	second.SetModels("s-big", "s-small")
+	first.Enqueue(fakeopenai.Script(fakeopenai.Text("On the first provider."), fakeopenai.Usage(1000, 100)))
+	second.Enqueue(fakeopenai.Script(fakeopenai.Text("On the second provider."), fakeopenai.Usage(20000, 10000)))
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := first.Config("") + `
+[providers.nokey]
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "SCV_E2E_MISSING_KEY"
+model = "lonely"
+
+[providers.second]
+base_url = "` + second.URL() + `"
+api_key = "sk-second"
+model = "s-big"
+context_max_tokens = 64000
+max_retries = 0
+
+[providers.second.models.s-small]
+context_max_tokens = 32000
+input_price = 50
+output_price = 100
+`
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	tm.submit("hello")
+	tm.waitText("On the first provider.")
+	tm.waitIdle()
+	tm.submit("/cost")
+	tm.waitText("No price configured for fake-model", `[providers.fake.models."fake-model"]`)
+	tm.submit("/model")
+	tm.waitText("Switch the session's model", "fake      fake-model · ", "nokey     lonely · ", "unavailable: SCV_E2E_MISSING_KEY is not set",
+		"second    s-big · 64k-token context window", "s-small · 32k-token context window · $50/$100 per M tokens")
+	tm.keys("Down", "Enter")
+	tm.waitText("the session stays on fake-model", "needs an API key in the environment variable SCV_E2E_MISSING_KEY")
+	tm.submit("/model second s-small")
+	tm.waitText("now uses s-small of second (context window 32k tokens)")
+	tm.submit("and now?")
+	tm.waitText("On the second provider.")
+	tm.waitIdle()
+	tm.submit("/cost")
+	// 20k input at $50 and 10k output at $100 a million: $1 + $1.
+	tm.waitText("Cost: $2.00", "at $50/$100 per million input/output tokens")
+	if reqs := second.Requests(); len(reqs) != 1 || reqs[0].Model != "s-small" {
+		t.Errorf("the second provider's requests: %+v, want one for s-small", reqs)
+	}
+	if reqs := first.Requests(); len(reqs) != 1 {
+		t.Errorf("the first provider got %d requests, want 1 (before the switch)", len(reqs))
+	}
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
 // TestE2ELightTheme: SCV_THEME=light draws the light palette (the status
 // bar's light surface, #d5d8e3) in a real terminal; an unknown value is
 // refused at start with what to set.

@@ -67,8 +67,8 @@ func (c *catalog) Provider(name string) (provider.Provider, error) {
 		pc := c.cfg.Providers[name]
 		src := c.cfg.Sources["providers."+name+".api_key_env"]
 		return nil, fmt.Errorf("provider %q needs an API key in the environment variable %s (api_key_env, from %s), which is not set where the server was started; "+
-			"set it and start SCV again (scv daemon restart for a daemon), or set api_key in [providers.%s] of %s: %w",
-			name, pc.APIKeyEnv, src, name, c.configFile(src), err)
+			"set it and start SCV again (scv daemon restart for a daemon), or set api_key in [providers.%s] of %s (%w)",
+			name, pc.APIKeyEnv, src, name, c.configFile(src), config.ErrAPIKeyMissing)
 	}
 	if err != nil {
 		return nil, err

@@ -130,7 +130,7 @@ func (c *conn) setModel(ctx context.Context, m *protocol.SetModel, s *session.Se
 	// be used leaves the session where it was.
 	p, err := c.opts.Catalog.Provider(name)
 	if err != nil {
-		return &session.Error{Code: protocol.ErrInvalidRequest, Message: fmt.Sprintf("cannot switch to %s of provider %q: %v", model, name, err)}
+		return &session.Error{Code: protocol.ErrInvalidRequest, Message: fmt.Sprintf("the session stays on %s: %v", s.Model(), err)}
 	}
 	s.SetTarget(p, model)
 	return c.sessionModel(m.RequestID, s, models)
