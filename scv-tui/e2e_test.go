@@ -105,11 +105,11 @@ func startTerm(t *testing.T, dir, home string, env []string, program string) *te
 // style (tmux's window-style, such as "bg=#fafafa,fg=#1a1b26"): tmux
 // answers a program's OSC 11 query with that background, as a terminal
 // of that colour does.
-func startTermStyled(t *testing.T, dir, home string, env []string, program, style string) *term {
+func startTermStyled(t *testing.T, dir, home string, env []string, program, style string, progArgs ...string) *term {
 	t.Helper()
 	socketSeq++
 	tm := &term{t: t, socket: fmt.Sprintf("scv-e2e-%d-%d", os.Getpid(), socketSeq), home: home, done: "scv-e2e-exit="}
-	script := `before=$(stty -g); "$0"; code=$?; after=$(stty -g)
+	script := `before=$(stty -g); "$0" "$@"; code=$?; after=$(stty -g)
 if [ "$before" = "$after" ]; then echo tty-modes-restored; else echo tty-modes-changed; fi
 echo "scv-e2e-exit=$code"
 exec sleep 3600`
@@ -120,7 +120,7 @@ exec sleep 3600`
 	args = append(args, "new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", "-c", dir,
 		"env", "-i", "PATH="+os.Getenv("PATH"), "HOME="+home, "TERM=xterm-256color", "LANG=C.UTF-8", "SCV_HOME="+home)
 	args = append(args, env...)
-	args = append(args, "sh", "-c", script, program)
+	args = append(append(args, "sh", "-c", script, program), progArgs...)
 	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
 		t.Fatalf("starting tmux: %v\n%s", err, out)
 	}
@@ -953,6 +953,95 @@ func screenshotPair(t *testing.T, tm *term, name string) {
 	tm.submit("/cost")
 	tm.waitText("This session has used")
 	captureWith(t, tm, fonts, 60, 20, filepath.Join(out, name+"-60x20.png"), shot.Light)
+}
+
+// TestE2EHelpScrollsWhenSmall: at 40x12 /help does not fit, so it scrolls
+// and says which lines show (issue 21, item 2).
+func TestE2EHelpScrollsWhenSmall(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	home, ws := fakeHome(t, srv), t.TempDir()
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.tmux("resize-window", "-t", "e2e", "-x", "40", "-y", "12")
+	tm.waitText("fake-model")
+	tm.submit("/help")
+	first := tm.waitText("lines 1-")
+	tm.keys("PageDown")
+	tm.waitGone("lines 1-")
+	if s := tm.screen(); s == first || !strings.Contains(s, " of ") {
+		t.Errorf("PgDn did not scroll the help:\n%s", s)
+	}
+	tm.keys("Escape")
+	tm.waitGone(" of ")
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
+// TestE2EMissingKeyKeepsPrompt: scv "PROMPT" with the provider's key
+// variable unset says which variable is missing and where it is
+// configured, and keeps the command line's prompt (issue 21, items 3, 4).
+func TestE2EMissingKeyKeepsPrompt(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := "[providers.work]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"SCV_E2E_WORK_KEY\"\nmodel = \"m\"\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTermStyled(t, ws, home, nil, filepath.Join(bin, "scv"), "", "fix the failing tests")
+	tm.waitText("needs an API key in the environment variable", "SCV_E2E_WORK_KEY", "config.toml")
+	// The command line's prompt is in the editor, not lost.
+	tm.waitText("> fix the failing tests")
+	tm.keys("C-c")
+	tm.keys("C-c")
+	tm.exitCode()
+}
+
+// TestE2EWarningRulesAndMenus: the warning for a key file other users can
+// read shows in the UI; /rules lists tools.allow; "/co" opens the command
+// menu and "@" the fuzzy file menu, whose mention attaches the file
+// (issue 21, items 9, 13, 15).
+func TestE2EWarningRulesAndMenus(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("Read it.")))
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := srv.Config("") + "\n[tools]\nallow = [\"bash:go test\"]\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(home, "config.toml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, "internal", "server"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "internal", "server", "main_test.go"), []byte("package server\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("Configuration warning:", "other users can read it")
+	tm.submit("/rules")
+	tm.waitText("bash:go test", "tools.allow")
+	tm.typeText("/co")
+	tm.waitText("/compact", "/cost")
+	tm.keys("C-u")
+	tm.typeText("look at @srvmt")
+	tm.waitText("internal/server/main_test.go")
+	tm.keys("Tab")
+	tm.keys("Enter")
+	tm.waitText("Read it.", "[attached: internal/server/main_test.go")
+	if p := promptsSent(srv); len(p) != 1 || !strings.Contains(p[0], `<attached path="internal/server/main_test.go">`) {
+		t.Errorf("prompts %q, want the file attached", p)
+	}
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
 }
 
 // TestE2EFirstRunOffer: scv with no configuration asks once whether to set
