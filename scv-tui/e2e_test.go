@@ -1044,6 +1044,32 @@ func TestE2EWarningRulesAndMenus(t *testing.T) {
 	}
 }
 
+// TestE2ERetryingShown: a model request the provider refuses with 429
+// shows "Retrying (2/3) in 2 s" with the provider's status and message
+// while the server waits, then the reply (issue 21, item 7).
+func TestE2ERetryingShown(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(fakeopenai.Script(fakeopenai.APIError(429, "slow down please"), fakeopenai.Header("Retry-After", "2")),
+		fakeopenai.Script(fakeopenai.Text("Made it.")))
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := strings.Replace(srv.Config(""), "max_retries = 0", "max_retries = 2", 1)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	tm.submit("hi")
+	tm.waitText("Retrying (2/3) in 2 s", "HTTP 429", "slow down please")
+	tm.waitText("Made it.")
+	tm.waitGone("Retrying (2/3)")
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
 // TestE2EFirstRunOffer: scv with no configuration asks once whether to set
 // a provider up; d starts the demo at once, and the next run does not ask.
 func TestE2EFirstRunOffer(t *testing.T) {
