@@ -23,8 +23,11 @@ import (
 	"time"
 
 	"github.com/scv-cli/scv/shared/fakeopenai"
+	"github.com/scv-cli/scv/shared/testkit"
 	"github.com/scv-cli/scv/shared/testkit/bins"
 	"go.uber.org/goleak"
+
+	"github.com/scv-cli/scv/scv-tui/internal/ui/shot"
 )
 
 func TestMain(m *testing.M) {
@@ -95,16 +98,29 @@ var socketSeq int
 // status and whether the terminal modes are as they were before it.
 func startTerm(t *testing.T, dir, home string, env []string, program string) *term {
 	t.Helper()
+	return startTermStyled(t, dir, home, env, program, "")
+}
+
+// startTermStyled is startTerm in a terminal whose default colours are
+// style (tmux's window-style, such as "bg=#fafafa,fg=#1a1b26"): tmux
+// answers a program's OSC 11 query with that background, as a terminal
+// of that colour does.
+func startTermStyled(t *testing.T, dir, home string, env []string, program, style string, progArgs ...string) *term {
+	t.Helper()
 	socketSeq++
 	tm := &term{t: t, socket: fmt.Sprintf("scv-e2e-%d-%d", os.Getpid(), socketSeq), home: home, done: "scv-e2e-exit="}
-	script := `before=$(stty -g); "$0"; code=$?; after=$(stty -g)
+	script := `before=$(stty -g); "$0" "$@"; code=$?; after=$(stty -g)
 if [ "$before" = "$after" ]; then echo tty-modes-restored; else echo tty-modes-changed; fi
 echo "scv-e2e-exit=$code"
 exec sleep 3600`
-	args := []string{"-u", "-f", "/dev/null", "-L", tm.socket, "new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", "-c", dir,
-		"env", "-i", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=xterm-256color", "LANG=C.UTF-8", "SCV_HOME=" + home}
+	args := []string{"-u", "-f", "/dev/null", "-L", tm.socket}
+	if style != "" {
+		args = append(args, "start-server", ";", "set-option", "-g", "window-style", style, ";")
+	}
+	args = append(args, "new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", "-c", dir,
+		"env", "-i", "PATH="+os.Getenv("PATH"), "HOME="+home, "TERM=xterm-256color", "LANG=C.UTF-8", "SCV_HOME="+home)
 	args = append(args, env...)
-	args = append(args, "sh", "-c", script, program)
+	args = append(append(args, "sh", "-c", script, program), progArgs...)
 	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
 		t.Fatalf("starting tmux: %v\n%s", err, out)
 	}
@@ -765,6 +781,74 @@ func TestE2EModelAndInit(t *testing.T) {
 	}
 }
 
+// TestE2EModelProvidersAndCost: /model lists every configured
+// provider's models grouped, with context windows and prices, and a
+// provider whose key is missing as unavailable; choosing it says which
+// variable to set and keeps the session where it was; choosing another
+// provider's model sends the next turn there; /cost shows the money at
+// the configured price, and how to configure one for a model without.
+func TestE2EModelProvidersAndCost(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	first, second := fakeopenai.Start(t), fakeopenai.Start(t)
+	first.SetModels("fake-model")
+	second.SetModels("s-big", "s-small")
+	first.Enqueue(fakeopenai.Script(fakeopenai.Text("On the first provider."), fakeopenai.Usage(1000, 100)))
+	second.Enqueue(fakeopenai.Script(fakeopenai.Text("On the second provider."), fakeopenai.Usage(20000, 10000)))
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := first.Config("") + `
+[providers.nokey]
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "SCV_E2E_MISSING_KEY"
+model = "lonely"
+
+[providers.second]
+base_url = "` + second.URL() + `"
+api_key = "sk-second"
+model = "s-big"
+context_max_tokens = 64000
+max_retries = 0
+
+[providers.second.models.s-small]
+context_max_tokens = 32000
+input_price = 50
+output_price = 100
+`
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	tm.submit("hello")
+	tm.waitText("On the first provider.")
+	tm.waitIdle()
+	tm.submit("/cost")
+	tm.waitText("No price configured for fake-model", `[providers.fake.models."fake-model"]`)
+	tm.submit("/model")
+	tm.waitText("Switch the session's model", "fake      fake-model · ", "nokey     lonely · ", "unavailable: SCV_E2E_MISSING_KEY is not set",
+		"second    s-big · 64k-token context window", "s-small · 32k-token context window · $50/$100 per M tokens")
+	tm.keys("Down", "Enter")
+	tm.waitText("the session stays on fake-model", "needs an API key in the environment variable SCV_E2E_MISSING_KEY")
+	tm.submit("/model second s-small")
+	tm.waitText("now uses s-small of second (context window 32k tokens)")
+	tm.submit("and now?")
+	tm.waitText("On the second provider.")
+	tm.waitIdle()
+	tm.submit("/cost")
+	// 20k input at $50 and 10k output at $100 a million: $1 + $1.
+	tm.waitText("Cost: $2.00", "at $50/$100 per million input/output tokens")
+	if reqs := second.Requests(); len(reqs) != 1 || reqs[0].Model != "s-small" {
+		t.Errorf("the second provider's requests: %+v, want one for s-small", reqs)
+	}
+	if reqs := first.Requests(); len(reqs) != 1 {
+		t.Errorf("the first provider got %d requests, want 1 (before the switch)", len(reqs))
+	}
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
 // TestE2ELightTheme: SCV_THEME=light draws the light palette (the status
 // bar's light surface, #d5d8e3) in a real terminal; an unknown value is
 // refused at start with what to set.
@@ -790,6 +874,199 @@ func TestE2ELightTheme(t *testing.T) {
 	bad.waitText(`SCV_THEME is "blue": set it to dark or light`)
 	if code := bad.exitCode(); code == 0 {
 		t.Error("an unknown SCV_THEME exited 0")
+	}
+}
+
+// TestE2EBackgroundDetected: with no SCV_THEME, scv asks the terminal
+// for its background (OSC 11) and picks the palette from the answer. tmux
+// answers with its window-style background, as a real terminal of that
+// colour does: on a light one the status bar takes the light surface
+// (#d5d8e3), on a dark one the dark surface (#24283b). With -screenshots
+// the light screen is written to docs/tui-light-120x40.png and
+// docs/tui-light-60x20.png, the pair of the dark ones.
+func TestE2EBackgroundDetected(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	for _, tc := range []struct {
+		name, style, want, notWant string
+	}{
+		{"light", "bg=#e1e2e7,fg=#3760bf", "48;2;213;216;227", "48;2;36;40;59"},
+		{"dark", "bg=#1a1b26,fg=#c0caf5", "48;2;36;40;59", "48;2;213;216;227"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := fakeopenai.Start(t)
+			srv.Enqueue(fakeopenai.Script(fakeopenai.Text("The palette follows the terminal:\n\n- **light** background: dark text\n- **dark** background: light text\n\nRun `go test ./...` to check.")))
+			home, ws := fakeHome(t, srv), t.TempDir()
+			tm := startTermStyled(t, ws, home, []string{"COLORTERM=truecolor"}, filepath.Join(bin, "scv"), tc.style)
+			tm.waitText("fake-model", "Ask anything")
+			styled := waitStyled(t, tm, tc.want)
+			if strings.Contains(styled, tc.notWant) {
+				t.Errorf("the %s terminal also shows the other palette's surface %s:\n%q", tc.name, tc.notWant, styled)
+			}
+			if tc.name == "light" {
+				tm.tmux("resize-window", "-t", "e2e", "-x", "120", "-y", "40")
+				tm.submit("which palette?")
+				tm.waitText("Run go test")
+				tm.waitIdle()
+				screenshotPair(t, tm, "tui-light")
+			}
+			tm.submit("/quit")
+			if code := tm.exitCode(); code != 0 {
+				t.Errorf("exit code %d, want 0", code)
+			}
+		})
+	}
+}
+
+// waitStyled waits until the pane, captured with its colours, holds want.
+func waitStyled(t *testing.T, tm *term, want string) string {
+	t.Helper()
+	var styled []byte
+	testkit.Eventually(t, 10*time.Second, "the pane shows "+want, func() bool {
+		var err error
+		styled, err = exec.Command("tmux", "-L", tm.socket, "capture-pane", "-e", "-p", "-t", "e2e").Output()
+		return err == nil && strings.Contains(string(styled), want)
+	})
+	return string(styled)
+}
+
+// screenshotPair renders the light pane at 120x40 and 60x20 to
+// docs/NAME-120x40.png and docs/NAME-60x20.png with -screenshots (else to
+// a temporary directory, so the rendering is still exercised).
+func screenshotPair(t *testing.T, tm *term, name string) {
+	t.Helper()
+	if _, err := os.Stat(fontRegular); err != nil {
+		t.Log("DejaVu Sans Mono is not installed: no screenshots")
+		return
+	}
+	fonts, err := shot.LoadFonts(fontRegular, fontBold, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if *writeScreenshots {
+		out = filepath.Join("..", "docs")
+	}
+	captureWith(t, tm, fonts, 120, 40, filepath.Join(out, name+"-120x40.png"), shot.Light)
+	tm.tmux("resize-window", "-t", "e2e", "-x", "60", "-y", "20")
+	// New output after the resize: the screen was drawn at the new size.
+	tm.submit("/cost")
+	tm.waitText("This session has used")
+	captureWith(t, tm, fonts, 60, 20, filepath.Join(out, name+"-60x20.png"), shot.Light)
+}
+
+// TestE2EHelpScrollsWhenSmall: at 40x12 /help does not fit, so it scrolls
+// and says which lines show (issue 21, item 2).
+func TestE2EHelpScrollsWhenSmall(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	home, ws := fakeHome(t, srv), t.TempDir()
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.tmux("resize-window", "-t", "e2e", "-x", "40", "-y", "12")
+	tm.waitText("fake-model")
+	tm.submit("/help")
+	first := tm.waitText("lines 1-")
+	tm.keys("PageDown")
+	tm.waitGone("lines 1-")
+	if s := tm.screen(); s == first || !strings.Contains(s, " of ") {
+		t.Errorf("PgDn did not scroll the help:\n%s", s)
+	}
+	tm.keys("Escape")
+	tm.waitGone(" of ")
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
+// TestE2EMissingKeyKeepsPrompt: scv "PROMPT" with the provider's key
+// variable unset says which variable is missing and where it is
+// configured, and keeps the command line's prompt (issue 21, items 3, 4).
+func TestE2EMissingKeyKeepsPrompt(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := "[providers.work]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"SCV_E2E_WORK_KEY\"\nmodel = \"m\"\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTermStyled(t, ws, home, nil, filepath.Join(bin, "scv"), "", "fix the failing tests")
+	tm.waitText("needs an API key in the environment variable", "SCV_E2E_WORK_KEY", "config.toml")
+	// The command line's prompt is in the editor, not lost.
+	tm.waitText("> fix the failing tests")
+	tm.keys("C-c")
+	tm.keys("C-c")
+	tm.exitCode()
+}
+
+// TestE2EWarningRulesAndMenus: the warning for a key file other users can
+// read shows in the UI; /rules lists tools.allow; "/co" opens the command
+// menu and "@" the fuzzy file menu, whose mention attaches the file
+// (issue 21, items 9, 13, 15).
+func TestE2EWarningRulesAndMenus(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(fakeopenai.Script(fakeopenai.Text("Read it.")))
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := srv.Config("") + "\n[tools]\nallow = [\"bash:go test\"]\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(home, "config.toml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, "internal", "server"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "internal", "server", "main_test.go"), []byte("package server\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("Configuration warning:", "other users can read it")
+	tm.submit("/rules")
+	tm.waitText("bash:go test", "tools.allow")
+	tm.typeText("/co")
+	tm.waitText("/compact", "/cost")
+	tm.keys("C-u")
+	tm.typeText("look at @srvmt")
+	tm.waitText("internal/server/main_test.go")
+	tm.keys("Tab")
+	tm.keys("Enter")
+	tm.waitText("Read it.", "[attached: internal/server/main_test.go")
+	if p := promptsSent(srv); len(p) != 1 || !strings.Contains(p[0], `<attached path="internal/server/main_test.go">`) {
+		t.Errorf("prompts %q, want the file attached", p)
+	}
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
+// TestE2ERetryingShown: a model request the provider refuses with 429
+// shows "Retrying (2/3) in 2 s" with the provider's status and message
+// while the server waits, then the reply (issue 21, item 7).
+func TestE2ERetryingShown(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(fakeopenai.Script(fakeopenai.APIError(429, "slow down please"), fakeopenai.Header("Retry-After", "2")),
+		fakeopenai.Script(fakeopenai.Text("Made it.")))
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := strings.Replace(srv.Config(""), "max_retries = 0", "max_retries = 2", 1)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	tm.submit("hi")
+	tm.waitText("Retrying (2/3) in 2 s", "HTTP 429", "slow down please")
+	tm.waitText("Made it.")
+	tm.waitGone("Retrying (2/3)")
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
 	}
 }
 

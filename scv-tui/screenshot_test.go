@@ -83,6 +83,12 @@ func TestScreenshots(t *testing.T) {
 // capture renders the pane, cols x rows, to the PNG file path.
 func capture(t *testing.T, tm *term, fonts *shot.Fonts, cols, rows int, path string) {
 	t.Helper()
+	captureWith(t, tm, fonts, cols, rows, path, shot.Dark)
+}
+
+// captureWith is capture in a terminal of default colours d.
+func captureWith(t *testing.T, tm *term, fonts *shot.Fonts, cols, rows int, path string, d shot.Defaults) {
+	t.Helper()
 	screen, err := exec.Command("tmux", "-L", tm.socket, "capture-pane", "-e", "-p", "-t", "e2e").Output()
 	if err != nil {
 		t.Fatalf("capture-pane: %v", err)
@@ -92,7 +98,7 @@ func capture(t *testing.T, tm *term, fonts *shot.Fonts, cols, rows int, path str
 		t.Fatal(err)
 	}
 	defer os.Remove(f.Name())
-	if err := shot.Render(f, shot.Parse(string(screen), cols, rows), fonts); err != nil {
+	if err := shot.RenderWith(f, shot.ParseWith(string(screen), cols, rows, d), fonts, d); err != nil {
 		f.Close()
 		t.Fatal(err)
 	}

@@ -130,6 +130,29 @@ type ProviderConfig struct {
 	// Headers are extra HTTP headers sent with every request. Their values
 	// are never printed.
 	Headers map[string]string `toml:"headers"`
+	// Models are what the user tells SCV about single models of the
+	// endpoint, by model name ([providers.NAME.models."MODEL"]).
+	Models map[string]ModelSettings `toml:"models"`
+}
+
+// ModelSettings is one [providers.<name>.models.<model>] table.
+type ModelSettings struct {
+	// ContextMaxTokens is the model's context window; 0 (unset) takes the
+	// provider's context_max_tokens.
+	ContextMaxTokens int64 `toml:"context_max_tokens"`
+	// InputPrice and OutputPrice are what the model costs, in US dollars
+	// per million input and output tokens. Both or neither are set:
+	// Priced says which.
+	InputPrice  float64 `toml:"input_price"`
+	OutputPrice float64 `toml:"output_price"`
+}
+
+// ModelSettings returns the settings of model on the provider name, and
+// whether a price is configured for it.
+func (c *Config) ModelSettings(name, model string) (ms ModelSettings, priced bool) {
+	ms = c.Providers[name].Models[model]
+	src := c.Sources[joinKey([]string{"providers", name, "models", model, "input_price"})]
+	return ms, src.Kind != "" && src.Kind != SourceDefault
 }
 
 // ToolsConfig is the [tools] table.

@@ -394,6 +394,36 @@ func TestLoadErrors(t *testing.T) {
 			key:  "tools.approval_policy",
 		},
 		{
+			name: "model price without its pair",
+			user: "[providers.openai.models.\"gpt-4.1\"]\ninput_price = 2.0\n",
+			want: `$USER:2: key 'providers.openai.models."gpt-4.1".input_price' is set but output_price is not; set both (US dollars per million tokens), or neither`,
+			line: 2, key: `providers.openai.models."gpt-4.1".input_price`,
+		},
+		{
+			name: "negative model price",
+			user: "[providers.openai.models.m]\ninput_price = -1\noutput_price = 2\n",
+			want: `$USER:2: key "providers.openai.models.m.input_price" is -1, out of range: it must be a price in US dollars per million tokens from 0 to 10000`,
+			line: 2, key: "providers.openai.models.m.input_price",
+		},
+		{
+			name: "model price as a string",
+			user: "[providers.openai.models.m]\ninput_price = \"$2\"\noutput_price = 2\n",
+			want: `$USER:2: key "providers.openai.models.m.input_price" must be a number, not a string`,
+			line: 2, key: "providers.openai.models.m.input_price",
+		},
+		{
+			name: "model context window zero",
+			user: "[providers.openai.models.m]\ncontext_max_tokens = 0\n",
+			want: `$USER:2: key "providers.openai.models.m.context_max_tokens" is 0, out of range: it must be a number of tokens from 1 to 2147483648`,
+			line: 2, key: "providers.openai.models.m.context_max_tokens",
+		},
+		{
+			name: "unknown key in a model table",
+			user: "[providers.openai.models.m]\ninput_prize = 1\n",
+			want: `$USER:2: unknown key "providers.openai.models.m.input_prize"; see docs/configuration.md for the keys (did you mean "providers.openai.models.m.input_price"?)`,
+			line: 2, key: "providers.openai.models.m.input_prize",
+		},
+		{
 			name: "invalid OPENAI_BASE_URL",
 			env:  map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "localhost:8080"},
 			want: `environment variable OPENAI_BASE_URL: key "providers.openai.base_url" is "localhost:8080", which is not an http:// or https:// URL; use a URL such as "https://api.openai.com/v1"`,
@@ -578,6 +608,28 @@ func TestProviderDefaultsAndInference(t *testing.T) {
 		if s := c.Sources["providers.local.model"]; s.Kind != SourceDefault {
 			t.Errorf("%q: source of model = %v", user, s)
 		}
+	}
+}
+
+func TestModelSettings(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "[providers.openai]\nmodel = \"gpt-4.1\"\n\n[providers.openai.models.\"gpt-4.1\"]\ninput_price = 2.0\noutput_price = 8\ncontext_max_tokens = 1047576\n\n[providers.openai.models.\"gpt-4.1-mini\"]\ncontext_max_tokens = 1047576\n\n[providers.openai.models.free]\ninput_price = 0\noutput_price = 0\n", "")
+	c, _ := mustLoad(t, f, nil)
+	ms, priced := c.ModelSettings("openai", "gpt-4.1")
+	if !priced || ms.InputPrice != 2 || ms.OutputPrice != 8 || ms.ContextMaxTokens != 1047576 {
+		t.Errorf("gpt-4.1 = %+v, priced %v; want 2/8 per million, 1047576 tokens", ms, priced)
+	}
+	if ms, priced := c.ModelSettings("openai", "gpt-4.1-mini"); priced || ms.ContextMaxTokens != 1047576 {
+		t.Errorf("gpt-4.1-mini = %+v, priced %v; want a context window and no price", ms, priced)
+	}
+	if _, priced := c.ModelSettings("openai", "free"); !priced {
+		t.Errorf("a price of 0 configured counts as no price; want it priced (free)")
+	}
+	if _, priced := c.ModelSettings("openai", "other"); priced {
+		t.Errorf("a model without a table is priced")
+	}
+	if s := c.Sources[`providers.openai.models."gpt-4.1".output_price`]; s.Kind != SourceUser || s.Line != 6 {
+		t.Errorf("source of output_price = %v, want the user file, line 6", s)
 	}
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -165,6 +166,7 @@ func (l *loader) validate() []error {
 				v.fail(k("headers"), "has a value for header %q that contains a line break or NUL; remove it", h)
 			}
 		}
+		v.validateModels(name, p)
 	}
 
 	v.validateTools(c)
@@ -309,5 +311,50 @@ func (v *validator) validateTools(c *Config) {
 			v.fail("tools.max_timeout_seconds", "is %d, below tools.command_timeout_seconds (%d, %s); raise it to at least %d or lower command_timeout_seconds",
 				t.MaxTimeoutSeconds, t.CommandTimeoutSeconds, v.from("tools.command_timeout_seconds"), t.CommandTimeoutSeconds)
 		}
+	}
+}
+
+// maxPrice bounds a configured price (US dollars per million tokens): far
+// above any model's, low enough that a typo such as a price per token
+// written per thousand stands out.
+const maxPrice = 10000
+
+// validateModels checks the [providers.<name>.models.<model>] tables.
+func (v *validator) validateModels(name string, p ProviderConfig) {
+	for _, model := range slices.Sorted(maps.Keys(p.Models)) {
+		ms := p.Models[model]
+		k := func(field string) string { return joinKey([]string{"providers", name, "models", model, field}) }
+		if strings.TrimSpace(model) == "" {
+			v.fail(joinKey([]string{"providers", name, "models", model}), "has an empty model name; name the table after the model, such as [providers.%s.models.\"%s\"]", name, DefaultOpenAIModel)
+			continue
+		}
+		if v.set(k("context_max_tokens")) {
+			v.intRange(k("context_max_tokens"), ms.ContextMaxTokens, 1, maxContextTokens, "a number of tokens")
+		}
+		// A price of the wrong type is reported as such, not again as missing.
+		in := v.set(k("input_price")) || v.rejected[k("input_price")]
+		out := v.set(k("output_price")) || v.rejected[k("output_price")]
+		switch {
+		case in && !out:
+			v.fail(k("input_price"), "is set but output_price is not; set both (US dollars per million tokens), or neither")
+		case out && !in:
+			v.fail(k("output_price"), "is set but input_price is not; set both (US dollars per million tokens), or neither")
+		}
+		v.price(k("input_price"), ms.InputPrice, in)
+		v.price(k("output_price"), ms.OutputPrice, out)
+	}
+}
+
+// set reports whether key was given a value (by a file or the
+// environment) rather than keeping its default.
+func (v *validator) set(key string) bool {
+	s := v.c.Sources[key]
+	return s.Kind != "" && s.Kind != SourceDefault
+}
+
+// price checks a configured price.
+func (v *validator) price(key string, val float64, set bool) {
+	if set && (math.IsNaN(val) || val < 0 || val > maxPrice) {
+		v.fail(key, "is %v, out of range: it must be a price in US dollars per million tokens from 0 to %d", val, maxPrice)
 	}
 }

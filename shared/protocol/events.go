@@ -88,6 +88,10 @@ type SessionStarted struct {
 	// Warnings are what a person should know of the configuration the
 	// session runs with, one sentence each (v4 only; absent when none).
 	Warnings []string `json:"warnings,omitempty"`
+	// Provider names the configured provider of Model, and Price is the
+	// model's configured price (v4 only; Price absent when none is).
+	Provider string `json:"provider,omitempty"`
+	Price    *Price `json:"price,omitempty"`
 }
 
 // OriginBackground is the origin kind of a turn that reports finished

@@ -64,33 +64,57 @@ type SessionModels struct {
 }
 
 // SetModel switches a session's model (v4): every model request from now
-// on uses it, the running turn's next one included. The model must be the
-// session's configured model or one the provider lists. It is answered by
-// session.model. The switch is not stored: a resumed session starts on the
-// configured model again.
+// on uses it, the running turn's next one included. The model must be one
+// session.models lists for that provider. It is answered by session.model.
+// The switch is not stored: a resumed session starts on the configured
+// model again.
 type SetModel struct {
 	RequestID string `json:"request_id"`
 	SessionID string `json:"session_id"`
 	Model     string `json:"model"`
+	// Provider names the configured provider ([providers.NAME]) whose
+	// model this is; empty keeps the session's provider. A provider whose
+	// API key is not set is refused with a message naming the variable.
+	Provider string `json:"provider,omitempty"`
+}
+
+// Price is what a model costs as configured (providers.NAME.models.MODEL
+// input_price and output_price), in US dollars per million tokens.
+type Price struct {
+	InputPerMTok  float64 `json:"input_per_mtok"`
+	OutputPerMTok float64 `json:"output_per_mtok"`
 }
 
 // ModelInfo is one model a session may use.
 type ModelInfo struct {
 	ID string `json:"id"`
 	// ContextMaxTokens is the model's context window as configured
-	// (providers.NAME.context_max_tokens).
+	// (providers.NAME.models.MODEL.context_max_tokens, else
+	// providers.NAME.context_max_tokens).
 	ContextMaxTokens int64 `json:"context_max_tokens"`
+	// Provider is the configured provider serving the model; absent from
+	// servers that list only the session's own provider.
+	Provider string `json:"provider,omitempty"`
+	// Price is the model's configured price; absent when none is.
+	Price *Price `json:"price,omitempty"`
+	// Unavailable says why the model cannot be switched to now (its
+	// provider's API key is not set); empty when it can.
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 // SessionModel answers session.models and session.set_model: the model the
-// session uses now, its context window, and the models it may switch to
-// (the configured one first, then those the provider lists).
+// session uses now, its provider, context window and price, and the models
+// it may switch to (the session's provider first, its configured model
+// first, then the models its endpoint lists; then every other configured
+// provider's in the same way).
 type SessionModel struct {
 	RequestID        string      `json:"request_id"`
 	SessionID        string      `json:"session_id"`
 	Model            string      `json:"model"`
 	ContextMaxTokens int64       `json:"context_max_tokens"`
 	Models           []ModelInfo `json:"models"`
+	Provider         string      `json:"provider,omitempty"`
+	Price            *Price      `json:"price,omitempty"`
 }
 
 // DaemonStatus asks a daemon for its state (v4).
@@ -124,6 +148,10 @@ type SessionAttached struct {
 	ReplayTruncated bool `json:"replay_truncated,omitempty"`
 	// Clients is how many connections are attached, this one included.
 	Clients int `json:"clients"`
+	// Provider names the configured provider of Model, and Price is the
+	// model's configured price (absent when none is).
+	Provider string `json:"provider,omitempty"`
+	Price    *Price `json:"price,omitempty"`
 }
 
 // SessionDetached answers session.detach.

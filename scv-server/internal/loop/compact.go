@@ -86,13 +86,14 @@ func (l *loop) compact(ctx context.Context, history []provider.Message, keep int
 	if !worthCompacting(old) {
 		return nil, nil
 	}
-	budget := l.cfg.ContextMaxTokens / 2
+	tg := l.target()
+	budget := tg.ContextMaxTokens / 2
 	req := provider.Request{
-		Model:    l.model(),
+		Model:    tg.Model,
 		System:   summarizerInstructions,
 		Messages: []provider.Message{{Role: provider.RoleUser, Content: renderForSummary(old, budget)}},
 	}
-	resp, err := l.cfg.Provider.Stream(ctx, req, provider.HandlerFunc(func(string) error { return nil }))
+	resp, err := tg.Provider.Stream(ctx, req, provider.HandlerFunc(func(string) error { return nil }))
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +206,7 @@ func (l *loop) calibrate(u *provider.Usage, n int) {
 // of the context window, the older history is summarized. It fails with
 // context_limit when the request cannot fit the window at all.
 func (l *loop) fit(ctx context.Context, history []provider.Message) ([]provider.Message, error) {
-	limit := l.cfg.ContextMaxTokens
+	limit := l.target().ContextMaxTokens
 	if limit <= 0 {
 		return history, nil
 	}

@@ -38,12 +38,13 @@ type Sink interface {
 type Config struct {
 	Provider provider.Provider
 	Model    string
-	// ModelNow, when set, gives the model at each request instead of
-	// Model, so a client's model switch applies from the next request on,
-	// within the running turn too (session.Session.SetModel).
-	ModelNow func() string
-	System   string
-	Tools    *tools.Registry // nil for a tool-free turn
+	// Now, when set, gives the provider, model and context window of
+	// each request instead of Provider, Model and ContextMaxTokens, so a
+	// client's model or provider switch applies from the next request on,
+	// within the running turn too (session.Session.SetModel, SetTarget).
+	Now    func() Target
+	System string
+	Tools  *tools.Registry // nil for a tool-free turn
 	// HostedWebSearch offers the endpoint's hosted web search with every
 	// request (web.search = "provider"); never for a tool-free turn.
 	HostedWebSearch bool
@@ -193,12 +194,20 @@ type loop struct {
 	calibMsgs     int   // how many of the turn's messages it held
 }
 
-// model is the model of the next request.
-func (l *loop) model() string {
-	if l.cfg.ModelNow != nil {
-		return l.cfg.ModelNow()
+// Target is where a model request goes: the provider, the model and the
+// model's context window (0 disables compaction and the context check).
+type Target struct {
+	Provider         provider.Provider
+	Model            string
+	ContextMaxTokens int64
+}
+
+// target is where the next request goes.
+func (l *loop) target() Target {
+	if l.cfg.Now != nil {
+		return l.cfg.Now()
 	}
-	return l.cfg.Model
+	return Target{Provider: l.cfg.Provider, Model: l.cfg.Model, ContextMaxTokens: l.cfg.ContextMaxTokens}
 }
 
 func (l *loop) run(ctx context.Context, history []provider.Message) error {
@@ -216,7 +225,8 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 		}
 		msgs := make([]provider.Message, 0, len(history)+len(l.out.Messages))
 		msgs = append(append(msgs, history...), l.out.Messages...)
-		req := provider.Request{Model: l.model(), System: l.cfg.System, Messages: msgs, Tools: l.specs,
+		tg := l.target()
+		req := provider.Request{Model: tg.Model, System: l.cfg.System, Messages: msgs, Tools: l.specs,
 			HostedWebSearch: l.cfg.HostedWebSearch && l.cfg.Tools != nil}
 		held := len(l.out.Messages)
 
@@ -224,7 +234,7 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 		if l.cfg.OnReasoning != nil {
 			h = reasoningHandler{deltaHandler: deltaHandler{l: l, ctx: ctx}, on: l.cfg.OnReasoning}
 		}
-		resp, err := l.cfg.Provider.Stream(ctx, req, h)
+		resp, err := tg.Provider.Stream(ctx, req, h)
 		if err != nil {
 			return l.classify(ctx, err)
 		}

@@ -102,6 +102,10 @@ type Runtime struct {
 	sk  *sessionSkills
 	ext *extensions
 
+	// catalog lists every configured provider's models and builds the
+	// providers sessions switch to.
+	catalog *catalog
+
 	appOnce sync.Once
 	threads *appserver.Registry // the App Server's threads, made once
 }
@@ -167,9 +171,11 @@ func New(opts Options) (*Runtime, error) {
 	ext.mcp.Start(context.Background())
 	base := sk.withSkills(workspaceConfig(home, cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil)
 	base.Warnings = warnings
+	cat := newCatalog(cfg, opts.Env, log, prov)
 	mgr := session.NewManager(session.Options{
-		Provider: prov,
-		Tools:    base.Tools,
+		Provider:     prov,
+		ModelContext: cat.ContextMaxTokens,
+		Tools:        base.Tools,
 		Workspace: func(ws string) (session.WorkspaceConfig, error) {
 			return projectConfig(home, ws, opts, base, sk, ext, log)
 		},
@@ -186,7 +192,7 @@ func New(opts Options) (*Runtime, error) {
 		ToolOutputLimit: base.ToolOutputLimit,
 		Logger:          log,
 	})
-	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, MCP: ext.mcp, log: log, opts: opts, home: home, sk: sk, ext: ext}, nil
+	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, MCP: ext.mcp, log: log, opts: opts, home: home, sk: sk, ext: ext, catalog: cat}, nil
 }
 
 // projectConfig returns the configuration of a session in workspace ws:
@@ -295,15 +301,13 @@ func allowRules(cfg *config.Config) []protocol.Rule {
 
 // NewProvider builds the active provider of cfg.
 func NewProvider(cfg *config.Config, env paths.Env, log *slog.Logger) (provider.Provider, error) {
-	name, pc, isDemo := cfg.ActiveProvider()
+	name, _, isDemo := cfg.ActiveProvider()
 	if isDemo {
 		return demo.New(), nil
 	}
-	if pc.Kind != config.KindOpenAI {
-		return nil, fmt.Errorf("provider %q has kind %q, which this server cannot run; use kind = \"openai\"", name, pc.Kind)
-	}
-	key, err := config.ResolveAPIKey(pc, env)
+	p, err := buildProvider(cfg, name, env, log)
 	if errors.Is(err, config.ErrAPIKeyMissing) {
+		pc := cfg.Providers[name]
 		// Restarting the server cannot help: it inherits the same
 		// environment. Say what to change, and where it was configured.
 		src := cfg.Sources["providers."+name+".api_key_env"]
@@ -315,6 +319,16 @@ func NewProvider(cfg *config.Config, env paths.Env, log *slog.Logger) (provider.
 			"Quit, export %s=<your key> and start SCV again; or set api_key = \"<your key>\" in [providers.%s] of %s (chmod 600 it); "+
 			"or remove [provider] active to use the demo model (%w)", name, pc.APIKeyEnv, src, pc.APIKeyEnv, name, file, config.ErrAPIKeyMissing)
 	}
+	return p, err
+}
+
+// buildProvider builds the configured provider name (not the demo).
+func buildProvider(cfg *config.Config, name string, env paths.Env, log *slog.Logger) (provider.Provider, error) {
+	pc := cfg.Providers[name]
+	if pc.Kind != config.KindOpenAI {
+		return nil, fmt.Errorf("provider %q has kind %q, which this server cannot run; use kind = \"openai\"", name, pc.Kind)
+	}
+	key, err := config.ResolveAPIKey(pc, env)
 	if err != nil {
 		return nil, err
 	}
@@ -368,6 +382,7 @@ func (r *Runtime) connOptions(closeManager bool) ndjson.Options {
 		DetachWait:          r.opts.DetachWait,
 		MCPServers:          r.MCP.Servers,
 		Models:              r.models,
+		Catalog:             r.catalog,
 	}
 }
 

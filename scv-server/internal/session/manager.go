@@ -110,10 +110,14 @@ type WorkspaceFunc func(workspace string) (WorkspaceConfig, error)
 // Options configure a Manager.
 type Options struct {
 	Provider provider.Provider
-	Tools    ToolsFunc  // nil: every session is tool-free
-	System   SystemFunc // nil: no system prompt
-	Policy   approval.Policy
-	MaxSteps int
+	// ModelContext, when not nil, gives the context window configured for
+	// one model of a provider (providers.NAME.models.MODEL), 0 when none
+	// is: the provider's own applies then.
+	ModelContext func(providerName, model string) int64
+	Tools        ToolsFunc  // nil: every session is tool-free
+	System       SystemFunc // nil: no system prompt
+	Policy       approval.Policy
+	MaxSteps     int
 
 	// CompactShare and KeepTurns tune compaction (agent.Config); zero
 	// values take the agent's defaults.
@@ -278,6 +282,7 @@ func (m *Manager) Start(opts StartOptions) (*Session, error) {
 		id:           uuid.NewString(),
 		cwd:          cwd,
 		model:        model,
+		prov:         m.opts.Provider,
 		startModel:   model,
 		version:      opts.ProtocolVersion,
 		depth:        opts.DelegationDepth,
@@ -351,6 +356,16 @@ func (m *Manager) Get(id string) (*Session, error) {
 
 // Provider returns the provider sessions run on.
 func (m *Manager) Provider() provider.Provider { return m.opts.Provider }
+
+// contextFor is the context window of model on p.
+func (m *Manager) contextFor(p provider.Provider, model string) int64 {
+	if m.opts.ModelContext != nil {
+		if n := m.opts.ModelContext(p.Name(), model); n > 0 {
+			return n
+		}
+	}
+	return p.ContextMaxTokens()
+}
 
 // CancelAll cancels every running turn. Turns still emit their terminal
 // events.

@@ -49,6 +49,9 @@ type Session struct {
 	id    string
 	cwd   string
 	model string // guarded by mu once the session has started
+	// prov is the provider of model (guarded by mu once the session has
+	// started): the manager's until a client switches provider.
+	prov provider.Provider
 	// startModel is the model the session started on (session.start's or
 	// the provider's); it never changes.
 	startModel string
@@ -200,6 +203,31 @@ func (s *Session) SetModel(model string) {
 	s.model = model
 }
 
+// SetTarget switches the session to model of provider p (the TUI's
+// /model across providers, session.set_model with a provider), from the
+// next model request on, like SetModel. The caller checks that p can be
+// used (its key is set). Not stored either.
+func (s *Session) SetTarget(p provider.Provider, model string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prov, s.model = p, model
+}
+
+// Provider returns the provider the session's requests go to.
+func (s *Session) Provider() provider.Provider {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.prov
+}
+
+// target is where the session's next model request goes.
+func (s *Session) target() loop.Target {
+	s.mu.Lock()
+	p, model := s.prov, s.model
+	s.mu.Unlock()
+	return loop.Target{Provider: p, Model: model, ContextMaxTokens: s.mgr.contextFor(p, model)}
+}
+
 // Version returns the protocol version the session was started with.
 func (s *Session) Version() int { return s.version }
 
@@ -212,8 +240,8 @@ func (s *Session) stateDir() string {
 	return filepath.Join(s.mgr.opts.StateDir, "sessions", s.id)
 }
 
-// ContextMaxTokens returns the model's context size.
-func (s *Session) ContextMaxTokens() int64 { return s.mgr.opts.Provider.ContextMaxTokens() }
+// ContextMaxTokens returns the context size of the session's model now.
+func (s *Session) ContextMaxTokens() int64 { return s.target().ContextMaxTokens }
 
 // Subscribe attaches sub. The returned function detaches it; it waits for
 // an emission in progress.
@@ -431,16 +459,16 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	history := append([]provider.Message(nil), s.history...)
 	historyTokens := s.historyTokens
 	policy := s.policy
-	model := s.model
+	model, prov := s.model, s.prov
 	// The turn keeps the tools it starts with: a Retool applies to the
 	// turns after it.
 	reg, system, hostedSearch, toolEnv := s.tools, s.system, s.hostedSearch, s.toolEnv
 	s.mu.Unlock()
 
 	cfg := loop.Config{
-		Provider:        m.opts.Provider,
+		Provider:        prov,
 		Model:           model,
-		ModelNow:        s.Model,
+		Now:             s.target,
 		System:          system,
 		Tools:           reg,
 		HostedWebSearch: hostedSearch,
@@ -464,7 +492,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 			return s.observeReasoning(ctx, t, text)
 		},
 
-		ContextMaxTokens: m.opts.Provider.ContextMaxTokens(),
+		ContextMaxTokens: m.contextFor(prov, model),
 		CompactShare:     m.opts.CompactShare,
 		KeepTurns:        m.opts.KeepTurns,
 		HistoryTokens:    historyTokens,

@@ -167,6 +167,12 @@ type Model struct {
 	sessionID string
 	resumeID  string // the session to resume on the next session.start
 	model     string
+	// provider and price are the configured provider of model and the
+	// model's price (v4; "" and nil from older servers or without one).
+	provider string
+	price    *protocol.Price
+	// spends are the session's tokens by model, for /cost's money.
+	spends []spend
 	// mcpServers are the MCP servers session.started listed (v4): what
 	// /mcp shows.
 	mcpServers []protocol.MCPServer

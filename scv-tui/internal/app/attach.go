@@ -45,7 +45,7 @@ func (m *Model) sessionAttached(e *protocol.SessionAttached) {
 	m.attachID = e.SessionID
 	m.sessionID = e.SessionID
 	m.resumeID = e.SessionID
-	m.model = e.Model
+	m.model, m.provider, m.price = e.Model, e.Provider, e.Price
 	m.mcpServers = nil
 	m.mcpView = nil
 	m.demo = e.Model == demoModel

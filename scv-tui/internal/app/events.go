@@ -173,6 +173,7 @@ func (m *Model) turnEvent(e protocol.Event) tea.Cmd {
 			if e.SessionID == m.sessionID {
 				m.usage.InputTokens += e.Usage.InputTokens
 				m.usage.OutputTokens += e.Usage.OutputTokens
+				m.addSpend(*e.Usage)
 			}
 		}
 		if e.SessionID == m.sessionID {
@@ -249,7 +250,7 @@ func (m *Model) sessionStarted(e *protocol.SessionStarted) {
 	m.attachID = ""
 	m.sessionID = e.SessionID
 	m.resumeID = e.SessionID
-	m.model = e.Model
+	m.model, m.provider, m.price = e.Model, e.Provider, e.Price
 	m.mcpServers = e.MCPServers
 	m.mcpView = nil // it showed the previous session's servers
 	m.files = nil   // the workspace may differ; listed again on the next "@"
@@ -257,9 +258,12 @@ func (m *Model) sessionStarted(e *protocol.SessionStarted) {
 	m.cwd = e.Cwd
 	m.ctxMax = e.ContextMaxTokens
 	m.ctxUsed = 0
-	m.usage, m.turnsDone = protocol.Usage{}, 0
+	m.usage, m.turnsDone, m.spends = protocol.Usage{}, 0, nil
 	if e.Usage != nil {
+		// A resumed session's earlier turns are counted at the price of
+		// the model it starts on: a switch is not stored.
 		m.usage = *e.Usage
+		m.addSpend(*e.Usage)
 	}
 	m.lastSeq = 0
 	m.phase = ready

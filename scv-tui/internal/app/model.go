@@ -24,7 +24,13 @@ func (m *Model) moreCommand(name, arg string, done func()) bool {
 			return true
 		}
 		if arg != "" {
-			if m.send(&protocol.SetModel{RequestID: m.newID(), SessionID: m.sessionID, Model: arg}, request{kind: reqSetModel}) {
+			// "/model NAME" keeps the provider; "/model PROVIDER NAME"
+			// names it (model ids hold no spaces, but may hold / and :).
+			set := &protocol.SetModel{RequestID: m.newID(), SessionID: m.sessionID, Model: arg}
+			if prov, model, ok := strings.Cut(arg, " "); ok {
+				set.Provider, set.Model = prov, strings.TrimSpace(model)
+			}
+			if m.send(set, request{kind: reqSetModel}) {
 				done()
 			}
 			return true
@@ -52,16 +58,33 @@ func (m *Model) sessionModel(e *protocol.SessionModel) {
 		return
 	}
 	m.model, m.ctxMax = e.Model, e.ContextMaxTokens
+	if e.Provider != "" {
+		m.provider, m.price = e.Provider, e.Price
+	}
 	if r.kind == reqModels {
 		m.flash = ""
 		choices := make([]picker.Choice, 0, len(e.Models))
 		for _, mi := range e.Models {
-			choices = append(choices, picker.Choice{ID: mi.ID, Label: fmt.Sprintf("%s · %s-token context window", mi.ID, status.Tokens(mi.ContextMaxTokens))})
+			choices = append(choices, picker.Choice{ID: mi.ID, Provider: mi.Provider, Unavailable: mi.Unavailable, Label: modelLabel(mi)})
 		}
-		m.modelPicker = picker.NewModels(choices, e.Model)
+		m.modelPicker = picker.NewModels(choices, e.Model, e.Provider)
 		return
 	}
-	m.transcript.AddNotice(transcript.Info, fmt.Sprintf("The session now uses %s (context window %s tokens) for every model request, until you switch again or quit; a resumed session starts on the configured model.", e.Model, status.Tokens(e.ContextMaxTokens)))
+	of := ""
+	if e.Provider != "" {
+		of = " of " + e.Provider
+	}
+	m.transcript.AddNotice(transcript.Info, fmt.Sprintf("The session now uses %s%s (context window %s tokens) for every model request, until you switch again or quit; a resumed session starts on the configured model.", e.Model, of, status.Tokens(e.ContextMaxTokens)))
+}
+
+// modelLabel is a /model picker row: the model, its context window and
+// its configured price.
+func modelLabel(mi protocol.ModelInfo) string {
+	label := fmt.Sprintf("%s · %s-token context window", mi.ID, status.Tokens(mi.ContextMaxTokens))
+	if mi.Price != nil {
+		label += fmt.Sprintf(" · $%g/$%g per M tokens", mi.Price.InputPerMTok, mi.Price.OutputPerMTok)
+	}
+	return label
 }
 
 // modelPickerKey moves in the /model picker, switches to the chosen model
@@ -73,13 +96,15 @@ func (m *Model) modelPickerKey(ks string) {
 	case "down", "j":
 		m.modelPicker.Move(1)
 	case "enter":
-		id := m.modelPicker.Chosen()
+		c, ok := m.modelPicker.Chosen()
 		m.modelPicker = nil
-		if id == "" {
+		if !ok {
 			m.flash = "The model is unchanged."
 			return
 		}
-		m.send(&protocol.SetModel{RequestID: m.newID(), SessionID: m.sessionID, Model: id}, request{kind: reqSetModel})
+		// An unavailable model is asked for all the same: the server's
+		// refusal says which variable to set and where.
+		m.send(&protocol.SetModel{RequestID: m.newID(), SessionID: m.sessionID, Model: c.ID, Provider: c.Provider}, request{kind: reqSetModel})
 	case "esc", "q":
 		m.modelPicker = nil
 	}

@@ -78,3 +78,74 @@ func TestInitCommand(t *testing.T) {
 		t.Fatalf("prompt %q", ts.Prompt)
 	}
 }
+
+// TestModelAcrossProviders: the picker groups the models by provider
+// with prices and the unavailable ones; Enter sends the chosen row's
+// provider; "/model PROVIDER MODEL" names one; the answer's provider and
+// price become the session's.
+func TestModelAcrossProviders(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.connectWith("gpt-4.1-mini", `,"provider":"openai"`)
+	h.typeText("/model")
+	h.key("enter")
+	sm := last[*protocol.SessionModels](h)
+	models := `"models":[{"id":"gpt-4.1-mini","context_max_tokens":128000,"provider":"openai"},{"id":"anthropic/claude-sonnet-4","context_max_tokens":200000,"provider":"openrouter","price":{"input_per_mtok":3,"output_per_mtok":15}},{"id":"llama3.1","context_max_tokens":8000,"provider":"work","unavailable":"WORK_KEY is not set"}]`
+	h.event(`{"type":"session.model","request_id":"` + sm.RequestID + `","session_id":"` + sid + `","model":"gpt-4.1-mini","provider":"openai","context_max_tokens":128000,` + models + `}`)
+	s := h.screen()
+	for _, want := range []string{"openai      gpt-4.1-mini · 128k-token context window (in use)", "openrouter  anthropic/claude-sonnet-4 · 200k-token context window · $3/$15", "work        llama3.1 · 8.0k-token context window · unavailable: WORK_KEY"} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("picker lacks %q:\n%s", want, s)
+		}
+	}
+	h.key("down", "enter")
+	set := last[*protocol.SetModel](h)
+	if set.Model != "anthropic/claude-sonnet-4" || set.Provider != "openrouter" {
+		t.Fatalf("sent %s", encode(set))
+	}
+	h.event(`{"type":"session.model","request_id":"` + set.RequestID + `","session_id":"` + sid + `","model":"anthropic/claude-sonnet-4","provider":"openrouter","price":{"input_per_mtok":3,"output_per_mtok":15},"context_max_tokens":200000,` + models + `}`)
+	if s := strings.Join(strings.Fields(h.screen()), " "); !strings.Contains(s, "now uses anthropic/claude-sonnet-4 of openrouter (context window 200k tokens)") || h.m.provider != "openrouter" || h.m.price == nil {
+		t.Fatalf("after the switch (provider %q, price %v):\n%s", h.m.provider, h.m.price, h.screen())
+	}
+	h.typeText("/model work llama3.1")
+	h.key("enter")
+	if set := last[*protocol.SetModel](h); set.Model != "llama3.1" || set.Provider != "work" {
+		t.Fatalf("sent %s", encode(set))
+	}
+}
+
+// TestCostMoney: /cost prices each model's tokens at its configured
+// price, counting a resumed session's earlier tokens at the price of the
+// model it starts on, and says how to configure a price for a model that
+// has none.
+func TestCostMoney(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.connectWith("gpt-4.1", `,"provider":"openai","price":{"input_per_mtok":2,"output_per_mtok":8},"resumed":true,"usage":{"input_tokens":1000000,"output_tokens":100000}`)
+	rid := h.prompt("go").RequestID
+	h.event(turnEvent("turn.started", rid, tid, ""))
+	h.event(turnEvent("turn.completed", rid, tid, `"steps":1,"usage":{"input_tokens":500000,"output_tokens":50000}`))
+	// Switched to a model without a price, which then does a turn.
+	h.typeText("/model gpt-4.1-mini")
+	h.key("enter")
+	set := last[*protocol.SetModel](h)
+	h.event(`{"type":"session.model","request_id":"` + set.RequestID + `","session_id":"` + sid + `","model":"gpt-4.1-mini","provider":"openai","context_max_tokens":128000,"models":[]}`)
+	rid = h.prompt("more").RequestID
+	h.event(turnEvent("turn.started", rid, tid+"2", ""))
+	h.event(turnEvent("turn.completed", rid, tid+"2", `"steps":1,"usage":{"input_tokens":1000,"output_tokens":10}`))
+	h.typeText("/cost")
+	h.key("enter")
+	s := strings.Join(strings.Fields(h.screen()), " ")
+	// 1.5M input at $2 + 150k output at $8 = $3 + $1.20.
+	for _, want := range []string{"Cost: $4.20 (gpt-4.1 at $2/$8 per million input/output tokens)", `No price configured for gpt-4.1-mini: add [providers.openai.models."gpt-4.1-`, "with input_price and output_price (US dollars per million tokens)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("/cost lacks %q:\n%s", want, s)
+		}
+	}
+	if money(protocol.Usage{InputTokens: 1234, OutputTokens: 10}, &protocol.Price{InputPerMTok: 2, OutputPerMTok: 8}) >= 0.01 {
+		t.Error("a tiny session costs a cent or more")
+	}
+	if got := dollars(0.00256); got != "$0.0026" {
+		t.Errorf("dollars(0.00256) = %q, want $0.0026 (a fraction of a cent is not $0.00)", got)
+	}
+}

@@ -96,6 +96,13 @@ func (m *Model) serverProblem(p ServerProblem) {
 		m.phase = disconnected
 		m.endTurn()
 		m.dropQueue()
+		if p := m.opts.Prompt; p != "" && m.editor.Value() == "" {
+			// The command line's prompt waits for a session that did not
+			// start: it goes into the editor, so the input is kept in
+			// sight and Enter sends it once the server runs.
+			m.opts.Prompt = ""
+			m.editor.SetValue(p)
+		}
 		m.setProblem(text)
 		return
 	}

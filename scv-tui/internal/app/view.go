@@ -234,9 +234,9 @@ func (m *Model) helpText() string {
 		"Commands",
 		"  /clear    clear the conversation     /compact  compact the context now",
 		"  /resume   continue a stored session  /rules    list the session rules",
-		"  /mcp      the MCP servers and tools  /cost     tokens used so far",
+		"  /mcp      the MCP servers and tools  /cost     tokens and money so far",
 		"  /revoke   remove a session rule      /help     this help",
-		"  /model    switch the model           /init     write AGENTS.md",
+		"  /model    switch model or provider   /init     write AGENTS.md",
 		"  /quit     quit",
 		"Server log: " + wrap.Sanitize(m.logPath()),
 		"Any key closes this help.",
@@ -248,24 +248,6 @@ func (m *Model) helpText() string {
 		out = wrap.AppendLines(out, l, m.width)
 	}
 	return strings.Join(out, "\n")
-}
-
-// costText is /cost: the session's tokens so far and the context in use.
-// SCV knows no prices, so it counts tokens; the provider's dashboard
-// turns them into money.
-func (m *Model) costText() string {
-	text := fmt.Sprintf("This session has used %s input and %s output tokens", status.Tokens(m.usage.InputTokens), status.Tokens(m.usage.OutputTokens))
-	switch {
-	case m.turnsDone == 1:
-		text += " (1 turn completed here)"
-	case m.turnsDone > 1:
-		text += fmt.Sprintf(" (%d turns completed here)", m.turnsDone)
-	}
-	text += "."
-	if m.ctxMax > 0 {
-		text += fmt.Sprintf(" The context holds about %s of %s tokens (%d%%).", status.Tokens(m.ctxUsed), status.Tokens(m.ctxMax), m.ctxUsed*100/m.ctxMax)
-	}
-	return text
 }
 
 // ExitSummary is what the TUI prints when it has quit, so the session can

@@ -67,7 +67,15 @@ var messageDescriptions = map[string]string{
 // "<path>", then the member's own name; a path joins nested names with ".".
 var fieldDescriptions = map[string]string{
 	// Protocol v4 (the daemon).
-	"session.model/models":               "The models the session may switch to: the configured one first, then those the provider lists.",
+	"session.model/models":               "The models the session may switch to: those of the session's provider first (its configured model, then those the endpoint lists), then every other configured provider's.",
+	"session.model/models.provider":      "The configured provider serving the model; pass it to session.set_model with the id.",
+	"session.model/models.price":         "The model's configured price; absent when none is configured.",
+	"session.model/models.unavailable":   "Why the model cannot be switched to now, such as its provider's API key variable not being set; absent when it can.",
+	"session.set_model/provider":         "The configured provider of the model ([providers.NAME]); absent keeps the session's provider. Refused, naming the variable, when its API key is not set.",
+	"provider":                           "The configured provider ([providers.NAME]) of the session's model (v4).",
+	"price":                              "The configured price of the session's model (providers.NAME.models.MODEL); absent when none is configured (v4).",
+	"input_per_mtok":                     "US dollars per million input tokens.",
+	"output_per_mtok":                    "US dollars per million output tokens.",
 	"session.model/models.id":            "A model id to pass to session.set_model.",
 	"turn.retrying/attempt":              "The attempt about to be made: 2 for the first retry.",
 	"turn.retrying/max_attempts":         "How many attempts there are in all (provider max_retries plus one).",

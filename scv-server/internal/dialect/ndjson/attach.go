@@ -50,8 +50,14 @@ func (c *conn) attachSession(m *protocol.SessionAttach) error {
 		}
 		return nil
 	}
+	var prov string
+	if c.opts.Catalog != nil {
+		prov = s.Provider().Name()
+	}
 	unsub, err := s.Attach(ctx, c, m.AfterSeq, func(st session.AttachState) error {
 		if err := push(&protocol.SessionAttached{
+			Provider:            prov,
+			Price:               c.price(s),
 			RequestID:           m.RequestID,
 			SessionID:           s.ID(),
 			Cwd:                 s.Cwd(),

@@ -87,7 +87,12 @@ type Options struct {
 	// session.models and session.set_model (nil or empty when it lists
 	// none: a session then offers its configured model only).
 	Models func(ctx context.Context) []string
-	Logger *slog.Logger
+	// Catalog, when not nil, lists the models of every configured
+	// provider and builds the provider a session switches to
+	// (session.set_model with a provider); without it a session may only
+	// switch among the models Models lists.
+	Catalog Catalog
+	Logger  *slog.Logger
 }
 
 // DefaultDetachWait is how long a daemon's session event waits for room in

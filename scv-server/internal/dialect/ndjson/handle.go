@@ -287,6 +287,9 @@ func (c *conn) startSession(m *protocol.SessionStart) error {
 	}
 	if c.version >= protocol.Version4 {
 		started.Warnings = s.Warnings()
+		if c.opts.Catalog != nil {
+			started.Provider, started.Price = s.Provider().Name(), c.price(s)
+		}
 	}
 	if err := c.send(started); err != nil {
 		return err

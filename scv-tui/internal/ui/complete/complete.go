@@ -28,11 +28,11 @@ type Command struct {
 var Commands = []Command{
 	{"/clear", "clear the conversation"},
 	{"/compact", "compact the context now"},
-	{"/cost", "tokens used so far"},
+	{"/cost", "tokens and money so far"},
 	{"/help", "keys and commands"},
 	{"/init", "write a starting AGENTS.md"},
 	{"/mcp", "the MCP servers and tools"},
-	{"/model", "switch the model"},
+	{"/model", "switch model or provider"},
 	{"/quit", "quit"},
 	{"/resume", "continue a stored session"},
 	{"/revoke", "remove a session rule: /revoke KEY"},

@@ -3,34 +3,41 @@ package picker
 import (
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/scv-cli/scv/scv-tui/internal/ui/styles"
 	"github.com/scv-cli/scv/scv-tui/internal/ui/wrap"
 )
 
-// Choice is one row of a Models picker: the value chosen and the line
-// shown for it.
+// Choice is one row of a Models picker: the model and provider chosen,
+// the line shown for it, and why it cannot be chosen ("" when it can).
 type Choice struct {
-	ID, Label string
+	ID, Provider, Label, Unavailable string
 }
 
-// Models is the /model picker: the models a session may switch to, the
-// one in use marked and selected first.
+// Models is the /model picker: the models a session may switch to,
+// grouped by provider (rows of one provider are consecutive and its name
+// shows on the first), the one in use marked and selected first.
 type Models struct {
 	choices  []Choice
-	current  string
+	current  Choice // ID and Provider of the model in use
 	selected int
 }
 
-// NewModels returns a picker of choices with current (the model in use)
-// selected.
-func NewModels(choices []Choice, current string) *Models {
-	p := &Models{choices: choices, current: current}
+// NewModels returns a picker of choices with the model id of provider
+// (the one in use) selected.
+func NewModels(choices []Choice, id, provider string) *Models {
+	p := &Models{choices: choices, current: Choice{ID: id, Provider: provider}}
 	for i, c := range choices {
-		if c.ID == current {
+		if p.inUse(c) {
 			p.selected = i
 		}
 	}
 	return p
+}
+
+func (p *Models) inUse(c Choice) bool {
+	return c.ID == p.current.ID && c.Provider == p.current.Provider
 }
 
 // Move moves the selection by d rows, within the list.
@@ -40,23 +47,41 @@ func (p *Models) Move(d int) {
 	}
 }
 
-// Chosen is the selected model's id; "" when it is the one in use.
-func (p *Models) Chosen() string {
-	if p.selected >= len(p.choices) || p.choices[p.selected].ID == p.current {
-		return ""
+// Chosen is the selected row; ok is false when it is the model in use.
+func (p *Models) Chosen() (c Choice, ok bool) {
+	if p.selected >= len(p.choices) || p.inUse(p.choices[p.selected]) {
+		return Choice{}, false
 	}
-	return p.choices[p.selected].ID
+	return p.choices[p.selected], true
 }
 
 // View renders the picker within width columns and height rows.
 func (p *Models) View(st styles.Styles, width, height int) string {
 	lines := []string{st.Panel.Render(wrap.Truncate("Switch the session's model", width))}
+	// The provider column is as wide as the longest name, at most a third
+	// of the width; without providers (an older server) there is none.
+	col := 0
+	for _, c := range p.choices {
+		col = max(col, ansi.StringWidth(wrap.OneLine(c.Provider)))
+	}
+	col = min(col, width/3)
 	lines = appendRows(lines, st, len(p.choices), p.selected, width, height, func(i int) string {
 		c := p.choices[i]
-		if c.ID == p.current {
-			return wrap.OneLine(c.Label + " (in use)")
+		label := wrap.OneLine(c.Label)
+		switch {
+		case p.inUse(c):
+			label += " (in use)"
+		case c.Unavailable != "":
+			label += " · unavailable: " + wrap.OneLine(c.Unavailable)
 		}
-		return wrap.OneLine(c.Label)
+		if col == 0 {
+			return label
+		}
+		name := ""
+		if i == 0 || p.choices[i-1].Provider != c.Provider {
+			name = wrap.Truncate(wrap.OneLine(c.Provider), col)
+		}
+		return name + strings.Repeat(" ", col-ansi.StringWidth(name)) + "  " + label
 	})
 	lines = append(lines, st.Dim.Render(wrap.Truncate("↑/↓ choose · Enter switch · Esc close", width)))
 	return strings.Join(lines, "\n")

@@ -44,23 +44,29 @@ func TestModelsPicker(t *testing.T) {
 	t.Parallel()
 	st := styles.Default()
 	choices := []Choice{
-		{ID: "gpt-4.1", Label: "gpt-4.1 · 1M context"},
-		{ID: "gpt-4.1-mini", Label: "gpt-4.1-mini · 1M context"},
-		{ID: "o3", Label: "o3 · 200k context"},
+		{ID: "gpt-4.1", Provider: "openai", Label: "gpt-4.1 · 1M context"},
+		{ID: "gpt-4.1-mini", Provider: "openai", Label: "gpt-4.1-mini · 1M context"},
+		{ID: "llama3.1", Provider: "local", Label: "llama3.1 · 128k context", Unavailable: "LOCAL_KEY is not set"},
+		{ID: "o3", Provider: "openrouter", Label: "o3 · 200k context"},
 	}
-	p := NewModels(choices, "gpt-4.1-mini")
-	if p.Chosen() != "" {
+	p := NewModels(choices, "gpt-4.1-mini", "openai")
+	if _, ok := p.Chosen(); ok {
 		t.Error("the model in use can be chosen")
 	}
-	p.Move(1)
-	if p.Chosen() != "o3" {
-		t.Errorf("chosen %q", p.Chosen())
+	p.Move(2)
+	if c, ok := p.Chosen(); !ok || c.ID != "o3" || c.Provider != "openrouter" {
+		t.Errorf("chosen %+v", c)
 	}
 	p.Move(-5)
-	if p.Chosen() != "gpt-4.1" {
-		t.Errorf("selection not clamped: %q", p.Chosen())
+	if c, _ := p.Chosen(); c.ID != "gpt-4.1" {
+		t.Errorf("selection not clamped: %+v", c)
 	}
-	out := p.View(st, 40, 4)
-	golden.RequireWidth(t, out, 40)
+	// The same id on another provider is not the one in use.
+	q := NewModels([]Choice{{ID: "m", Provider: "a"}, {ID: "m", Provider: "b"}}, "m", "b")
+	if q.Move(-1); !func() bool { c, ok := q.Chosen(); return ok && c.Provider == "a" }() {
+		t.Error("a model of the same name on another provider counts as in use")
+	}
+	out := p.View(st, 70, 6)
+	golden.RequireWidth(t, out, 70)
 	golden.RequireStyled(t, out)
 }

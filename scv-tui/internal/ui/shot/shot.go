@@ -30,6 +30,19 @@ var (
 	Foreground = color.RGBA{0xc0, 0xca, 0xf5, 0xff}
 )
 
+// Defaults are the colours of cells that set none: those of the terminal
+// the screen was captured in.
+type Defaults struct {
+	Background, Foreground color.Color
+}
+
+// Dark is a dark terminal's defaults (Background, Foreground); Light a
+// light one's (Tokyo Night Day).
+var (
+	Dark  = Defaults{Background: Background, Foreground: Foreground}
+	Light = Defaults{Background: color.RGBA{0xe1, 0xe2, 0xe7, 0xff}, Foreground: color.RGBA{0x37, 0x60, 0xbf, 0xff}}
+)
+
 // Fonts are a regular and a bold monospace face.
 type Fonts struct {
 	Regular, Bold font.Face
@@ -77,8 +90,13 @@ type pen struct {
 	bold, reverse bool
 }
 
-// Parse turns captured lines into cells, cols wide and rows high.
-func Parse(screen string, cols, rows int) [][]cell {
+// Parse turns captured lines into cells, cols wide and rows high, from a
+// dark terminal.
+func Parse(screen string, cols, rows int) [][]cell { return ParseWith(screen, cols, rows, Dark) }
+
+// ParseWith is Parse from a terminal with the default colours d (what a
+// reversed cell without colours shows).
+func ParseWith(screen string, cols, rows int, d Defaults) [][]cell {
 	grid := make([][]cell, rows)
 	for y := range grid {
 		grid[y] = make([]cell, cols)
@@ -108,7 +126,7 @@ func Parse(screen string, cols, rows int) [][]cell {
 			}
 			fg, bg := p.fg, p.bg
 			if p.reverse {
-				fg, bg = orDefault(bg, Background), orDefault(fg, Foreground)
+				fg, bg = orDefault(bg, d.Background), orDefault(fg, d.Foreground)
 			}
 			grid[y][x] = cell{r: r, fg: fg, bg: bg, bold: p.bold}
 			for k := 1; k < w && x+k < cols; k++ {
@@ -248,8 +266,12 @@ func xterm(n int) color.Color {
 	}
 }
 
-// Render draws grid with f to a PNG on w, with a margin of one cell.
-func Render(w io.Writer, grid [][]cell, f *Fonts) error {
+// Render draws grid with f to a PNG on w, with a margin of one cell, in a
+// dark terminal.
+func Render(w io.Writer, grid [][]cell, f *Fonts) error { return RenderWith(w, grid, f, Dark) }
+
+// RenderWith is Render in a terminal with the default colours d.
+func RenderWith(w io.Writer, grid [][]cell, f *Fonts, d Defaults) error {
 	rows := len(grid)
 	cols := 0
 	if rows > 0 {
@@ -257,7 +279,7 @@ func Render(w io.Writer, grid [][]cell, f *Fonts) error {
 	}
 	pad := f.cellW
 	img := image.NewRGBA(image.Rect(0, 0, cols*f.cellW+2*pad, rows*f.cellH+2*pad))
-	draw.Draw(img, img.Bounds(), image.NewUniform(Background), image.Point{}, draw.Src)
+	draw.Draw(img, img.Bounds(), image.NewUniform(d.Background), image.Point{}, draw.Src)
 	for y, line := range grid {
 		for x, c := range line {
 			px, py := pad+x*f.cellW, pad+y*f.cellH
@@ -271,7 +293,7 @@ func Render(w io.Writer, grid [][]cell, f *Fonts) error {
 			if c.bold {
 				face = f.Bold
 			}
-			d := font.Drawer{Dst: img, Src: image.NewUniform(orDefault(c.fg, Foreground)), Face: face,
+			d := font.Drawer{Dst: img, Src: image.NewUniform(orDefault(c.fg, d.Foreground)), Face: face,
 				Dot: fixed.P(px, py+f.ascent)}
 			d.DrawString(string(c.r))
 		}
