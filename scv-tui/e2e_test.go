@@ -992,7 +992,7 @@ func TestE2EMissingKeyKeepsPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	tm := startTermStyled(t, ws, home, nil, filepath.Join(bin, "scv"), "", "fix the failing tests")
-	tm.waitText("needs an API key in the environment variable", "SCV_E2E_WORK_KEY", "config.toml")
+	tm.waitText("needs an API key in the environment variable", "SCV_E2E_WORK_KEY", "config.toml", "once it is fixed")
 	// The command line's prompt is in the editor, not lost.
 	tm.waitText("> fix the failing tests")
 	tm.keys("C-c")

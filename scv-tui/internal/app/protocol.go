@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -90,6 +91,12 @@ func (m *Model) serverProblem(p ServerProblem) {
 	}
 	if p.Exited {
 		text := fmt.Sprintf("The server stopped: %s. Your input is kept; press Ctrl+R to restart it (its log is %s).", msg, m.logPath())
+		var ce interface{ ConfigError() bool }
+		if errors.As(p.Err, &ce) && ce.ConfigError() {
+			// A restart alone meets the same configuration: say what
+			// the key is for, once the message above is acted on.
+			text = fmt.Sprintf("%s\nYour input is kept. A restart reads the configuration again: once it is fixed (or the key is in config.toml), press Ctrl+R; a variable exported in another shell is not seen until scv is started again.", msg)
+		}
 		if text != m.problem {
 			m.clearProblem() // an earlier problem goes to the transcript before the queue list
 		}

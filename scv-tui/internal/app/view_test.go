@@ -76,3 +76,27 @@ scv-server: /home/ana/.scv/config.toml:3: unknown key "provider.actve"`
 		t.Errorf("the editor says the started server is stopped:\n%s", out)
 	}
 }
+
+type configExit struct{ msg string }
+
+func (e configExit) Error() string     { return e.msg }
+func (e configExit) ConfigError() bool { return true }
+
+// TestConfigErrorSaysWhatARestartNeeds: a server that refused its
+// configuration (a missing key, say) is not simply restarted: the problem
+// says a restart reads the configuration again once it is fixed, and that
+// a variable exported elsewhere needs scv started again (issue 21, item 3).
+func TestConfigErrorSaysWhatARestartNeeds(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.msg(ServerProblem{Err: configExit{`provider "work" needs an API key in the environment variable WORK_KEY`}, Exited: true})
+	out := h.screen()
+	for _, want := range []string{"WORK_KEY", "once it is fixed", "started again"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "press Ctrl+R to restart it") {
+		t.Errorf("the problem offers a bare restart:\n%s", out)
+	}
+}
