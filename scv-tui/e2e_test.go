@@ -1093,3 +1093,39 @@ func TestE2EFirstRunOffer(t *testing.T) {
 	again.submit("/quit")
 	again.exitCode()
 }
+
+// TestE2ERenderingKeepsLinesAndCounts: the model's single line breaks stay
+// line breaks, a code block keeps its indentation, and a tool's output cut
+// to its first lines says "1 more line" (issue 21, item 10; the goldens
+// that keep colour are in ui/markdown and ui/toolcard).
+func TestE2ERenderingKeepsLinesAndCounts(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(
+		fakeopenai.Script(fakeopenai.ToolCall("call_s", "bash", `{"command":"printf '1\\n2\\n3\\n4\\n'"}`)),
+		fakeopenai.Script(fakeopenai.Text("alpha-row\nbeta-row\ngamma-row\n\n```go\nfunc f() {\n    indented := true\n}\n```\n")),
+	)
+	home, ws := fakeHome(t, srv), t.TempDir()
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	tm.submit("count to four")
+	tm.waitText("Allow bash?")
+	tm.keys("y")
+	screen := tm.waitText("1 more line (Ctrl+O expands)", "gamma-row", "indented := true")
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.Contains(l, "alpha-row") && strings.Contains(l, "beta-row") {
+			t.Errorf("single line breaks were merged: %q", l)
+		}
+		if strings.Contains(l, "indented := true") && !strings.Contains(l, "    indented := true") {
+			t.Errorf("the code lost its indentation: %q", l)
+		}
+	}
+	if strings.Contains(screen, "1 more lines") {
+		t.Error(`the count says "1 more lines"`)
+	}
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
