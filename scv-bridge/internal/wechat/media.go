@@ -11,7 +11,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/scv-cli/scv/scv-bridge/internal/wechat/cdncrypt"
@@ -176,4 +178,16 @@ func (c *Client) postCDN(ctx context.Context, u string, body []byte) (string, er
 		return "", &APIError{Op: "CDN upload", HTTPStatus: resp.StatusCode, Msg: "no x-encrypted-param in the answer"}
 	}
 	return dl, nil
+}
+
+// MediaKindOf says how a file to send is shown: an image (by its
+// content) as an image, an mp4 as a video, anything else as a file.
+func MediaKindOf(name string, data []byte) Kind {
+	switch {
+	case strings.HasPrefix(http.DetectContentType(data), "image/"):
+		return KindImage
+	case strings.EqualFold(filepath.Ext(name), ".mp4"):
+		return KindVideo
+	}
+	return KindFile
 }
