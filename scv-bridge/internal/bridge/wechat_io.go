@@ -247,7 +247,7 @@ func (w *wechatRun) sendFile(ctx context.Context, o store.Outbound) error {
 		return fmt.Errorf("the attached file %s is not sent: %w: %w", a.Record.Name, err, errPermanent)
 	}
 	err = w.fc.SendMedia(ctx, wechat.OutMedia{Peer: a.Conversation, ClientID: o.ID, Class: wechat.ClassReport,
-		Kind: wechat.MediaKindOf(a.Record.Name, data), Name: a.Record.Name, Data: data})
+		Kind: wechat.MediaKindOf(a.Record.Kind, a.Record.Name, data), Name: a.Record.Name, Data: data})
 	return w.outcome(ctx, o, a.Conversation, nil, err)
 }
 

@@ -180,13 +180,18 @@ func (c *Client) postCDN(ctx context.Context, u string, body []byte) (string, er
 	return dl, nil
 }
 
-// MediaKindOf says how a file to send is shown: an image (by its
-// content) as an image, an mp4 as a video, anything else as a file.
-func MediaKindOf(name string, data []byte) Kind {
+// MediaKindOf says how a file to send is shown, from the kind chat_attach
+// recorded ("image", "video", "file"; "" to guess from the content): an
+// image as an image, an mp4 video as a video (the video message plays
+// mp4), anything else as a file.
+func MediaKindOf(kind, name string, data []byte) Kind {
+	if kind == "" && strings.HasPrefix(http.DetectContentType(data), "image/") {
+		kind = "image"
+	}
 	switch {
-	case strings.HasPrefix(http.DetectContentType(data), "image/"):
+	case kind == "image":
 		return KindImage
-	case strings.EqualFold(filepath.Ext(name), ".mp4"):
+	case kind == "video" && strings.EqualFold(filepath.Ext(name), ".mp4"):
 		return KindVideo
 	}
 	return KindFile
