@@ -129,9 +129,9 @@ func RunWeChat(ctx context.Context, o Options, a WeChatAccount) error {
 	}
 	defer conn.Close()
 	w.d = store.NewDeliverer(w.st, w.send)
-	w.d.Log, w.d.Retryable = w.log, wechatRetryable
+	w.d.Log, w.d.Retryable, w.d.OnFinal = w.log, wechatRetryable, w.onFinal
 	w.c = core.New(core.Config{Platform: "wechat", Account: a.Name, Owner: creds.OwnerID, Archive: o.Archive,
-		Cwd: o.Cwd, Quiet: o.Quiet, Log: w.log}, w.st, conn, w.d.Kick)
+		Cwd: o.Cwd, Quiet: o.Quiet, Home: o.Home, Log: w.log}, w.st, conn, w.d.Kick)
 	return w.serve(ctx, conn)
 }
 

@@ -68,7 +68,8 @@ func (w *wechatRun) accept(ctx context.Context, m wechat.Message) error {
 }
 
 // committed runs once a batch is stored and WeChat renewed its senders'
-// budgets: the reports held for them go out now, merged into one message.
+// budgets: the reports held for them go out now, the texts merged into
+// one message, the attached files each as itself.
 func (w *wechatRun) committed(b wechat.Batch) {
 	seen := map[string]bool{}
 	for _, m := range b.Messages {
@@ -76,7 +77,7 @@ func (w *wechatRun) committed(b wechat.Batch) {
 			continue
 		}
 		seen[m.From] = true
-		row, n, err := w.st.Flush(m.From, mergeHeld)
+		row, n, err := w.st.Flush(m.From, core.KindText, mergeHeld)
 		if err != nil {
 			w.log.Error("flushing held messages failed; they stay held", "conversation", m.From, "err", err)
 			continue
@@ -201,11 +202,15 @@ func (w *wechatRun) saveMedia(ctx context.Context, m wechat.Message, i int) chat
 
 // send delivers one outbox row within the send budget: a reply to a
 // message as the final answer, anything unprompted (a background report)
-// as a report. What the budget does not allow now is held (with one
-// notice); a refusal (ret=-2) defers everything until the penalty ends,
-// without a single call meanwhile.
+// as a report, an attached file as a report too. What the budget does
+// not allow now is held (with one notice); a refusal (ret=-2) defers
+// everything until the penalty ends, without a single call meanwhile.
 func (w *wechatRun) send(ctx context.Context, o store.Outbound) (string, error) {
-	if o.Kind != core.KindText {
+	switch o.Kind {
+	case core.KindText:
+	case core.KindFile:
+		return "", w.sendFile(ctx, o)
+	default:
 		return "", fmt.Errorf("outbox row %s has the kind %q, which the WeChat bridge does not send: %w", o.ID, o.Kind, errPermanent)
 	}
 	var r core.Reply
@@ -222,23 +227,64 @@ func (w *wechatRun) send(ctx context.Context, o store.Outbound) (string, error) 
 		// The rest is unprompted now: the answer's first part went out.
 		rest, _ = json.Marshal(core.Reply{Conversation: r.Conversation, Text: res.Held})
 	}
+	if err == nil && res.Held != "" {
+		err = wechat.ErrOverBudget
+	}
+	return "", w.outcome(ctx, o, r.Conversation, rest, err)
+}
+
+// sendFile uploads a file the model attached with chat_attach (checked
+// against the copy chat_attach made) and sends it as an image, a video or
+// a file, keyed by the row id. A copy that is not the one chat_attach
+// made is given up; the deliverer's OnFinal removes it either way.
+func (w *wechatRun) sendFile(ctx context.Context, o store.Outbound) error {
+	var a core.Attachment
+	if err := json.Unmarshal(o.Payload, &a); err != nil {
+		return fmt.Errorf("outbox row %s: %w: %w", o.ID, err, errPermanent)
+	}
+	data, err := core.ReadAttachment(w.o.Home, a.Record)
+	if err != nil {
+		return fmt.Errorf("the attached file %s is not sent: %w: %w", a.Record.Name, err, errPermanent)
+	}
+	err = w.fc.SendMedia(ctx, wechat.OutMedia{Peer: a.Conversation, ClientID: o.ID, Class: wechat.ClassReport,
+		Kind: wechat.MediaKindOf(a.Record.Kind, a.Record.Name, data), Name: a.Record.Name, Data: data})
+	return w.outcome(ctx, o, a.Conversation, nil, err)
+}
+
+// outcome turns the result of a send into the deliverer's terms: over
+// the budget holds the row (or its rest) and sends the notice once;
+// throttled or an ended session defers it; the state file records the
+// budget as it is now.
+func (w *wechatRun) outcome(ctx context.Context, o store.Outbound, conv string, rest json.RawMessage, err error) error {
 	switch {
 	case errors.Is(err, wechat.ErrSessionExpired):
 		w.expired()
 		w.fatal(fmt.Errorf("wechat account %s: %w; bind it again: scv channels login wechat --account %s", w.a.Name, err, w.a.Name))
-		return "", &store.DeferError{Until: time.Now().Add(time.Hour), Rest: rest, Err: err}
+		return &store.DeferError{Until: time.Now().Add(time.Hour), Rest: rest, Err: err}
 	case errors.Is(err, wechat.ErrThrottled):
 		_ = w.save(nil)
-		return "", &store.DeferError{Until: w.fc.Budget().ThrottledUntil(), Rest: rest, Err: err}
+		return &store.DeferError{Until: w.fc.Budget().ThrottledUntil(), Rest: rest, Err: err}
+	case errors.Is(err, wechat.ErrOverBudget):
+		w.notice(ctx, conv, o.ID)
+		_ = w.save(map[string]int{conv: 1})
+		return &store.HoldError{Rest: rest, Err: errOverBudget}
 	case err != nil:
 		_ = w.save(nil)
-		return "", err
-	case res.Held != "":
-		w.notice(ctx, r.Conversation, o.ID)
-		_ = w.save(map[string]int{r.Conversation: 1})
-		return "", &store.HoldError{Rest: rest, Err: errOverBudget}
+		return err
 	}
-	return "", w.save(nil)
+	return w.save(nil)
+}
+
+// onFinal removes an attached file's copy and record once its row is
+// sent or given up.
+func (w *wechatRun) onFinal(o store.Outbound, _ store.State) {
+	if o.Kind != core.KindFile {
+		return
+	}
+	var a core.Attachment
+	if json.Unmarshal(o.Payload, &a) == nil {
+		core.RemoveAttachment(w.o.Home, a.Record)
+	}
 }
 
 // notice sends, once per message from the peer, the short message that

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,10 +15,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/scv-cli/scv/scv-bridge/internal/core"
 	"github.com/scv-cli/scv/scv-bridge/internal/store"
 	"github.com/scv-cli/scv/scv-bridge/internal/wechat"
 	"github.com/scv-cli/scv/scv-bridge/internal/wechat/cdncrypt"
 	"github.com/scv-cli/scv/scv-bridge/internal/wechat/ilinktest"
+	"github.com/scv-cli/scv/shared/chatlog"
 	"github.com/scv-cli/scv/shared/config"
 	"github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/testkit/bins"
@@ -433,5 +436,137 @@ func TestSecondBridgeForTheSameWeChatAccountIsRefused(t *testing.T) {
 	})
 	if err := RunWeChat(context.Background(), r.opts, r.acct); !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("a second bridge = %v, want ErrLocked", err)
+	}
+}
+
+// sentFile is the file item of a message the fake accepted.
+type sentFile struct {
+	Type int `json:"type"`
+	File struct {
+		Media struct {
+			Param string `json:"encrypt_query_param"`
+		} `json:"media"`
+		Name string `json:"file_name"`
+		Len  string `json:"len"`
+	} `json:"file_item"`
+	Image struct {
+		Media struct {
+			Param string `json:"encrypt_query_param"`
+		} `json:"media"`
+	} `json:"image_item"`
+}
+
+func sentItem(t *testing.T, s ilinktest.Sent) sentFile {
+	t.Helper()
+	var it sentFile
+	if len(s.Items) != 1 || json.Unmarshal(s.Items[0], &it) != nil {
+		t.Fatalf("the message %+v has not one item", s)
+	}
+	return it
+}
+
+// attachRig is a rig whose model attaches a report from the workspace
+// with chat_attach (and, with image, a chart after it), then answers; it
+// returns the report's content.
+func attachRig(t *testing.T, image bool, more ...fakeopenai.Reply) (*wxRig, []byte) {
+	t.Helper()
+	work := t.TempDir()
+	report := []byte("%PDF-1.4 the quarterly report, not a multiple of sixteen bytes")
+	if err := os.WriteFile(filepath.Join(work, "report.pdf"), report, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "chart.png"), pngBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	replies := []fakeopenai.Reply{fakeopenai.Script(fakeopenai.ToolCall("call_1", "chat_attach", `{"path":"report.pdf","caption":"the numbers"}`))}
+	if image {
+		replies = append(replies, fakeopenai.Script(fakeopenai.ToolCall("call_2", "chat_attach", `{"path":"chart.png"}`)))
+	}
+	replies = append(append(replies, fakeopenai.Script(fakeopenai.Text("Here it is."))), more...)
+	r := newWxRig(t, replies...)
+	r.opts.Cwd = work
+	return r, report
+}
+
+// checkFileSent: the fake CDN took the report once (its padded size and
+// MD5 checked by the fake) as the first upload, and the file message
+// points at that upload.
+func checkFileSent(t *testing.T, r *wxRig, msg ilinktest.Sent, report []byte) {
+	t.Helper()
+	ups := r.fs.Uploads()
+	if len(ups) == 0 || ups[0].MediaType != 3 || ups[0].To != ilinktest.OwnerID || string(ups[0].Plain) != string(report) {
+		t.Fatalf("uploads %+v; want the report first, as a file to the owner", ups)
+	}
+	it := sentItem(t, msg)
+	if it.Type != 4 || it.File.Name != "report.pdf" || it.File.Len != fmt.Sprint(len(report)) ||
+		it.File.Media.Param != "dl-"+ups[0].FileKey || msg.To != ilinktest.OwnerID {
+		t.Fatalf("the file message %+v (%s); want report.pdf pointing at the upload", it, msg.Items[0])
+	}
+	waitFor(t, "the outbox copies removed", func() bool {
+		ents, _ := os.ReadDir(chatlog.OutboxDir(r.opts.Home))
+		return len(ents) == 0
+	})
+}
+
+// TestWeChatAttachedFileDelivered: files the model attaches with
+// chat_attach are uploaded to the CDN and sent after the answer (whose
+// text carries the caption), the PDF as a file message and the PNG as an
+// image message, each exactly once, keyed by its outbox row; their copies
+// leave the outbox.
+func TestWeChatAttachedFileDelivered(t *testing.T) {
+	t.Parallel()
+	r, report := attachRig(t, true)
+	stop := r.start(t)
+	r.fs.Deliver(wxMessage("m1", ilinktest.OwnerID, wxText("send me the report")))
+	waitFor(t, "the answer and the files", func() bool { return len(r.fs.Sent()) == 3 })
+	time.Sleep(300 * time.Millisecond)
+	sent := r.fs.Sent()
+	if got := sentText(sent[0]); len(sent) != 3 || !strings.Contains(got, "Here it is.") || !strings.Contains(got, "report.pdf: the numbers") {
+		t.Fatalf("sent %d messages, the first %q; want the answer with the caption, then the files", len(sent), got)
+	}
+	checkFileSent(t, r, sent[1], report)
+	ups := r.fs.Uploads()
+	if it := sentItem(t, sent[2]); len(ups) != 2 || ups[1].MediaType != 1 || !bytes.Equal(ups[1].Plain, pngBytes) ||
+		it.Type != 2 || it.Image.Media.Param != "dl-"+ups[1].FileKey {
+		t.Fatalf("the chart: upload %+v, message %s; want an image upload and an image message", ups, sent[2].Items[0])
+	}
+	rows, err := r.outbox(t, stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || rows[1].Kind != core.KindFile || rows[1].State != store.Sent || rows[1].ID != sent[1].ClientID ||
+		rows[2].State != store.Sent || rows[2].ID != sent[2].ClientID {
+		t.Fatalf("outbox %+v; want the file rows sent, their ids the client_ids", rows)
+	}
+}
+
+// TestWeChatHeldFileSentAsFileOnNextInbound: with a budget of 3 the
+// answer uses one send and the file (counted as a report) is held, with
+// the notice; the owner's next message releases it as a file, not merged
+// into text.
+func TestWeChatHeldFileSentAsFileOnNextInbound(t *testing.T) {
+	t.Parallel()
+	r, report := attachRig(t, false, fakeopenai.Script(fakeopenai.Text("You are welcome.")))
+	r.acct.Config.SendBudget = 3
+	r.start(t)
+	r.fs.Deliver(wxMessage("m1", ilinktest.OwnerID, wxText("send me the report")))
+	waitFor(t, "the answer and the notice", func() bool { return len(r.fs.Sent()) == 2 })
+	time.Sleep(300 * time.Millisecond)
+	sent := r.fs.Sent()
+	if len(sent) != 2 || sentText(sent[1]) != wechat.HeldNotice(1) || len(r.fs.Uploads()) != 0 {
+		t.Fatalf("sent %+v, %d uploads; want the answer and the notice, nothing uploaded", sent, len(r.fs.Uploads()))
+	}
+	if st := r.state(t); st.Held[ilinktest.OwnerID] != 1 {
+		t.Fatalf("the state file's held rows: %v; want 1 for the owner", st.Held)
+	}
+	r.fs.Deliver(wxMessage("m2", ilinktest.OwnerID, wxText("thanks")))
+	waitFor(t, "the held file and the answer", func() bool { return len(r.fs.Sent()) == 4 })
+	sent = r.fs.Sent()
+	if sent[2].ContextToken != "ctx-m2" || sentText(sent[3]) != "You are welcome." {
+		t.Fatalf("after the owner wrote: %s, %q; want the file, then the answer", sent[2].Items[0], sentText(sent[3]))
+	}
+	checkFileSent(t, r, sent[2], report)
+	if n := r.fs.CallsWhileThrottled(); n != 0 {
+		t.Fatalf("%d sends were refused", n)
 	}
 }

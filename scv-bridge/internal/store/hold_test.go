@@ -17,9 +17,12 @@ func TestRescheduleAndFlushHeldRows(t *testing.T) {
 	a, _ := s.Enqueue("c1", "text", json.RawMessage(`"a"`))
 	b, _ := s.Enqueue("c1", "text", json.RawMessage(`"b"`))
 	other, _ := s.Enqueue("c2", "text", json.RawMessage(`"x"`))
-	// a is held whole; b went out in part, its rest is held.
-	if _, err := s.Reschedule(a.ID, nil, Held); err != nil {
-		t.Fatal(err)
+	file, _ := s.Enqueue("c1", "file", json.RawMessage(`"f"`))
+	// a and the file are held whole; b went out in part, its rest is held.
+	for _, id := range []string{a.ID, file.ID} {
+		if _, err := s.Reschedule(id, nil, Held); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rest, err := s.Reschedule(b.ID, json.RawMessage(`"b-rest"`), Held)
 	if err != nil || rest.State != Held || rest.Conversation != "c1" {
@@ -32,7 +35,7 @@ func TestRescheduleAndFlushHeldRows(t *testing.T) {
 		t.Fatal("Reschedule accepted the dead state")
 	}
 	var merged []string
-	row, n, err := s.Flush("c1", func(rows []Outbound) (string, json.RawMessage, error) {
+	row, n, err := s.Flush("c1", "text", func(rows []Outbound) (string, json.RawMessage, error) {
 		for _, r := range rows {
 			merged = append(merged, string(r.Payload))
 		}
@@ -41,14 +44,16 @@ func TestRescheduleAndFlushHeldRows(t *testing.T) {
 	if err != nil || n != 2 || strings.Join(merged, ",") != `"a","b-rest"` || row.State != Pending {
 		t.Fatalf("Flush = %+v, %d, %v (merged %v)", row, n, err, merged)
 	}
+	// The file is not merged: it is pending again, in its place.
 	pending, _ := s.Rows(Pending)
-	if len(pending) != 2 || pending[0].ID != other.ID || string(pending[1].Payload) != `"merged"` {
+	if len(pending) != 3 || pending[0].ID != other.ID || pending[1].ID != file.ID || string(pending[1].Payload) != `"f"` ||
+		string(pending[2].Payload) != `"merged"` {
 		t.Fatalf("pending after the flush: %+v", pending)
 	}
 	if held, _ := s.Rows(Held); len(held) != 0 {
 		t.Fatalf("held after the flush: %+v", held)
 	}
-	if _, n, err := s.Flush("c1", nil); err != nil || n != 0 {
+	if _, n, err := s.Flush("c1", "text", nil); err != nil || n != 0 {
 		t.Fatalf("a flush with nothing held = %d, %v", n, err)
 	}
 }

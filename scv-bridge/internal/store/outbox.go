@@ -408,36 +408,53 @@ func (s *Store) Reschedule(id string, rest json.RawMessage, st State) (Outbound,
 	return out, nil
 }
 
-// Flush queues the held rows of conversation as one pending row whose
-// payload merge makes from them (oldest first), and marks them sent (their
-// content goes out in the merged row), in one transaction. It returns the
-// new row and how many were merged; none held gives a zero row.
-func (s *Store) Flush(conversation string, merge func([]Outbound) (kind string, payload json.RawMessage, err error)) (Outbound, int, error) {
+// Flush queues the held rows of conversation whose kind is kind as one
+// pending row whose payload merge makes from them (oldest first), and
+// marks them sent (their content goes out in the merged row); held rows
+// of other kinds (files) cannot be merged, so they turn pending again in
+// their place. All in one transaction. It returns the new row and how
+// many were merged; none held of kind gives a zero row.
+func (s *Store) Flush(conversation, kind string, merge func([]Outbound) (kind string, payload json.RawMessage, err error)) (Outbound, int, error) {
 	var out Outbound
 	n := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		var held []Outbound
-		var keys [][]byte
+		var held, other []Outbound
+		var keys, otherKeys [][]byte
+		now := s.now().UTC()
+		// The bucket is changed only after the walk (bbolt forbids it during).
 		err := tx.Bucket(bucketOutbox).ForEach(func(k, v []byte) error {
 			var o Outbound
 			if err := json.Unmarshal(v, &o); err != nil {
 				return err
 			}
-			if o.State == Held && o.Conversation == conversation {
+			switch {
+			case o.State != Held || o.Conversation != conversation:
+			case o.Kind != kind:
+				other = append(other, o)
+				otherKeys = append(otherKeys, append([]byte(nil), k...))
+			default:
 				held = append(held, o)
 				keys = append(keys, append([]byte(nil), k...))
 			}
 			return nil
 		})
-		if err != nil || len(held) == 0 {
-			return err
-		}
-		kind, payload, err := merge(held)
 		if err != nil {
 			return err
 		}
-		now := s.now().UTC()
-		if out, err = enqueueTx(tx, now, conversation, kind, payload, Pending); err != nil {
+		for i, o := range other {
+			o.State, o.Updated = Pending, now
+			if err := putTx(tx, otherKeys[i], o); err != nil {
+				return err
+			}
+		}
+		if len(held) == 0 {
+			return nil
+		}
+		mkind, payload, err := merge(held)
+		if err != nil {
+			return err
+		}
+		if out, err = enqueueTx(tx, now, conversation, mkind, payload, Pending); err != nil {
 			return err
 		}
 		for i, o := range held {

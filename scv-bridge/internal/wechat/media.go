@@ -11,7 +11,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/scv-cli/scv/scv-bridge/internal/wechat/cdncrypt"
@@ -176,4 +178,21 @@ func (c *Client) postCDN(ctx context.Context, u string, body []byte) (string, er
 		return "", &APIError{Op: "CDN upload", HTTPStatus: resp.StatusCode, Msg: "no x-encrypted-param in the answer"}
 	}
 	return dl, nil
+}
+
+// MediaKindOf says how a file to send is shown, from the kind chat_attach
+// recorded ("image", "video", "file"; "" to guess from the content): an
+// image as an image, an mp4 video as a video (the video message plays
+// mp4), anything else as a file.
+func MediaKindOf(kind, name string, data []byte) Kind {
+	if kind == "" && strings.HasPrefix(http.DetectContentType(data), "image/") {
+		kind = "image"
+	}
+	switch {
+	case kind == "image":
+		return KindImage
+	case kind == "video" && strings.EqualFold(filepath.Ext(name), ".mp4"):
+		return KindVideo
+	}
+	return KindFile
 }

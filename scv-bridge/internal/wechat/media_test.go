@@ -96,3 +96,24 @@ func TestSendMediaRefusals(t *testing.T) {
 		t.Errorf("over budget: %v", err)
 	}
 }
+
+func TestMediaKindOf(t *testing.T) {
+	t.Parallel()
+	png := []byte("\x89PNG\r\n\x1a\n0000")
+	for _, c := range []struct {
+		kind, name string
+		data       []byte
+		want       Kind
+	}{
+		{"image", "chart.png", png, KindImage},
+		{"", "chart.bin", png, KindImage},
+		{"video", "clip.MP4", []byte("x"), KindVideo},
+		{"video", "clip.webm", []byte("x"), KindFile},
+		{"file", "report.pdf", []byte("%PDF"), KindFile},
+		{"", "notes.txt", []byte("text"), KindFile},
+	} {
+		if got := MediaKindOf(c.kind, c.name, c.data); got != c.want {
+			t.Errorf("MediaKindOf(%q, %q) = %q; want %q", c.kind, c.name, got, c.want)
+		}
+	}
+}
