@@ -64,9 +64,15 @@ func (r *rig) rehome(t *testing.T, home string) {
 
 // start runs the account until the returned stop is called.
 func (r *rig) start(t *testing.T) func() error {
+	return runUntilStopped(t, func(ctx context.Context) error { return RunFeishu(ctx, r.opts, r.acct) })
+}
+
+// runUntilStopped runs an account's run function until the returned stop
+// is called (or the test ends); stop cancels it and returns its result.
+func runUntilStopped(t *testing.T, run func(context.Context) error) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- RunFeishu(ctx, r.opts, r.acct) }()
+	go func() { done <- run(ctx) }()
 	var err error
 	stopped := false
 	stop := func() error {

@@ -67,21 +67,7 @@ func newWxRig(t *testing.T, replies ...fakeopenai.Reply) *wxRig {
 // start runs the account until the returned stop is called; stop returns
 // RunWeChat's result.
 func (r *wxRig) start(t *testing.T) func() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- RunWeChat(ctx, r.opts, r.acct) }()
-	var err error
-	stopped := false
-	stop := func() error {
-		if !stopped {
-			stopped = true
-			cancel()
-			err = <-done
-		}
-		return err
-	}
-	t.Cleanup(func() { _ = stop() })
-	return stop
+	return runUntilStopped(t, func(ctx context.Context) error { return RunWeChat(ctx, r.opts, r.acct) })
 }
 
 func (r *wxRig) state(t *testing.T) WeChatState {
