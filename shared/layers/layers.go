@@ -49,7 +49,7 @@ var Table = []Layer{
 	// start and stop a server; frames over a byte stream), the CLI kit
 	// (exit codes, usage errors, the one error-to-exit-code function), the
 	// command line of a binary whose feature has not landed.
-	{Name: "clients and programs", Packages: []string{"cli", "client", "placeholder"}},
+	{Name: "clients and programs", Packages: []string{"cli", "client"}},
 }
 
 // TestOnly are the packages only tests use: the scripted fake model
