@@ -273,7 +273,9 @@ func TestRun(t *testing.T) {
 
 			start := time.Now()
 			err := Run(context.Background(), &opts)
-			if d := time.Since(start); d > 10*time.Second {
+			// A guard against a hang, not a timing: generous for -race
+			// on a loaded machine.
+			if d := time.Since(start); d > time.Minute {
 				t.Errorf("run took %s", d)
 			}
 			if code := cli.CodeOf(err); code != tt.wantCode {

@@ -254,12 +254,18 @@ func (s *server) turnEnded() {
 	}
 }
 
-// killRequested reports whether `scv agents kill` stopped the server
-// (known once it has been collected).
+// killRequested reports whether `scv agents kill` stopped the server:
+// known once it has been collected, and read from its record before that
+// (collecting can take a while on a loaded machine, and the caller does
+// not wait for it for long).
 func (s *server) killRequested() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.killed
+	if s.collected {
+		return s.killed
+	}
+	rec, err := records.Read(s.b.r.opts.Home, s.key)
+	return err == nil && rec.KillRequestedUnix != 0
 }
 
 // collect runs once the process has exited: it removes the record and
