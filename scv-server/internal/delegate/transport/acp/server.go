@@ -42,9 +42,12 @@ type server struct {
 	// client answers the agent's requests and holds the running turn.
 	client *client
 	// done closes when the process has exited and its pipes are drained.
-	done    chan struct{}
-	waitErr error
-	stderr  lockedTail
+	done chan struct{}
+	// ended closes once the process has exited, its pipes are drained and
+	// waitErr is set: before done, whose collection scans /proc and is
+	// slow on a loaded machine.
+	ended  chan struct{}
+	stderr lockedTail
 
 	stopOnce sync.Once
 	stopping chan struct{}
@@ -56,6 +59,9 @@ type server struct {
 	// collected is set once the exited process's record is gone; killed
 	// when `scv agents kill` had asked for the stop.
 	collected, killed bool
+	// waitErr is how the process ended; a caller that stopped waiting for
+	// done may read it while the collector writes it, hence under mu.
+	waitErr error
 	// idle shuts the server down after Options.Idle between turns.
 	idle *time.Timer
 }
@@ -157,7 +163,7 @@ func (b *backend) start(ctx context.Context, call delegate.Call) (*server, error
 func (b *backend) spawn(exe string, env []string, call delegate.Call) (*server, error) {
 	cmd := exec.Command(exe, b.a.ACPArgs(b.fullPermissions())...)
 	cmd.Dir, cmd.Env = call.Dir, env
-	s := &server{b: b, key: call.Handle, cmd: cmd, cwd: call.Dir, done: make(chan struct{}), stopping: make(chan struct{})}
+	s := &server{b: b, key: call.Handle, cmd: cmd, cwd: call.Dir, done: make(chan struct{}), ended: make(chan struct{}), stopping: make(chan struct{})}
 	s.stderr.t.Max = StderrTail
 	var err error
 	if s.in, err = cmd.StdinPipe(); err != nil {
@@ -185,7 +191,11 @@ func (b *backend) spawn(exe string, env []string, call delegate.Call) (*server, 
 		// stdout belongs to the SDK's reader, which ends at EOF too.
 		copied.Wait()
 		<-s.conn.Done()
-		s.waitErr = cmd.Wait()
+		err := cmd.Wait()
+		s.mu.Lock()
+		s.waitErr = err
+		s.mu.Unlock()
+		close(s.ended)
 		procgroup.Release(cmd.Process.Pid)
 		s.collect()
 		close(s.done)
@@ -252,6 +262,14 @@ func (s *server) turnEnded() {
 	if d := s.b.r.opts.Idle; d > 0 {
 		s.idle = time.AfterFunc(d, func() { s.b.r.Forget(s.key) })
 	}
+}
+
+// exitErr is how the process ended, nil while it runs or when it
+// exited cleanly.
+func (s *server) exitErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waitErr
 }
 
 // killRequested reports whether `scv agents kill` stopped the server:
@@ -473,7 +491,7 @@ func envAuthMethod(methods []acpsdk.AuthMethod, env []string) (string, bool) {
 // reads like a missing sign-in, unavailable when the server is gone.
 func (s *server) rpcError(method string, err error) error {
 	if s.exited() || errors.Is(err, io.EOF) || isPeerGone(err) {
-		<-s.doneOrTimeout()
+		<-s.endedOrTimeout()
 		msg := fmt.Sprintf("the ACP server of %s exited during %s", s.b.a.Product, method)
 		if tail := s.stderr.String(); tail != "" {
 			msg += ": " + output.Redact(lastLine(tail))
@@ -492,12 +510,13 @@ func (s *server) rpcError(method string, err error) error {
 	return &startError{kind: kind, msg: msg}
 }
 
-// doneOrTimeout is s.done, or a channel closed after a short wait, so a
-// report of an exited server includes its last stderr lines.
-func (s *server) doneOrTimeout() <-chan struct{} {
+// endedOrTimeout is s.ended, or a channel closed after a short wait (a
+// descendant may hold the pipes open), so a report of an exited server
+// includes its last stderr lines and how it ended.
+func (s *server) endedOrTimeout() <-chan struct{} {
 	select {
-	case <-s.done:
-		return s.done
+	case <-s.ended:
+		return s.ended
 	case <-time.After(500 * time.Millisecond):
 		c := make(chan struct{})
 		close(c)

@@ -177,7 +177,7 @@ func (s *server) conclude(ctx context.Context, res delegate.Result, pd promptDon
 	if pd.err != nil {
 		switch {
 		case s.exited() || isPeerGone(pd.err):
-			<-s.doneOrTimeout()
+			<-s.endedOrTimeout()
 			res.CLISession = ""
 			if s.killRequested() {
 				res.Status = delegate.StatusCancelled
@@ -190,8 +190,8 @@ func (s *server) conclude(ctx context.Context, res delegate.Result, pd promptDon
 			res.StderrTail = s.stderr.String()
 			res.Truncated = res.Truncated || s.stderr.total() > StderrTail
 			msg := fmt.Sprintf("the ACP server of %s exited during the turn", b.a.Product)
-			if s.waitErr != nil {
-				msg += " (" + s.waitErr.Error() + ")"
+			if err := s.exitErr(); err != nil {
+				msg += " (" + err.Error() + ")"
 			}
 			if tail := lastLine(res.StderrTail); tail != "" {
 				msg += ": " + output.Redact(tail)
