@@ -131,7 +131,8 @@ func RunWeChat(ctx context.Context, o Options, a WeChatAccount) error {
 	w.d = store.NewDeliverer(w.st, w.send)
 	w.d.Log, w.d.Retryable, w.d.OnFinal = w.log, wechatRetryable, w.onFinal
 	w.c = core.New(core.Config{Platform: "wechat", Account: a.Name, Owner: creds.OwnerID, Archive: o.Archive,
-		Cwd: o.Cwd, Quiet: o.Quiet, Home: o.Home, Log: w.log}, w.st, conn, w.d.Kick)
+		Cwd: o.Cwd, Quiet: o.Quiet, Home: o.Home, Fetch: wechatFetch(w.fc), Log: w.log,
+		MaxWaiting: o.MaxWaiting, MaxMediaBytes: o.MediaMaxBytes}, w.st, conn, w.d.Kick)
 	return w.serve(ctx, conn)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -12,12 +13,7 @@ import (
 	"github.com/scv-cli/scv/scv-bridge/internal/core"
 	"github.com/scv-cli/scv/scv-bridge/internal/store"
 	"github.com/scv-cli/scv/scv-bridge/internal/wechat"
-	"github.com/scv-cli/scv/shared/chatlog"
 )
-
-// mediaTimeout bounds the download of one file a user sent, so a stuck
-// CDN cannot hold the long poll for ever.
-const mediaTimeout = 2 * time.Minute
 
 // handle stores a batch before the cursor may advance: each message
 // through the core (persisted, deduplicated on its id) or, for an approval
@@ -51,7 +47,7 @@ func (w *wechatRun) accept(ctx context.Context, m wechat.Message) error {
 	if a, ok := wechat.ParseApproval(itemText(m)); ok && len(m.Items) == 1 {
 		return w.approval(m, a)
 	}
-	msg := w.toCore(ctx, m)
+	msg := toCore(m)
 	for {
 		err := w.c.Accept(msg)
 		if !errors.Is(err, core.ErrBusy) {
@@ -144,14 +140,15 @@ func (w *wechatRun) approval(m wechat.Message, a wechat.Approval) error {
 
 // toCore turns a WeChat message into the core's: text items as text, a
 // voice item's transcript as its transcript, the quoted message, and
-// every media item downloaded into the conversation's chat media.
-func (w *wechatRun) toCore(ctx context.Context, m wechat.Message) core.Message {
+// every media item as a resource the core downloads (wechatFetch) once
+// the message is stored and its sender passed the gate.
+func toCore(m wechat.Message) core.Message {
 	msg := core.Message{ID: m.ID, Conversation: m.From, Sender: m.From, Direct: m.GroupID == "", Time: m.Created}
 	if msg.Time.IsZero() {
 		msg.Time = time.Now()
 	}
 	var texts, transcripts []string
-	for i, it := range m.Items {
+	for _, it := range m.Items {
 		switch it.Kind {
 		case wechat.KindText:
 			texts = append(texts, it.Text)
@@ -164,7 +161,7 @@ func (w *wechatRun) toCore(ctx context.Context, m wechat.Message) core.Message {
 			texts = append(texts, fmt.Sprintf("[a WeChat message of a kind SCV cannot read (type %d)]", it.RawType))
 		}
 		if it.Media != nil {
-			msg.Files = append(msg.Files, w.saveMedia(ctx, m, i))
+			msg.Resources = append(msg.Resources, mediaResource(it))
 		}
 	}
 	msg.Text, msg.Transcript = strings.Join(texts, "\n"), strings.Join(transcripts, "\n")
@@ -177,27 +174,37 @@ func (w *wechatRun) toCore(ctx context.Context, m wechat.Message) core.Message {
 	return msg
 }
 
-// saveMedia downloads and decrypts item i into the conversation's media
-// directory; a failure is logged and the file recorded as not saved.
-func (w *wechatRun) saveMedia(ctx context.Context, m wechat.Message, i int) chatlog.File {
-	name := m.Items[i].FileName
-	if name == "" {
-		name = wechat.MediaFileName(m, i)
+// mediaResource is a media item as the core's resource: its download
+// reference as the key, the sender's file name (a voice message's is
+// voice.silk, WeChat's codec, which nothing sniffs).
+func mediaResource(it wechat.Item) core.Resource {
+	r := core.Resource{Key: it.Media.Ref(), Kind: core.ResourceFile, Name: it.FileName}
+	switch it.Kind {
+	case wechat.KindImage:
+		r.Kind = core.ResourceImage
+	case wechat.KindVoice:
+		r.Kind, r.Name = core.ResourceAudio, "voice.silk"
+	case wechat.KindVideo:
+		r.Kind = core.ResourceVideo
 	}
-	f := chatlog.File{Name: name, State: chatlog.FileNotSaved}
-	dir, err := chatlog.MediaDir(w.o.Home, "wechat", w.a.Name, m.From)
-	if err == nil {
-		dctx, cancel := context.WithTimeout(ctx, mediaTimeout)
-		f.Path, err = w.fc.SaveMedia(dctx, m, i, dir)
-		cancel()
+	return r
+}
+
+// wechatFetch downloads and decrypts a resource mediaResource made.
+func wechatFetch(fc *wechat.Client) core.FetchFunc {
+	return func(ctx context.Context, _ string, r core.Resource, w io.Writer, limit int64) (string, error) {
+		m, err := wechat.ParseMediaRef(r.Key)
+		if err != nil {
+			return "", err
+		}
+		ct, err := fc.Fetch(ctx, m, w, limit)
+		if !strings.HasPrefix(ct, "image/") && !strings.HasPrefix(ct, "video/") && !strings.HasPrefix(ct, "audio/") && ct != "application/pdf" {
+			// A sniffed text or binary type names nothing well: the
+			// file is named by its kind.
+			ct = ""
+		}
+		return ct, err
 	}
-	if err != nil {
-		w.log.Warn("a file the user sent was not saved", "message", m.ID, "name", name, "err", err)
-		f.Path = ""
-		return f
-	}
-	f.State = chatlog.FileMedia
-	return f
 }
 
 // send delivers one outbox row within the send budget: a reply to a

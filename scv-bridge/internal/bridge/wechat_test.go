@@ -107,7 +107,8 @@ func TestWeChatOwnerRoundTripMediaAndRedelivery(t *testing.T) {
 	t.Parallel()
 	r := newWxRig(t, fakeopenai.Script(fakeopenai.Text("## Done\n\nA **nice** cat.")))
 	stop := r.start(t)
-	param, key := r.fs.AddMedia([]byte("the cat picture"))
+	picture := "\xff\xd8\xff\xe0 the cat picture" // JPEG's magic, so the file is named .jpg
+	param, key := r.fs.AddMedia([]byte(picture))
 	img := fmt.Sprintf(`{"type":2,"image_item":{"media":{"encrypt_query_param":%q},"aeskey":"%x"}}`, param, key)
 	r.fs.Deliver(wxMessage("m1", ilinktest.OwnerID, wxText("what is this?"), img))
 	waitFor(t, "the reply", func() bool { return len(r.fs.Sent()) == 1 })
@@ -120,11 +121,15 @@ func TestWeChatOwnerRoundTripMediaAndRedelivery(t *testing.T) {
 	}
 	// The image is saved, private, and its path was in the owner's prompt
 	// with the tools of the owner's session.
-	path := filepath.Join(r.opts.Home, "state", "media", "wechat", "home", ilinktest.OwnerID, "m1-2.jpg")
+	saved, _ := filepath.Glob(filepath.Join(r.opts.Home, "state", "media", "wechat", "home", ilinktest.OwnerID, "*-image.jpg"))
+	if len(saved) != 1 {
+		t.Fatalf("saved images %q, want one", saved)
+	}
+	path := saved[0]
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("the saved image: %v, %v", fi, err)
 	}
-	if data, _ := os.ReadFile(path); string(data) != "the cat picture" {
+	if data, _ := os.ReadFile(path); string(data) != picture {
 		t.Fatalf("the saved image holds %q", data)
 	}
 	req := r.model.Requests()[0]

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -147,29 +148,36 @@ func BenchmarkDecodeMessage(b *testing.B) {
 	}
 }
 
-func TestSaveMedia(t *testing.T) {
+// TestFetchFromAStoredRef: each media kind of a message, encoded for the
+// store and read back, downloads and decrypts to the sent bytes; the
+// limit holds and a text item has no media.
+func TestFetchFromAStoredRef(t *testing.T) {
 	t.Parallel()
 	fs, c := newFake(t, nil)
 	raw, plain := fixture(t, fs)
-	raw = strings.Replace(raw, `"a.pdf"`, `"../../etc/pass wd.pdf"`, 1)
 	m, err := DecodeMessage([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir() + "/media/wechat/home/" + m.From
-	want := map[int]string{1: "7012-2.jpg", 2: "7012-3.silk", 3: "7012-4-_.._etc_pass_wd.pdf", 4: "7012-5.mp4"}
-	for i, name := range want {
-		p, err := c.SaveMedia(context.Background(), m, i, dir)
-		if err != nil || p != dir+"/"+name {
-			t.Fatalf("item %d: %s, %v", i, p, err)
+	for i := 1; i <= 4; i++ {
+		ref, err := ParseMediaRef(m.Items[i].Media.Ref())
+		if err != nil {
+			t.Fatal(err)
 		}
-		got, _ := os.ReadFile(p)
-		fi, _ := os.Stat(p)
-		if !bytes.Equal(got, plain[m.Items[i].Kind]) || fi.Mode().Perm() != 0o600 {
-			t.Errorf("item %d: %d bytes, mode %v", i, len(got), fi.Mode())
+		var got bytes.Buffer
+		if _, err := c.Fetch(context.Background(), ref, &got, 0); err != nil || !bytes.Equal(got.Bytes(), plain[m.Items[i].Kind]) {
+			t.Fatalf("item %d (%s): %d bytes, %v", i, m.Items[i].Kind, got.Len(), err)
+		}
+		if n := int64(len(plain[m.Items[i].Kind])); n > 1 {
+			if _, err := c.Fetch(context.Background(), ref, io.Discard, n-1); err == nil {
+				t.Errorf("item %d: %d bytes passed a limit of %d", i, n, n-1)
+			}
 		}
 	}
-	if _, err := c.SaveMedia(context.Background(), m, 0, dir); err == nil {
-		t.Error("a text item has no media to save")
+	if m.Items[0].Media != nil {
+		t.Error("a text item has media")
+	}
+	if _, err := ParseMediaRef("{"); err == nil {
+		t.Error("a broken reference was read")
 	}
 }

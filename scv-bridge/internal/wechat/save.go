@@ -2,79 +2,51 @@ package wechat
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-
-	"github.com/scv-cli/scv/shared/atomicfile"
-	"github.com/scv-cli/scv/shared/chatlog"
+	"io"
+	"net/http"
 )
 
-// MediaFileName is the name under which item i of m is saved: the message
-// id and the item's index, then the sender's file name made safe (for a
-// file) or an extension of the kind (".jpg", ".silk", ".mp4"). Names never
-// collide within a conversation and never leave its media directory.
-func MediaFileName(m Message, i int) string {
-	base := safeName(m.ID) + "-" + strconv.Itoa(i+1)
-	it := m.Items[i]
-	switch it.Kind {
-	case KindImage:
-		return base + ".jpg"
-	case KindVoice:
-		return base + ".silk"
-	case KindVideo:
-		return base + ".mp4"
-	case KindFile:
-		if n := safeName(it.FileName); n != "" {
-			return base + "-" + n
-		}
-	}
-	return base + ".bin"
+// mediaRef is a Media as it is kept in a stored message: everything the
+// download needs, so a message stored before a crash is fetched after it
+// from the store alone.
+type mediaRef struct {
+	QueryParam string `json:"q,omitempty"`
+	FullURL    string `json:"u,omitempty"`
+	Key        []byte `json:"k,omitempty"`
+	KeyErr     string `json:"e,omitempty"`
 }
 
-// safeName keeps what chatlog.CheckSegment allows and at most 100 bytes,
-// without a leading dot.
-func safeName(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-@+=", r)) {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-		if b.Len() >= 100 {
-			break
-		}
-	}
-	return strings.TrimLeft(b.String(), ".")
+// Ref encodes m for a stored message (the bridge's core keeps it as the
+// resource's key); ParseMediaRef reads it back.
+func (m *Media) Ref() string {
+	b, _ := json.Marshal(mediaRef{QueryParam: m.QueryParam, FullURL: m.FullURL, Key: m.Key, KeyErr: m.KeyErr})
+	return string(b)
 }
 
-// SaveMedia downloads item i of m into dir (a conversation's media
-// directory, chatlog.MediaDir), mode 0600, atomically, and returns its
-// path. A file already there (a redelivered message) is not fetched again.
-func (c *Client) SaveMedia(ctx context.Context, m Message, i int, dir string) (string, error) {
-	if i < 0 || i >= len(m.Items) || m.Items[i].Media == nil {
-		return "", fmt.Errorf("wechat: item %d of message %s has no media: %w", i, m.ID, errBadInput)
+// ParseMediaRef is the Media that Ref encoded.
+func ParseMediaRef(ref string) (*Media, error) {
+	var r mediaRef
+	if err := json.Unmarshal([]byte(ref), &r); err != nil {
+		return nil, fmt.Errorf("wechat: a stored media reference is unreadable: %w", err)
 	}
-	name := MediaFileName(m, i)
-	if err := chatlog.CheckSegment(name); err != nil {
-		return "", fmt.Errorf("wechat: media name %w", err)
-	}
-	path := filepath.Join(dir, name)
-	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
-		return path, nil
-	}
-	data, err := c.Download(ctx, m.Items[i].Media)
+	return &Media{QueryParam: r.QueryParam, FullURL: r.FullURL, Key: r.Key, KeyErr: r.KeyErr}, nil
+}
+
+// Fetch downloads and decrypts m into w, refusing more than limit bytes
+// of plain content (0: the client's own limit), and returns the content's
+// type as sniffed from its first bytes, which names the saved file.
+func (c *Client) Fetch(ctx context.Context, m *Media, w io.Writer, limit int64) (string, error) {
+	plain, err := c.Download(ctx, m)
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("wechat: creating the media directory: %w", err)
+	if limit > 0 && int64(len(plain)) > limit {
+		return "", fmt.Errorf("wechat: the media is larger than %d MiB, the limit: %w", limit>>20, errBadInput)
 	}
-	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
+	if _, err := w.Write(plain); err != nil {
 		return "", fmt.Errorf("wechat: saving the media: %w", err)
 	}
-	return path, nil
+	return http.DetectContentType(plain), nil
 }
