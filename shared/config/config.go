@@ -145,14 +145,24 @@ type ModelSettings struct {
 	// Priced says which.
 	InputPrice  float64 `toml:"input_price"`
 	OutputPrice float64 `toml:"output_price"`
+	// CachedInputPrice is what an input token read from the provider's
+	// prompt cache costs, in US dollars per million; it needs input_price.
+	// CachedPriced says whether it is set: unset, cached input tokens are
+	// counted at InputPrice (an upper bound).
+	CachedInputPrice float64 `toml:"cached_input_price"`
+	CachedPriced     bool    `toml:"-"`
 }
 
 // ModelSettings returns the settings of model on the provider name, and
 // whether a price is configured for it.
 func (c *Config) ModelSettings(name, model string) (ms ModelSettings, priced bool) {
 	ms = c.Providers[name].Models[model]
-	src := c.Sources[joinKey([]string{"providers", name, "models", model, "input_price"})]
-	return ms, src.Kind != "" && src.Kind != SourceDefault
+	set := func(field string) bool {
+		src := c.Sources[joinKey([]string{"providers", name, "models", model, field})]
+		return src.Kind != "" && src.Kind != SourceDefault
+	}
+	ms.CachedPriced = set("cached_input_price")
+	return ms, set("input_price")
 }
 
 // ToolsConfig is the [tools] table.

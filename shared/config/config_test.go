@@ -400,6 +400,18 @@ func TestLoadErrors(t *testing.T) {
 			line: 2, key: `providers.openai.models."gpt-4.1".input_price`,
 		},
 		{
+			name: "cached price without the others",
+			user: "[providers.openai.models.m]\ncached_input_price = 0.5\n",
+			want: `$USER:2: key "providers.openai.models.m.cached_input_price" is set but input_price and output_price are not; set those too (US dollars per million tokens), or remove it`,
+			line: 2, key: "providers.openai.models.m.cached_input_price",
+		},
+		{
+			name: "negative cached price",
+			user: "[providers.openai.models.m]\ninput_price = 1\noutput_price = 2\ncached_input_price = -0.1\n",
+			want: `$USER:4: key "providers.openai.models.m.cached_input_price" is -0.1, out of range: it must be a price in US dollars per million tokens from 0 to 10000`,
+			line: 4, key: "providers.openai.models.m.cached_input_price",
+		},
+		{
 			name: "negative model price",
 			user: "[providers.openai.models.m]\ninput_price = -1\noutput_price = 2\n",
 			want: `$USER:2: key "providers.openai.models.m.input_price" is -1, out of range: it must be a price in US dollars per million tokens from 0 to 10000`,
@@ -613,7 +625,7 @@ func TestProviderDefaultsAndInference(t *testing.T) {
 
 func TestModelSettings(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, "[providers.openai]\nmodel = \"gpt-4.1\"\n\n[providers.openai.models.\"gpt-4.1\"]\ninput_price = 2.0\noutput_price = 8\ncontext_max_tokens = 1047576\n\n[providers.openai.models.\"gpt-4.1-mini\"]\ncontext_max_tokens = 1047576\n\n[providers.openai.models.free]\ninput_price = 0\noutput_price = 0\n", "")
+	f := newFixture(t, "[providers.openai]\nmodel = \"gpt-4.1\"\n\n[providers.openai.models.\"gpt-4.1\"]\ninput_price = 2.0\noutput_price = 8\ncontext_max_tokens = 1047576\n\n[providers.openai.models.\"gpt-4.1-mini\"]\ncontext_max_tokens = 1047576\n\n[providers.openai.models.free]\ninput_price = 0\noutput_price = 0\n\n[providers.openai.models.cached]\ninput_price = 1\noutput_price = 4\ncached_input_price = 0\n", "")
 	c, _ := mustLoad(t, f, nil)
 	ms, priced := c.ModelSettings("openai", "gpt-4.1")
 	if !priced || ms.InputPrice != 2 || ms.OutputPrice != 8 || ms.ContextMaxTokens != 1047576 {
@@ -622,8 +634,14 @@ func TestModelSettings(t *testing.T) {
 	if ms, priced := c.ModelSettings("openai", "gpt-4.1-mini"); priced || ms.ContextMaxTokens != 1047576 {
 		t.Errorf("gpt-4.1-mini = %+v, priced %v; want a context window and no price", ms, priced)
 	}
+	if ms.CachedPriced {
+		t.Errorf("gpt-4.1 has no cached_input_price but CachedPriced is set")
+	}
 	if _, priced := c.ModelSettings("openai", "free"); !priced {
 		t.Errorf("a price of 0 configured counts as no price; want it priced (free)")
+	}
+	if ms, priced := c.ModelSettings("openai", "cached"); !priced || !ms.CachedPriced || ms.CachedInputPrice != 0 {
+		t.Errorf("cached = %+v, priced %v; want a cached price of 0 that counts as set", ms, priced)
 	}
 	if _, priced := c.ModelSettings("openai", "other"); priced {
 		t.Errorf("a model without a table is priced")

@@ -342,6 +342,11 @@ func (v *validator) validateModels(name string, p ProviderConfig) {
 		}
 		v.price(k("input_price"), ms.InputPrice, in)
 		v.price(k("output_price"), ms.OutputPrice, out)
+		cached := v.set(k("cached_input_price")) || v.rejected[k("cached_input_price")]
+		if cached && !in {
+			v.fail(k("cached_input_price"), "is set but input_price and output_price are not; set those too (US dollars per million tokens), or remove it")
+		}
+		v.price(k("cached_input_price"), ms.CachedInputPrice, cached)
 	}
 }
 

@@ -26,6 +26,7 @@ type Step struct {
 	d     time.Duration
 	in    int64
 	out   int64
+	cache *int64 // CachedUsage's cached input tokens
 	code  int
 	index int // tool call index, assigned when the reply is prepared
 }
@@ -95,6 +96,14 @@ func Header(key, value string) Step { return Step{kind: kindHeader, a: key, b: v
 // only when the request asked for it with stream_options.include_usage.
 func Usage(promptTokens, completionTokens int64) Step {
 	return Step{kind: kindUsage, in: promptTokens, out: completionTokens}
+}
+
+// CachedUsage is Usage with cached of the prompt tokens read from the
+// provider's prompt cache: the chat wire's
+// usage.prompt_tokens_details.cached_tokens and the Responses wire's
+// usage.input_tokens_details.cached_tokens (which Usage sends as 0).
+func CachedUsage(promptTokens, completionTokens, cached int64) Step {
+	return Step{kind: kindUsage, in: promptTokens, out: completionTokens, cache: &cached}
 }
 
 // NoDone drops the tail (automatic finish_reason, usage and "data: [DONE]"):

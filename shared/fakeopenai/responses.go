@@ -207,8 +207,12 @@ func (r *respRunner) response(status string) map[string]any {
 		"output": out, "error": nil, "incomplete_details": nil,
 	}
 	if u := r.plan.usage; u != nil && status != "in_progress" {
+		var cached int64 // OpenAI always says, 0 when nothing was cached
+		if u.cache != nil {
+			cached = *u.cache
+		}
 		resp["usage"] = map[string]any{"input_tokens": u.in, "output_tokens": u.out, "total_tokens": u.in + u.out,
-			"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
+			"input_tokens_details": map[string]any{"cached_tokens": cached}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
 	}
 	return resp
 }

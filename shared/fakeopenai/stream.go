@@ -40,9 +40,13 @@ type (
 		Arguments string `json:"arguments"`
 	}
 	wireUsage struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-		TotalTokens      int64 `json:"total_tokens"`
+		PromptTokens        int64             `json:"prompt_tokens"`
+		CompletionTokens    int64             `json:"completion_tokens"`
+		TotalTokens         int64             `json:"total_tokens"`
+		PromptTokensDetails *wireTokenDetails `json:"prompt_tokens_details,omitempty"`
+	}
+	wireTokenDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
 	}
 	wireComplete struct {
 		ID      string            `json:"id"`
@@ -121,7 +125,7 @@ func (r *runner) serve() {
 	}
 	if u := r.plan.usage; u != nil && r.req.IncludeUsage {
 		c := wireChunk{ID: r.id, Object: "chat.completion.chunk", Model: r.req.Model, Choices: []wireChoice{},
-			Usage: &wireUsage{PromptTokens: u.in, CompletionTokens: u.out, TotalTokens: u.in + u.out}}
+			Usage: u.wireUsage()}
 		if !r.event(mustJSON(c)) {
 			return
 		}
@@ -336,7 +340,7 @@ func (r *runner) serveWhole() {
 	ch.Message.ToolCalls = calls
 	ch.FinishReason = finish
 	if u := r.plan.usage; u != nil {
-		c.Usage = wireUsage{PromptTokens: u.in, CompletionTokens: u.out, TotalTokens: u.in + u.out}
+		c.Usage = *u.wireUsage()
 	}
 	r.w.WriteHeader(http.StatusOK)
 	r.write(mustJSON(c))
@@ -348,4 +352,13 @@ func mustJSON(v any) []byte {
 		panic("fakeopenai: " + err.Error())
 	}
 	return b
+}
+
+// wireUsage is a Usage or CachedUsage step on the chat wire.
+func (s *Step) wireUsage() *wireUsage {
+	w := &wireUsage{PromptTokens: s.in, CompletionTokens: s.out, TotalTokens: s.in + s.out}
+	if s.cache != nil {
+		w.PromptTokensDetails = &wireTokenDetails{CachedTokens: *s.cache}
+	}
+	return w
 }

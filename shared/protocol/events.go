@@ -238,6 +238,25 @@ type ContextCompacted struct {
 type Usage struct {
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// CachedInputTokens is the part of InputTokens the provider read from
+	// its prompt cache (OpenAI's prompt_tokens_details.cached_tokens),
+	// which providers bill at a lower price. It is absent when no request
+	// of the turn reported it, and 0 when they reported none cached.
+	CachedInputTokens *int64 `json:"cached_input_tokens,omitempty"`
+}
+
+// Add counts o into u: the sum of two turns, or of a turn's requests. The
+// cached count is present in the sum when it is in either.
+func (u *Usage) Add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	if o.CachedInputTokens != nil {
+		n := *o.CachedInputTokens
+		if u.CachedInputTokens != nil {
+			n += *u.CachedInputTokens
+		}
+		u.CachedInputTokens = &n
+	}
 }
 
 // TurnCompleted ends a turn that finished.

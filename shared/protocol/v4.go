@@ -79,10 +79,15 @@ type SetModel struct {
 }
 
 // Price is what a model costs as configured (providers.NAME.models.MODEL
-// input_price and output_price), in US dollars per million tokens.
+// input_price, output_price and cached_input_price), in US dollars per
+// million tokens.
 type Price struct {
 	InputPerMTok  float64 `json:"input_per_mtok"`
 	OutputPerMTok float64 `json:"output_per_mtok"`
+	// CachedInputPerMTok is the price of an input token read from the
+	// provider's prompt cache; absent when none is configured, and then
+	// such tokens cost InputPerMTok.
+	CachedInputPerMTok *float64 `json:"cached_input_per_mtok,omitempty"`
 }
 
 // ModelInfo is one model a session may use.

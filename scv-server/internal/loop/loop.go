@@ -329,7 +329,7 @@ func protoUsage(u *provider.Usage) *protocol.Usage {
 	if u == nil {
 		return nil
 	}
-	return &protocol.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+	return &protocol.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedInputTokens: u.CachedInputTokens}
 }
 
 // steer adds the input steered into the running turn (Config.TakeSteer)
@@ -352,8 +352,7 @@ func (l *loop) addUsage(u *provider.Usage) {
 	if l.out.Usage == nil {
 		l.out.Usage = &protocol.Usage{}
 	}
-	l.out.Usage.InputTokens += u.InputTokens
-	l.out.Usage.OutputTokens += u.OutputTokens
+	l.out.Usage.Add(*protoUsage(u))
 }
 
 // classify turns an error into the outcome's Err.

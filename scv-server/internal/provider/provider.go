@@ -89,6 +89,9 @@ type Request struct {
 type Usage struct {
 	InputTokens  int64
 	OutputTokens int64
+	// CachedInputTokens is the part of InputTokens read from the
+	// provider's prompt cache; nil when the provider did not say.
+	CachedInputTokens *int64
 }
 
 // Response is a complete model reply.

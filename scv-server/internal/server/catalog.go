@@ -103,7 +103,11 @@ func (c *catalog) Price(name, model string) *protocol.Price {
 	if !priced {
 		return nil
 	}
-	return &protocol.Price{InputPerMTok: ms.InputPrice, OutputPerMTok: ms.OutputPrice}
+	p := &protocol.Price{InputPerMTok: ms.InputPrice, OutputPerMTok: ms.OutputPrice}
+	if ms.CachedPriced {
+		p.CachedInputPerMTok = &ms.CachedInputPrice
+	}
+	return p
 }
 
 // List returns the models of every provider a session may use, the

@@ -3,6 +3,7 @@ package servertest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,12 +66,16 @@ func TestResumeRestoresTheSession(t *testing.T) {
 	sid := first.SessionID
 	f.Enqueue(
 		fo.Script(fo.Text("Reading."), fo.ToolCall("call_1", "read", `{"path":"notes.txt"}`), fo.Usage(100, 10)),
-		fo.Script(fo.Text("They say blue."), fo.Usage(200, 20)),
-		fo.Script(fo.Text("Blue it is."), fo.Usage(300, 30)),
+		// Cached input tokens, where reported, are summed over requests,
+		// turns and a resume.
+		fo.Script(fo.Text("They say blue."), fo.CachedUsage(200, 20, 150)),
+		fo.Script(fo.Text("Blue it is."), fo.CachedUsage(300, 30, 250)),
 		fo.Script(fo.Text("Noted.")),
 	)
 	a.Client.Turn(sid, "What do my\nnotes say?")
-	st.Until[*protocol.TurnCompleted](a.Client)
+	if _, done := st.Until[*protocol.TurnCompleted](a.Client); usageText(done.Usage) != "300/30 cached 150" {
+		t.Fatalf("first turn's usage %s, want 300/30 cached 150", usageText(done.Usage))
+	}
 	a.Client.Turn(sid, "And the colour?")
 	st.Until[*protocol.TurnCompleted](a.Client)
 	sess, err := a.Runtime.Manager.Get(sid)
@@ -86,8 +91,8 @@ func TestResumeRestoresTheSession(t *testing.T) {
 	b := st.Start(t, st.Options{Config: cfg, Home: a.Home})
 	b.Client.Init(3)
 	started, items, _ := resumeSession(t, b.Client, dir, sid)
-	if *started.Usage != (protocol.Usage{InputTokens: 600, OutputTokens: 60}) || started.Cwd != first.Cwd || started.Model != "fake-model" {
-		t.Fatalf("session.started = %+v, usage %+v", started, started.Usage)
+	if usageText(started.Usage) != "600/60 cached 400" || started.Cwd != first.Cwd || started.Model != "fake-model" {
+		t.Fatalf("session.started = %+v, usage %s", started, usageText(started.Usage))
 	}
 	kinds := make([]string, len(items))
 	for i, it := range items {
@@ -125,8 +130,8 @@ func TestResumeRestoresTheSession(t *testing.T) {
 		m[3].ToolCallID != "call_1" || !strings.Contains(m[3].Content, "remember: blue") || m[9].Content != "Once more?" {
 		t.Fatalf("messages = %+v", m)
 	}
-	if u := sessUsage(t, b, sid); u != (protocol.Usage{InputTokens: 600, OutputTokens: 60}) {
-		t.Fatalf("usage after a turn without usage = %+v", u)
+	if u := sessUsage(t, b, sid); usageText(&u) != "600/60 cached 400" {
+		t.Fatalf("usage after a turn without usage = %s", usageText(&u))
 	}
 
 	// session.list shows it, titled by its first prompt.
@@ -582,4 +587,16 @@ func TestResumedQueueDoesNotHoldUpANewPrompt(t *testing.T) {
 	if e := st.Expect[*protocol.QueueEnqueued](c); e.Entry.Position != 1 {
 		t.Fatalf("queue.enqueued = %+v", e)
 	}
+}
+
+// usageText is a usage as "IN/OUT", with " cached N" where it says.
+func usageText(u *protocol.Usage) string {
+	if u == nil {
+		return "none"
+	}
+	s := fmt.Sprintf("%d/%d", u.InputTokens, u.OutputTokens)
+	if u.CachedInputTokens != nil {
+		s += fmt.Sprintf(" cached %d", *u.CachedInputTokens)
+	}
+	return s
 }

@@ -592,8 +592,7 @@ func (s *Session) clearActive(t *turn, out loop.Outcome, history []provider.Mess
 	s.history = history
 	s.historyTokens = tokens.Messages(history)
 	if out.Usage != nil {
-		s.usage.InputTokens += out.Usage.InputTokens
-		s.usage.OutputTokens += out.Usage.OutputTokens
+		s.usage.Add(*out.Usage)
 	}
 }
 

@@ -160,6 +160,8 @@ func keyString(k []byte) string {
 		return "input_tokens"
 	case "output_tokens":
 		return "output_tokens"
+	case "cached_input_tokens":
+		return "cached_input_tokens"
 	case "kind":
 		return "kind"
 	case "jobs":
@@ -466,6 +468,10 @@ func (p *fastParser) usage(u *protocol.Usage) bool {
 			u.InputTokens, ok = p.integer()
 		case "output_tokens":
 			u.OutputTokens, ok = p.integer()
+		case "cached_input_tokens":
+			var n int64
+			n, ok = p.integer()
+			u.CachedInputTokens = &n
 		}
 		return ok
 	})

@@ -62,6 +62,7 @@ func sampleRecords() []*record {
 		&record{T: recTurn, Turn: "t3", Origin: &protocol.Origin{Kind: "background"}},
 		&record{T: recEnd, Turn: "t1", Outcome: OutcomeFailed, Code: "provider_error", Message: "boom \"quoted\"", Steps: 32, Usage: &protocol.Usage{InputTokens: 123456789012, OutputTokens: 0}},
 		&record{T: recEnd, Turn: "t1", Outcome: OutcomeCompleted, Usage: &protocol.Usage{}},
+		&record{T: recEnd, Turn: "t2", Outcome: OutcomeCompleted, Steps: 2, Usage: &protocol.Usage{InputTokens: 900, OutputTokens: 20, CachedInputTokens: new(int64(768))}},
 		&record{T: recClear, At: "now"},
 		&record{T: recCompact, From: 3, Removed: 7, Messages: []provider.Message{{Role: provider.RoleUser, Content: "summary"}, {Role: provider.RoleAssistant, ToolCalls: []provider.ToolCall{{ID: "c", Name: "n", Arguments: "{}"}}}}},
 		&record{T: recCompact, Removed: 2},

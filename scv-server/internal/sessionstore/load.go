@@ -468,8 +468,7 @@ func (r *replayer) message(rec *record) {
 
 func (r *replayer) end(rec *record) {
 	if rec.Usage != nil {
-		r.usage.InputTokens += rec.Usage.InputTokens
-		r.usage.OutputTokens += rec.Usage.OutputTokens
+		r.usage.Add(*rec.Usage)
 	}
 	if r.open == nil || r.open.id != rec.Turn {
 		return

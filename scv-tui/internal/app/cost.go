@@ -23,8 +23,7 @@ func (m *Model) addSpend(u protocol.Usage) {
 	for i := range m.spends {
 		s := &m.spends[i]
 		if s.provider == m.provider && s.model == m.model {
-			s.usage.InputTokens += u.InputTokens
-			s.usage.OutputTokens += u.OutputTokens
+			s.usage.Add(u)
 			s.price = m.price
 			return
 		}
@@ -32,9 +31,25 @@ func (m *Model) addSpend(u protocol.Usage) {
 	m.spends = append(m.spends, spend{provider: m.provider, model: m.model, price: m.price, usage: u})
 }
 
-// money is what u costs at price, in US dollars.
+// money is what u costs at price, in US dollars. Input tokens read from
+// the provider's cache cost the cached price where one is configured, the
+// input price otherwise (an upper bound).
 func money(u protocol.Usage, p *protocol.Price) float64 {
-	return (float64(u.InputTokens)*p.InputPerMTok + float64(u.OutputTokens)*p.OutputPerMTok) / 1e6
+	cached := min(cachedTokens(u), u.InputTokens)
+	cachedPrice := p.InputPerMTok
+	if p.CachedInputPerMTok != nil {
+		cachedPrice = *p.CachedInputPerMTok
+	}
+	return (float64(u.InputTokens-cached)*p.InputPerMTok + float64(cached)*cachedPrice + float64(u.OutputTokens)*p.OutputPerMTok) / 1e6
+}
+
+// cachedTokens is how many of u's input tokens the provider read from its
+// cache; 0 when it did not say.
+func cachedTokens(u protocol.Usage) int64 {
+	if u.CachedInputTokens == nil {
+		return 0
+	}
+	return *u.CachedInputTokens
 }
 
 // dollars formats an amount: cents, or more digits below a cent so a
@@ -63,7 +78,14 @@ func (m *Model) moneyText() string {
 	for _, s := range spends {
 		if s.price != nil {
 			total += money(s.usage, s.price)
-			priced = append(priced, fmt.Sprintf("%s at $%g/$%g per million input/output tokens", s.model, s.price.InputPerMTok, s.price.OutputPerMTok))
+			at := fmt.Sprintf("%s at $%g/$%g per million input/output tokens", s.model, s.price.InputPerMTok, s.price.OutputPerMTok)
+			switch {
+			case s.price.CachedInputPerMTok != nil:
+				at += fmt.Sprintf(", $%g cached", *s.price.CachedInputPerMTok)
+			case cachedTokens(s.usage) > 0:
+				at += fmt.Sprintf(", cached input at the input price: add cached_input_price to [providers.%s.models.%q] for the lower figure", s.provider, s.model)
+			}
+			priced = append(priced, at)
 			continue
 		}
 		if s.model == demoModel {
@@ -85,7 +107,13 @@ func (m *Model) moneyText() string {
 // costText is /cost: the session's tokens so far, the money where a price
 // is configured, and the context in use.
 func (m *Model) costText() string {
-	text := fmt.Sprintf("This session has used %s input and %s output tokens", status.Tokens(m.usage.InputTokens), status.Tokens(m.usage.OutputTokens))
+	input := status.Tokens(m.usage.InputTokens)
+	if c := cachedTokens(m.usage); c > 0 {
+		input += fmt.Sprintf(" input (%s of them cached)", status.Tokens(c))
+	} else {
+		input += " input"
+	}
+	text := fmt.Sprintf("This session has used %s and %s output tokens", input, status.Tokens(m.usage.OutputTokens))
 	switch {
 	case m.turnsDone == 1:
 		text += " (1 turn completed here)"

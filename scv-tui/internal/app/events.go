@@ -171,8 +171,7 @@ func (m *Model) turnEvent(e protocol.Event) tea.Cmd {
 			steps := int64(max(e.Steps, 1))
 			m.ctxUsed = e.Usage.InputTokens/steps + e.Usage.OutputTokens
 			if e.SessionID == m.sessionID {
-				m.usage.InputTokens += e.Usage.InputTokens
-				m.usage.OutputTokens += e.Usage.OutputTokens
+				m.usage.Add(*e.Usage)
 				m.addSpend(*e.Usage)
 			}
 		}

@@ -149,3 +149,38 @@ func TestCostMoney(t *testing.T) {
 		t.Errorf("dollars(0.00256) = %q, want $0.0026 (a fraction of a cent is not $0.00)", got)
 	}
 }
+
+func TestCostCachedTokens(t *testing.T) {
+	t.Parallel()
+	cost := func(price string) string {
+		h := newHarness(t)
+		h.connectWith("gpt-4.1", `,"provider":"openai","price":`+price)
+		rid := h.prompt("go").RequestID
+		h.event(turnEvent("turn.started", rid, tid, ""))
+		// Two requests: 800k of the 1M input tokens came from the cache.
+		h.event(turnEvent("turn.completed", rid, tid, `"steps":2,"usage":{"input_tokens":1000000,"output_tokens":0,"cached_input_tokens":800000}`))
+		h.typeText("/cost")
+		h.key("enter")
+		return strings.Join(strings.Fields(h.screen()), " ")
+	}
+	// 200k uncached at $2 + 800k cached at $0.5 = $0.40 + $0.40.
+	s := cost(`{"input_per_mtok":2,"output_per_mtok":8,"cached_input_per_mtok":0.5}`)
+	for _, want := range []string{"Cost: $0.80 (gpt-4.1 at $2/$8 per million input/output tokens, $0.5 cached)", "of them cached)"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("/cost with a cached price lacks %q:\n%s", want, s)
+		}
+	}
+	// Without a cached price every input token counts at $2, and /cost says
+	// how to get the lower figure.
+	s = cost(`{"input_per_mtok":2,"output_per_mtok":8}`)
+	for _, want := range []string{"Cost: $2.00", "cached input at the input price: add cached_input_price to [providers.openai.models.\"gpt-4.1\"]"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("/cost without a cached price lacks %q:\n%s", want, s)
+		}
+	}
+	u := protocol.Usage{InputTokens: 10, OutputTokens: 1}
+	u.Add(protocol.Usage{InputTokens: 5, CachedInputTokens: new(int64(4))})
+	if u.CachedInputTokens == nil || *u.CachedInputTokens != 4 || u.InputTokens != 15 {
+		t.Errorf("Usage.Add = %+v, want 15 input of which 4 cached", u)
+	}
+}

@@ -167,7 +167,7 @@ func TestGoldenApprovalTurn(t *testing.T) {
 	h := start(t, options{})
 	h.f.Enqueue(
 		fo.Script(fo.Text("Let me look."), fo.ToolCall("call_1", "bash", `{"command":"echo hello"}`), fo.Usage(10, 4)),
-		fo.Script(fo.Text("The workspace ", "says hello."), fo.Usage(20, 5)),
+		fo.Script(fo.Text("The workspace ", "says hello."), fo.CachedUsage(20, 5, 16)),
 	)
 	h.init()
 	if err := h.c.Notify("initialized", nil); err != nil {

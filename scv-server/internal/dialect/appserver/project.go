@@ -320,7 +320,7 @@ func (p *projector) assistantCompleted(e *protocol.AssistantCompleted) []outMsg 
 	if e.Usage != nil {
 		t.cycles = append(t.cycles, Cycle{CycleIndex: len(t.cycles) + 1, Usage: CycleUsage{SchemaVersion: UsageSchema,
 			InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens, TotalTokens: e.Usage.InputTokens + e.Usage.OutputTokens,
-			UsageSource: "provider_reported", CacheUsage: missingCache("provider_usage")}})
+			UsageSource: "provider_reported", CacheUsage: cacheUsage(e.Usage.InputTokens, e.Usage.CachedInputTokens, "provider_usage")}})
 	}
 	if e.Content != "" {
 		t.final = e.Content
@@ -341,6 +341,17 @@ func (p *projector) assistantCompleted(e *protocol.AssistantCompleted) []outMsg 
 // never an observed zero.
 func missingCache(source string) CacheUsage {
 	return CacheUsage{Status: "accounting_missing", Source: source}
+}
+
+// cacheUsage is the cache accounting of input tokens of which cached were
+// read from the provider's prompt cache (nil: the provider did not say).
+// OpenAI-compatible providers report no cache writes, so those stay null.
+func cacheUsage(input int64, cached *int64, source string) CacheUsage {
+	if cached == nil {
+		return missingCache(source)
+	}
+	read, uncached := *cached, max(input-*cached, 0)
+	return CacheUsage{Status: "provider_reported", ReadInputTokens: &read, UncachedInputTokens: &uncached, Source: source}
 }
 
 // toolMetadata derives a call's metadata from the risk its tool declared.
@@ -430,12 +441,26 @@ func tokenUsage(cycles []Cycle) *TokenUsage {
 	if len(cycles) == 0 {
 		return nil
 	}
-	u := &TokenUsage{SchemaVersion: TaskUsageSchema, CacheUsage: missingCache("aggregate"), Cycles: cycles}
+	u := &TokenUsage{SchemaVersion: TaskUsageSchema, Cycles: cycles}
+	// The aggregate's cache accounting is known only when every cycle's
+	// is: one unreported cycle would make a sum look like a lower hit rate.
+	var read int64
+	known := true
 	for _, c := range cycles {
 		u.InputTokens += c.Usage.InputTokens
 		u.OutputTokens += c.Usage.OutputTokens
+		if r := c.Usage.CacheUsage.ReadInputTokens; r != nil && c.Usage.CacheUsage.Status == "provider_reported" {
+			read += *r
+		} else {
+			known = false
+		}
 	}
 	u.TotalTokens = u.InputTokens + u.OutputTokens
+	if known {
+		u.CacheUsage = cacheUsage(u.InputTokens, &read, "aggregate")
+	} else {
+		u.CacheUsage = missingCache("aggregate")
+	}
 	return u
 }
 

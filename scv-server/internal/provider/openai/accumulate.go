@@ -34,7 +34,7 @@ func newAccumulator(p *Provider, h provider.Handler) *accumulator {
 
 func (a *accumulator) add(c *chunk) error {
 	if u := c.Usage; u != nil {
-		a.usage = &provider.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+		a.usage = &provider.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, CachedInputTokens: u.cached()}
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]

@@ -39,8 +39,24 @@ type toolDelta struct {
 }
 
 type usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
+	PromptTokens        int64         `json:"prompt_tokens"`
+	CompletionTokens    int64         `json:"completion_tokens"`
+	PromptTokensDetails *tokenDetails `json:"prompt_tokens_details"`
+}
+
+// tokenDetails is the chat wire's prompt_tokens_details and the Responses
+// wire's input_tokens_details: of the input, how much came from the
+// provider's prompt cache (nil when not said).
+type tokenDetails struct {
+	CachedTokens *int64 `json:"cached_tokens"`
+}
+
+// cached is prompt_tokens_details.cached_tokens; nil when absent.
+func (u *usage) cached() *int64 {
+	if u.PromptTokensDetails == nil {
+		return nil
+	}
+	return u.PromptTokensDetails.CachedTokens
 }
 
 // optInt is an int that may be absent or null, without the allocation of
@@ -258,7 +274,29 @@ func (d *chunkDecoder) usage(u *usage) bool {
 			return once(&seen, 1) && d.int64Value(&u.PromptTokens)
 		case "completion_tokens":
 			return once(&seen, 2) && d.int64Value(&u.CompletionTokens)
+		case "prompt_tokens_details":
+			if !once(&seen, 4) {
+				return false
+			}
+			if d.literal("null") {
+				return true
+			}
+			u.PromptTokensDetails = new(tokenDetails)
+			var dseen uint8
+			return d.object(func(key []byte) bool {
+				if string(key) == "cached_tokens" {
+					if !once(&dseen, 1) {
+						return false
+					}
+					if d.literal("null") {
+						return true
+					}
+					u.PromptTokensDetails.CachedTokens = new(int64)
+					return d.int64Value(u.PromptTokensDetails.CachedTokens)
+				}
+				return d.skipUnknown(key, "cached_tokens")
+			})
 		}
-		return d.skipUnknown(key, "prompt_tokens", "completion_tokens")
+		return d.skipUnknown(key, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
 	})
 }

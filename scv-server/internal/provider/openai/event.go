@@ -71,8 +71,9 @@ type respResponse struct {
 }
 
 type respUsage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
+	InputTokens        int64         `json:"input_tokens"`
+	OutputTokens       int64         `json:"output_tokens"`
+	InputTokensDetails *tokenDetails `json:"input_tokens_details"`
 }
 
 // respEventKeys are respEvent's JSON keys: the fast path leaves an event

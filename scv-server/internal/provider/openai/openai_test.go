@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -153,6 +154,7 @@ func TestUsage(t *testing.T) {
 		want  *provider.Usage
 	}{
 		{"present", []f.Step{f.Text("a"), f.Usage(5, 1)}, &provider.Usage{InputTokens: 5, OutputTokens: 1}},
+		{"cached", []f.Step{f.Text("a"), f.CachedUsage(5, 1, 4)}, &provider.Usage{InputTokens: 5, OutputTokens: 1, CachedInputTokens: new(int64(4))}},
 		{"absent", []f.Step{f.Text("a")}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,8 +163,8 @@ func TestUsage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (resp.Usage == nil) != (tc.want == nil) || (tc.want != nil && *resp.Usage != *tc.want) {
-				t.Fatalf("usage %+v, want %+v", resp.Usage, tc.want)
+			if !reflect.DeepEqual(resp.Usage, tc.want) {
+				t.Fatalf("usage %s, want %s", usageText(resp.Usage), usageText(tc.want))
 			}
 		})
 	}
@@ -1000,4 +1002,16 @@ func BenchmarkStream10kDeltas(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// usageText prints a usage with its cached count (not its address).
+func usageText(u *provider.Usage) string {
+	if u == nil {
+		return "none"
+	}
+	cached := "unsaid"
+	if u.CachedInputTokens != nil {
+		cached = fmt.Sprint(*u.CachedInputTokens)
+	}
+	return fmt.Sprintf("{in %d out %d cached %s}", u.InputTokens, u.OutputTokens, cached)
 }

@@ -579,6 +579,9 @@ func (d *responsesDecoder) complete(ev *respEvent) error {
 	if r := ev.Response; r != nil {
 		if u := r.Usage; u != nil {
 			a.usage = &provider.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+			if det := u.InputTokensDetails; det != nil {
+				a.usage.CachedInputTokens = det.CachedTokens
+			}
 		}
 		if ev.Type == "response.incomplete" {
 			a.finish = "incomplete"

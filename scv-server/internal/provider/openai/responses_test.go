@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +41,13 @@ func TestResponsesText(t *testing.T) {
 	if resp.Content != "Hello world" || resp.FinishReason != "stop" || len(resp.ToolCalls) != 0 {
 		t.Fatalf("response %+v", resp)
 	}
-	if resp.Usage == nil || *resp.Usage != (provider.Usage{InputTokens: 10, OutputTokens: 3}) {
-		t.Fatalf("usage %+v", resp.Usage)
+	// The Responses wire always reports cached input tokens (0 here).
+	if want := (&provider.Usage{InputTokens: 10, OutputTokens: 3, CachedInputTokens: new(int64(0))}); !reflect.DeepEqual(resp.Usage, want) {
+		t.Fatalf("usage %s, want %s", usageText(resp.Usage), usageText(want))
+	}
+	resp, _, err = fx.stream(t, f.Text("again"), f.CachedUsage(10, 3, 8))
+	if err != nil || resp.Usage == nil || resp.Usage.CachedInputTokens == nil || *resp.Usage.CachedInputTokens != 8 {
+		t.Fatalf("cached usage %s, %v: want 8 cached", usageText(resp.Usage), err)
 	}
 	r := fx.srv.Requests()[0]
 	if r.Path != "/v1/responses" || r.Wire != "responses" || r.Model != "gpt-test" || !r.Stream {
