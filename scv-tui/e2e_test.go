@@ -1129,3 +1129,136 @@ func TestE2ERenderingKeepsLinesAndCounts(t *testing.T) {
 		t.Errorf("exit code %d, want 0", code)
 	}
 }
+
+// TestE2ERevokeRule: "a" on an approval grants the session rule the tool
+// proposed, so the next such call runs without asking; /rules lists it,
+// /revoke removes it, and the call after that asks again (issue 21,
+// item 15).
+func TestE2ERevokeRule(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(
+		fakeopenai.Script(fakeopenai.ToolCall("c1", "bash", `{"command":"touch one.txt"}`)),
+		fakeopenai.Script(fakeopenai.Text("Made one.")),
+		fakeopenai.Script(fakeopenai.ToolCall("c2", "bash", `{"command":"touch two.txt"}`)),
+		fakeopenai.Script(fakeopenai.Text("Made two.")),
+		fakeopenai.Script(fakeopenai.ToolCall("c3", "bash", `{"command":"touch three.txt"}`)),
+		fakeopenai.Script(fakeopenai.Text("Made three.")),
+	)
+	home, ws := fakeHome(t, srv), t.TempDir()
+	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+
+	tm.submit("make one")
+	tm.waitText("Allow bash?", "touch one.txt")
+	tm.keys("a")
+	tm.waitText("Made one.")
+	tm.waitIdle()
+
+	// The rule covers the next touch: it runs without a dialog.
+	tm.submit("make two")
+	tm.waitText("Made two.")
+	tm.waitIdle()
+	if s := tm.screen(); strings.Contains(s, "Allow bash?") {
+		t.Fatalf("the second touch asked although the session rule covers it:\n%s", s)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "two.txt")); err != nil {
+		t.Fatalf("the second touch did not run: %v", err)
+	}
+
+	tm.submit("/rules")
+	tm.waitText("Session rules", "bash:touch: bash commands that start with `touch`")
+	// A key the session does not hold is refused in words.
+	tm.submit("/revoke bash:tuoch")
+	tm.waitText("bash:tuoch was not revoked", "/rules lists the keys")
+	tm.submit("/revoke bash:touch")
+	tm.waitText("Revoked bash:touch: calls it covered ask again.", "No session rules are granted")
+
+	// Revoked: the third touch asks again, and runs once allowed.
+	tm.submit("make three")
+	tm.waitText("Allow bash?", "touch three.txt")
+	if _, err := os.Stat(filepath.Join(ws, "three.txt")); err == nil {
+		t.Fatal("the third touch ran before it was approved")
+	}
+	tm.keys("y")
+	tm.waitText("Made three.")
+	if _, err := os.Stat(filepath.Join(ws, "three.txt")); err != nil {
+		t.Errorf("the approved third touch did not run: %v", err)
+	}
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
+// TestE2EScvFlags: `scv -C DIR --model M "prompt"` from another directory
+// works in DIR, asks model M and starts with the prompt; the summary
+// printed on quit names the resume command, and `scv -C DIR --resume ID`
+// shows the stored conversation and continues it (issue 21, items 4
+// and 16).
+func TestE2EScvFlags(t *testing.T) {
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(
+		fakeopenai.Script(fakeopenai.Text("Hello from the other model.")),
+		fakeopenai.Script(fakeopenai.Text("Still here.")),
+	)
+	home, ws, elsewhere := fakeHome(t, srv), t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("Mention the marker ws-agents-7f3.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm := startTermStyled(t, elsewhere, home, nil, filepath.Join(bin, "scv"), "", "-C", ws, "--model", "other-model", "say hello")
+	tm.waitText("Hello from the other model.", "other-model")
+	waitRequests(t, srv, 1)
+	first := srv.Requests()[0]
+	if first.Model != "other-model" {
+		t.Errorf("the model request named %q, want --model's other-model", first.Model)
+	}
+	if p := promptsSent(srv); len(p) != 1 || p[0] != "say hello" {
+		t.Errorf("prompts %q, want the command line's", p)
+	}
+	// -C: the workspace's AGENTS.md reached the model, not elsewhere's.
+	var sys string
+	for _, m := range first.Messages {
+		if m.Role == "system" {
+			sys += m.Content
+		}
+	}
+	if !strings.Contains(sys, "ws-agents-7f3") {
+		t.Errorf("the system prompt lacks -C's AGENTS.md:\n%s", sys)
+	}
+	tm.waitIdle()
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+	m := regexp.MustCompile(`Resume it with: scv -C (\S+) --resume ([0-9a-f-]{8,})`).FindStringSubmatch(tm.screen())
+	if m == nil {
+		t.Fatalf("no resume command on the screen after quitting:\n%s", tm.screen())
+	}
+	if m[1] != ws {
+		t.Errorf("the resume command's -C is %q, want %q", m[1], ws)
+	}
+
+	tm2 := startTermStyled(t, elsewhere, home, nil, filepath.Join(bin, "scv"), "", "-C", m[1], "--resume", m[2])
+	tm2.waitText("say hello", "Hello from the other model.")
+	tm2.submit("are you there")
+	tm2.waitText("Still here.")
+	waitRequests(t, srv, 2)
+	var history []string
+	for _, msg := range srv.Requests()[1].Messages {
+		if msg.Role != "system" {
+			history = append(history, msg.Role+": "+msg.Content)
+		}
+	}
+	want := []string{"user: say hello", "assistant: Hello from the other model.", "user: are you there"}
+	if strings.Join(history, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the resumed request's history:\n%s\nwant:\n%s", strings.Join(history, "\n"), strings.Join(want, "\n"))
+	}
+	tm2.submit("/quit")
+	if code := tm2.exitCode(); code != 0 {
+		t.Errorf("the resumed scv exited %d, want 0", code)
+	}
+}

@@ -121,6 +121,7 @@ const (
 	reqQueueMove
 	reqQueueRemove
 	reqRules
+	reqRevoke
 	reqAttach
 	reqModels
 	reqSetModel
@@ -132,6 +133,7 @@ type request struct {
 	prompt string // turn.start, queue.update: the text, to restore on refusal
 	shown  string // turn.start: the prompt as the transcript shows it, when not prompt
 	resume string // session.start: the session it resumes
+	key    string // rule.revoke: the rule's key
 	// switching marks a /resume from an open session.
 	switching bool
 	dialog    *approval.Dialog

@@ -643,8 +643,17 @@ func TestRevokeRule(t *testing.T) {
 		t.Fatalf("sent %s", encode(rr))
 	}
 	h.event(`{"type":"session.rules_listed","request_id":"` + rr.RequestID + `","session_id":"` + sid + `","rules":[]}`)
-	if !strings.Contains(h.screen(), "No session rules are granted") {
-		t.Errorf("the rules left are not shown:\n%s", h.screen())
+	if s := h.screen(); !strings.Contains(s, "No session rules are granted") || !strings.Contains(s, "Revoked bash:go test") {
+		t.Errorf("the revocation and the rules left are not shown:\n%s", s)
+	}
+
+	// A refused revocation says so and never claims it was revoked.
+	h.typeText("/revoke bash:nope")
+	h.key("enter")
+	rr = last[*protocol.RuleRevoke](h)
+	h.event(`{"type":"error","request_id":"` + rr.RequestID + `","code":"invalid_request","message":"the session holds no rule bash:nope"}`)
+	if s := h.screen(); !strings.Contains(s, "bash:nope was not revoked: the session holds no rule bash:nope.") || strings.Contains(s, "Revoked bash:nope") {
+		t.Errorf("the refusal is not shown as such:\n%s", s)
 	}
 }
 

@@ -73,7 +73,9 @@ func (m *Model) sessionEvent(e protocol.Event) bool {
 		m.take(e.RequestID)
 		m.openPicker(m.markLive(e))
 	case *protocol.RulesListed:
-		m.take(e.RequestID)
+		if r, _ := m.take(e.RequestID); r.kind == reqRevoke {
+			m.transcript.AddNotice(transcript.Info, "Revoked "+r.key+": calls it covered ask again.")
+		}
 		m.showRules(e.Rules)
 	case *protocol.SessionModel:
 		m.sessionModel(e)

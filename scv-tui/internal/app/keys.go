@@ -450,9 +450,10 @@ func (m *Model) command(line string) tea.Cmd {
 			m.flash = "Name the rule to revoke, as /rules lists it: /revoke bash:go test"
 			return nil
 		}
-		if m.send(&protocol.RuleRevoke{RequestID: m.newID(), SessionID: m.sessionID, Key: arg}, request{kind: reqRules}) {
+		// Said once the server answers: a key the session does not hold is
+		// refused, and the refusal must not follow a "Revoked".
+		if m.send(&protocol.RuleRevoke{RequestID: m.newID(), SessionID: m.sessionID, Key: arg}, request{kind: reqRevoke, key: arg}) {
 			done()
-			m.flash = "Revoked " + arg + "; the rules left follow."
 		}
 	case "/quit", "/exit":
 		return tea.Quit

@@ -208,6 +208,8 @@ func (m *Model) serverError(e *protocol.Error) {
 			return
 		}
 		m.transcript.AddNotice(transcript.Warn, "The queue change was not applied: "+text)
+	case reqRevoke:
+		m.transcript.AddNotice(transcript.Warn, fmt.Sprintf("%s was not revoked: %s. /rules lists the keys this session holds.", r.key, strings.TrimSuffix(text, ".")))
 	case reqClear:
 		m.flash = "The conversation was not cleared: " + text
 	case reqCompact:
