@@ -143,6 +143,7 @@ const progressInterval = 500 * time.Millisecond
 // Run runs one turn for prompt on top of history.
 func Run(ctx context.Context, cfg Config, history []provider.Message, prompt string, sink Sink) Outcome {
 	l := newLoop(cfg, sink)
+	defer l.stopWarming()
 	l.add(provider.Message{Role: provider.RoleUser, Content: prompt})
 	l.out.Err = l.run(ctx, history)
 	return l.out
@@ -192,6 +193,50 @@ type loop struct {
 	calibrated    bool  // the provider reported the previous request's size
 	calibTokens   int64 // its input tokens
 	calibMsgs     int   // how many of the turn's messages it held
+
+	// Warm-ups (tools.Warmer) started while calls wait for approval: at
+	// most one per tool a turn, cancelled and joined when the turn ends.
+	warmed     map[string]bool
+	warmCancel context.CancelFunc
+	warms      sync.WaitGroup
+}
+
+// warm starts the warm-up of the named tool, if it has one and it was not
+// started in this turn yet. Its context is the turn's, cancelled when the
+// turn ends (stopWarming): a warm-up the turn no longer needs is dropped.
+func (l *loop) warm(ctx context.Context, name string) {
+	if l.warmed[name] || l.cfg.Tools == nil {
+		return
+	}
+	t, ok := l.cfg.Tools.Lookup(name)
+	w, warms := t.(tools.Warmer)
+	if !ok || !warms {
+		return
+	}
+	if l.warmed == nil {
+		l.warmed = map[string]bool{}
+	}
+	l.warmed[name] = true
+	wctx, cancel := context.WithCancel(ctx)
+	if prev := l.warmCancel; prev != nil {
+		l.warmCancel = func() { prev(); cancel() }
+	} else {
+		l.warmCancel = cancel
+	}
+	env := l.cfg.ToolEnv
+	l.warms.Add(1)
+	go func() {
+		defer l.warms.Done()
+		w.Warm(wctx, env)
+	}()
+}
+
+// stopWarming cancels the turn's warm-ups and waits for them.
+func (l *loop) stopWarming() {
+	if l.warmCancel != nil {
+		l.warmCancel()
+	}
+	l.warms.Wait()
 }
 
 // Target is where a model request goes: the provider, the model and the
@@ -476,6 +521,9 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 				wider = &protocol.Rule{Tool: call.Name, Key: plan.Wider.Key, Description: plan.Wider.Description}
 			}
 		}
+		// The user's reading time prepares the call (bash: the login
+		// profile's snapshot); the call waits for a warm-up in progress.
+		l.warm(ctx, call.Name)
 		id := l.cfg.Approvals.OpenWithRules(proposed, wider)
 		ev := &protocol.ApprovalRequested{ApprovalID: id, CallID: call.ID, Name: call.Name,
 			Risk: plan.Risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: plan.Summary, Rule: proposed, WiderRule: wider}

@@ -115,6 +115,17 @@ type Rule struct {
 	Description string
 }
 
+// Warmer is a tool that can get ready for its calls ahead of them. The
+// loop calls Warm when one of its calls waits for the user's approval, so
+// what a first call would otherwise pay for (bash: running the login
+// profile for the session's snapshot) happens while the user reads. Warm
+// returns when it is done or ctx ends; it must be safe beside the tool's
+// calls, cheap when there is nothing to do, and leave nothing a call
+// depends on half done when ctx ends.
+type Warmer interface {
+	Warm(ctx context.Context, env Env)
+}
+
 // Tool is one tool the model can call.
 type Tool interface {
 	Spec() Spec

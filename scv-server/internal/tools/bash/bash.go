@@ -261,7 +261,7 @@ func (t *Tool) run(ctx context.Context, env tools.Env, command string, timeout t
 			defer func() { _ = records.RemoveTree(t.opts.TreesDir, tag) }()
 		}
 	}
-	pc, err := t.snap.prepare(ctx, childenv.Without(os.Environ(), t.opts.HideEnv...), env.Workspace, env.StateDir, command, t.procs)
+	pc, err := t.snap.prepare(ctx, t.childEnv(), env.Workspace, env.StateDir, command, t.procs)
 	if err != nil {
 		c.discard()
 		if fw != nil {
@@ -300,6 +300,17 @@ func (t *Tool) run(ctx context.Context, env tools.Env, command string, timeout t
 	res := render(st, c, timeout, limit, t.limits(), pc.warning)
 	_ = c.close()
 	return res, nil
+}
+
+// childEnv is the environment a command starts from: the server's, less
+// the secrets the configuration names.
+func (t *Tool) childEnv() []string { return childenv.Without(os.Environ(), t.opts.HideEnv...) }
+
+// Warm takes the session's login-shell snapshot before the first call
+// needs it (tools.Warmer): the loop calls it while a call waits for
+// approval, so a slow profile runs while the user reads.
+func (t *Tool) Warm(ctx context.Context, env tools.Env) {
+	t.snap.warm(ctx, t.childEnv(), env.Workspace, env.StateDir, t.procs)
 }
 
 // limits are the process and memory limits a result may name.

@@ -114,3 +114,42 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFirstCallProfile is a session's first call (a new tool each
+// iteration) with a 50 ms login profile, timed from the user's approval:
+// cold, the call takes the snapshot itself; warmed, the loop's warm-up
+// (tools.Warmer) took it while the approval was asked, untimed here as
+// the user's reading time hides it.
+func BenchmarkFirstCallProfile(b *testing.B) {
+	for _, warmed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "cold", true: "warmed"}[warmed], func(b *testing.B) {
+			home := b.TempDir()
+			if err := os.WriteFile(filepath.Join(home, ".bash_profile"), []byte("sleep 0.05\nexport FROM_PROFILE=1\n"), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			b.Setenv("HOME", home)
+			dir, err := filepath.EvalSymlinks(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			for b.Loop() {
+				b.StopTimer()
+				tool := New(Options{})
+				env := tools.Env{Workspace: dir, Timeout: time.Minute, MaxTimeout: time.Hour, OutputLimit: 65536, StateDir: b.TempDir()}
+				if warmed {
+					tool.Warm(ctx, env)
+				}
+				plan, err := tool.Prepare(env, []byte(`{"command":"echo $FROM_PROFILE"}`))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				res, err := plan.Run(ctx)
+				if err != nil || res.Output != "exit 0\n1\n" {
+					b.Fatalf("%+v %v", res, err)
+				}
+			}
+		})
+	}
+}

@@ -222,6 +222,9 @@ type snapshot struct {
 	path string
 	made bool
 	dir  string
+	// warning says why the last attempt failed, for the next call's
+	// result (a warm-up has no result of its own to carry it).
+	warning string
 	// runs counts login shells started for snapshots (tests).
 	runs int
 }
@@ -243,22 +246,48 @@ func (s *snapshot) prepare(ctx context.Context, env []string, dir, stateDir, com
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := profileKey(env)
-	var warning string
-	if !s.made || key != s.key {
-		if err := s.take(ctx, env, dir, stateDir, lim); err != nil {
-			if ctx.Err() != nil {
-				return prepared{}, ctx.Err()
-			}
-			s.path = ""
-			warning = fmt.Sprintf("[the login profile could not be captured (%v); this session runs each command with bash -lc, which reads the profile every time, until a profile file changes]", err)
-		}
-		s.key, s.made = key, true
+	if err := s.ensureLocked(ctx, env, dir, stateDir, lim); err != nil {
+		return prepared{}, err
 	}
+	warning := s.warning
+	s.warning = ""
 	if s.path == "" {
 		return prepared{args: []string{"-lc", command}, env: env, warning: warning}, nil
 	}
 	return prepared{args: []string{"-c", command}, env: append(withoutVar(env, "BASH_ENV"), "BASH_ENV="+s.path)}, nil
+}
+
+// warm takes the snapshot ahead of the first call (Tool.Warm). A call
+// arriving meanwhile waits for it on the lock rather than running the
+// profile a second time; a warm-up cut short by ctx leaves the snapshot to
+// be taken by the call.
+func (s *snapshot) warm(ctx context.Context, env []string, dir, stateDir string, lim *procgroup.ProcessLimit) {
+	if s.timeout < 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.ensureLocked(ctx, env, dir, stateDir, lim)
+}
+
+// ensureLocked takes the snapshot when there is none yet or the profile
+// files changed. A failing login shell leaves the session on `bash -lc`,
+// with a warning for the next call's result; only ctx's end is an error,
+// and leaves the state as it was. s.mu is held.
+func (s *snapshot) ensureLocked(ctx context.Context, env []string, dir, stateDir string, lim *procgroup.ProcessLimit) error {
+	key := profileKey(env)
+	if s.made && key == s.key {
+		return nil
+	}
+	if err := s.take(ctx, env, dir, stateDir, lim); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.path = ""
+		s.warning = fmt.Sprintf("[the login profile could not be captured (%v); this session runs each command with bash -lc, which reads the profile every time, until a profile file changes]", err)
+	}
+	s.key, s.made = key, true
+	return nil
 }
 
 // take runs the plain and the login shell, and writes the snapshot.

@@ -121,6 +121,74 @@ func TestSnapshotFallsBackWhenTheProfileHangs(t *testing.T) {
 	}
 }
 
+// TestSnapshotWarm: a warm-up (taken while a call waits for approval)
+// runs the profile once; the call that arrives meanwhile waits for it
+// rather than running the profile again, and later warm-ups do nothing.
+func TestSnapshotWarm(t *testing.T) {
+	home := profileHome(t, slowProfile)
+	env := newEnv(t, 1<<16)
+	tool := newTool()
+	warmed := make(chan struct{})
+	go func() {
+		defer close(warmed)
+		tool.Warm(context.Background(), env)
+	}()
+	// The call comes while the profile (half a second) runs.
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-warmed:
+		t.Fatal("the warm-up ended before its profile could have run")
+	default:
+	}
+	o := await(t, call(context.Background(), t, tool, env, map[string]any{"command": `echo "$PLAIN_VAR"`}))
+	<-warmed
+	if o.err != nil || o.res.Output != "exit 0\nplain\n" {
+		t.Fatalf("the call: %+v %v", o.res, o.err)
+	}
+	tool.Warm(context.Background(), env)
+	if n := profileRuns(t, home); n != 1 || tool.snap.runs != 1 {
+		t.Fatalf("the profile ran %d times in %d snapshots, want once", n, tool.snap.runs)
+	}
+	// A warm-up alone leaves the snapshot the calls use.
+	fresh := newTool()
+	fresh.Warm(context.Background(), env)
+	if n := profileRuns(t, home); n != 2 || !fresh.snap.made || fresh.snap.path == "" {
+		t.Fatalf("a warm-up alone: profile runs %d, made %v, path %q; want a snapshot", n, fresh.snap.made, fresh.snap.path)
+	}
+}
+
+// TestSnapshotWarmCancelled: a warm-up cut short (the turn ended) leaves
+// no snapshot and no warning; the next call takes the snapshot itself.
+// A warm-up whose login shell fails hands its warning to the next call.
+func TestSnapshotWarmCancelled(t *testing.T) {
+	profileHome(t, slowProfile)
+	env := newEnv(t, 1<<16)
+	tool := newTool()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	tool.Warm(ctx, env)
+	checkNoChildren(t)
+	if tool.snap.made || tool.snap.warning != "" {
+		t.Fatalf("after a cancelled warm-up: made %v, warning %q", tool.snap.made, tool.snap.warning)
+	}
+	o := await(t, call(context.Background(), t, tool, env, map[string]any{"command": `echo "$PLAIN_VAR"`}))
+	if o.err != nil || o.res.Output != "exit 0\nplain\n" || tool.snap.runs != 2 {
+		t.Fatalf("the call: %+v %v (%d snapshot attempts, want 2)", o.res, o.err, tool.snap.runs)
+	}
+
+	profileHome(t, "exit 3\n")
+	failing := newTool()
+	failing.Warm(context.Background(), env)
+	o = await(t, call(context.Background(), t, failing, env, map[string]any{"command": `echo hi`}))
+	if !strings.Contains(o.res.Output, "could not be captured") {
+		t.Fatalf("the call after a failed warm-up: %+v %v; want the warning", o.res, o.err)
+	}
+	o = await(t, call(context.Background(), t, failing, env, map[string]any{"command": `echo hi`}))
+	if strings.Contains(o.res.Output, "could not be captured") || failing.snap.runs != 1 {
+		t.Fatalf("the second call: %+v (%d attempts); want no second warning and one attempt", o.res, failing.snap.runs)
+	}
+}
+
 func TestSnapshotFallsBackWhenTheProfileExits(t *testing.T) {
 	profileHome(t, "export V=set\n[ -n \"$SCV_TEST_NO_EXIT\" ] || exit 3\n")
 	env := newEnv(t, 1<<16)
