@@ -295,12 +295,28 @@ func (s *snapshot) take(ctx context.Context, env []string, dir, stateDir string,
 	s.runs++
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	plain, err := dumpShell(ctx, env, dir, "-c", lim)
-	if err != nil {
-		return err
-	}
+	// The two shells are independent: run side by side, the snapshot costs
+	// the login shell's time rather than the sum (a session's first call
+	// with an empty profile: 16 ms -> 10 ms on 2 cores). A failure of
+	// either stops the other.
+	var plain *shellState
+	var plainErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if plain, plainErr = dumpShell(ctx, env, dir, "-c", lim); plainErr != nil {
+			cancel()
+		}
+	}()
 	login, err := dumpShell(ctx, env, dir, "-lc", lim)
 	if err != nil {
+		cancel()
+	}
+	<-done
+	switch {
+	case plainErr != nil && (err == nil || errors.Is(err, context.Canceled)):
+		return plainErr
+	case err != nil:
 		return err
 	}
 	return s.write(stateDir, renderSnapshot(login, plain))
