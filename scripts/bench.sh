@@ -3,7 +3,8 @@
 # benchmark harness, summarized by a pinned benchstat):
 #   - protocol: encoding an assistant.delta frame, decoding a client frame;
 #   - scv-server: one turn of 10,000 streamed deltas over the stdio pipes,
-#     start to initialized, resident memory after one session;
+#     start to initialized, a tool round trip beyond its command,
+#     resident memory after one session;
 #   - tools: read, write and edit of a 1 MiB file; a bash call of `true`
 #     through the tool against spawning `bash -lc true` directly;
 #   - sessions: resuming a 2,000-turn session;
@@ -53,7 +54,7 @@ run() { # package dir, pattern, file
 rm -f "$out"/*.txt
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%F)"
 run shared/protocol 'EncodeAssistantDelta|DecodeClientFrame' protocol
-run scv-server 'Turn10kDeltas|StartToInitialized|RSSAfterSession|ResumeSession' server
+run scv-server 'Turn10kDeltas|StartToInitialized|ToolRoundTrip|RSSAfterSession|ResumeSession' server
 for d in read write edit bash; do
 	run scv-server/internal/tools/$d '.' tools
 done
