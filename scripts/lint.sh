@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's lint command: for every module of the workspace, gofmt -l
-# (any file it lists is a failure), go vet and staticcheck. staticcheck is
+# (any file it lists is a failure), go mod tidy (GOWORK=off), go vet and
+# staticcheck. staticcheck is
 # pinned and installed into .cache/bin (git-ignored) on first use.
 #
 # Usage: scripts/lint.sh [module-dir...]   (default: every module)
@@ -39,6 +40,13 @@ for dir in "${modules[@]}"; do
 	if [[ -n $unformatted ]]; then
 		echo "gofmt: these files need gofmt -w:"
 		sed 's/^/  /' <<<"$unformatted"
+		status=1
+	fi
+	# Each module's go.mod and go.sum must stand without the workspace
+	# (GOWORK=off), as they do for anyone who builds one module alone.
+	if ! tidy=$(cd "$dir" && GOWORK=off go mod tidy -diff 2>&1); then
+		echo "go mod tidy: go.mod or go.sum of $rel is not tidy; run (cd $rel && GOWORK=off go mod tidy):"
+		sed 's/^/  /' <<<"$tidy"
 		status=1
 	fi
 	(cd "$dir" && go vet ./...) || status=1
