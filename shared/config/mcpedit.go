@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -188,17 +189,27 @@ func readUserFile(home string) ([]byte, fs.FileMode, error) {
 	return l.data, l.mode.Perm(), nil
 }
 
+// replaceChecked writes data to the user file and loads the result,
+// putting old back when it does not load. A config.toml that is a
+// symbolic link (into a dotfiles checkout, say) is written where it
+// points: an atomic replace of the link itself would cut it off.
 func replaceChecked(home, file string, old, data []byte, mode fs.FileMode, env paths.Env) error {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(file, data, mode); err != nil {
-		return fmt.Errorf("cannot write %s: %w", file, err)
+	target := file
+	if fi, err := os.Lstat(file); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if target, err = filepath.EvalSymlinks(file); err != nil {
+			return fmt.Errorf("%s is a symbolic link that cannot be followed (%w); fix or remove the link, then try again", file, err)
+		}
+	}
+	if err := atomicfile.WriteFile(target, data, mode); err != nil {
+		return fmt.Errorf("cannot write %s: %w", target, err)
 	}
 	if _, _, err := Load(LoadOptions{Home: home, Env: env}); err != nil {
 		if old == nil {
-			_ = os.Remove(file)
-		} else if rerr := atomicfile.WriteFile(file, old, mode); rerr != nil {
+			_ = os.Remove(target)
+		} else if rerr := atomicfile.WriteFile(target, old, mode); rerr != nil {
 			return fmt.Errorf("the change made the configuration invalid (%w), and putting the old file back failed: %w", err, rerr)
 		}
 		return fmt.Errorf("the change was not made, since the configuration would not load: %w", err)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,5 +47,54 @@ func TestAddRemoveMCPServer(t *testing.T) {
 	}
 	if err := RemoveMCPServer(f.home, "files", env); err == nil || !strings.Contains(err.Error(), "no MCP server named") {
 		t.Errorf("second remove: %v", err)
+	}
+}
+
+// TestMCPEditKeepsASymlinkedConfig: a config.toml that is a symbolic link
+// (into a dotfiles checkout) is edited where it points and stays a link; a
+// dangling link is refused with what to do.
+func TestMCPEditKeepsASymlinkedConfig(t *testing.T) {
+	t.Parallel()
+	home, dots := t.TempDir(), t.TempDir()
+	real := filepath.Join(dots, "scv.toml")
+	if err := os.WriteFile(real, []byte("# in my dotfiles\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(home, "config.toml")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	env := paths.MapEnv(nil)
+	s := DefaultMCPServer()
+	s.Command = "k"
+	if err := AddMCPServer(home, "files", s, env); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("config.toml is no longer a link: %v %v", fi, err)
+	}
+	if data, _ := os.ReadFile(real); !strings.HasPrefix(string(data), "# in my dotfiles\n") || !strings.Contains(string(data), "[mcp_servers.files]") {
+		t.Fatalf("the linked file holds:\n%s", data)
+	}
+	if err := RemoveMCPServer(home, "files", env); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(real); string(data) != "# in my dotfiles\n" {
+		t.Fatalf("after the removal the linked file holds:\n%s", data)
+	}
+
+	gone := t.TempDir()
+	if err := os.Symlink(filepath.Join(gone, "missing.toml"), filepath.Join(gone, "config.toml")); err != nil {
+		t.Fatal(err)
+	}
+	err := AddMCPServer(gone, "files", s, env)
+	if err == nil {
+		t.Fatal("a dangling link was written through")
+	}
+	if !strings.Contains(err.Error(), "symbolic link that cannot be followed") {
+		t.Errorf("dangling link: %v; want it named", err)
+	}
+	if _, serr := os.Stat(filepath.Join(gone, "missing.toml")); serr == nil {
+		t.Errorf("the dangling link's target was created (error %v)", err)
 	}
 }
