@@ -119,6 +119,25 @@ func Open(dir, name string, flag int, perm fs.FileMode, links Links) (*os.File, 
 	return d.Open(name, flag, perm)
 }
 
+// LogMaxBytes bounds a log file SCV appends to (the daemon's, the TUI's
+// server log): one larger is moved to <name>.old, replacing the one
+// before, when it is next opened, so two generations at most are kept.
+const LogMaxBytes = 8 << 20
+
+// OpenLog opens the log file at path for appending (created 0600; its
+// directory must exist), first moving it to <path>.old when it holds more
+// than LogMaxBytes. Like every state file it is never opened through a
+// symbolic link nor as anything but a regular file; a link or other file
+// in its place is not moved either.
+func OpenLog(path string) (*os.File, error) {
+	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() && st.Size() > LogMaxBytes {
+		// A second process that rotated first leaves a small file here,
+		// which is kept; losing the race costs an old generation at most.
+		_ = os.Rename(path, path+".old")
+	}
+	return Open(filepath.Dir(path), filepath.Base(path), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600, NoLinks)
+}
+
 // openFlags are added to every open.
 const openFlags = syscall.O_NONBLOCK | syscall.O_CLOEXEC
 

@@ -157,3 +157,56 @@ func TestReadFileIsBounded(t *testing.T) {
 		t.Fatalf("past the bound: %v", err)
 	}
 }
+
+// TestOpenLogRotates: a log over LogMaxBytes moves to <name>.old (the one
+// before it goes) when next opened, and appending starts afresh; a smaller
+// log is appended to; a link in the log's place is neither followed nor
+// moved.
+func TestOpenLogRotates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "daemon.log")
+	write(t, path+".old", "generation 0\n")
+	write(t, path, "small\n")
+	appendLine := func(line string) {
+		t.Helper()
+		f, err := OpenLog(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(line); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+	}
+	appendLine("more\n")
+	if b, _ := os.ReadFile(path); string(b) != "small\nmore\n" {
+		t.Fatalf("a small log was not appended to: %q", b)
+	}
+	big := strings.Repeat("x", LogMaxBytes) + "\n"
+	write(t, path, big)
+	appendLine("fresh\n")
+	if b, _ := os.ReadFile(path); string(b) != "fresh\n" {
+		t.Fatalf("after rotation the log holds %d bytes, want only the new line", len(b))
+	}
+	if b, _ := os.ReadFile(path + ".old"); string(b) != big {
+		t.Fatalf("the old generation holds %d bytes, want the rotated log", len(b))
+	}
+
+	outside := filepath.Join(t.TempDir(), "elsewhere")
+	write(t, outside, big)
+	link := filepath.Join(dir, "linked.log")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	var nr *NotRegularError
+	if _, err := OpenLog(link); !errors.As(err, &nr) {
+		t.Fatalf("opening a linked log: %v, want a NotRegularError", err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the link was moved or replaced: %v %v", fi, err)
+	}
+	if _, err := os.Lstat(link + ".old"); err == nil {
+		t.Error("a link was rotated")
+	}
+}

@@ -213,21 +213,14 @@ func (c *Client) Close(ctx context.Context) error {
 }
 
 // openLog opens the log file for appending, creating its directory 0700
-// and the file 0600. A log over maxLogBytes is moved to <name>.old first so
-// it does not grow without bound. The log is never opened through a
-// symbolic link, nor as anything but a regular file (statefile).
+// (statefile.OpenLog: bounded to two generations, never through a link).
 func openLog(path string) (*os.File, error) {
 	if err := paths.EnsureDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("the server log: %w", err)
 	}
-	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() && st.Size() > maxLogBytes {
-		_ = os.Rename(path, path+".old")
-	}
-	f, err := statefile.Open(filepath.Dir(path), filepath.Base(path), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600, statefile.NoLinks)
+	f, err := statefile.OpenLog(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the server log: %w", err)
 	}
 	return f, nil
 }
-
-const maxLogBytes = 8 << 20

@@ -84,7 +84,7 @@ func setup(f Flags, env paths.Env) (*session, error) {
 	if err := paths.EnsureDir(filepath.Dir(s.logPath)); err != nil {
 		return nil, fmt.Errorf("the log file: %w", err)
 	}
-	s.logFile, err = statefile.Open(filepath.Dir(s.logPath), filepath.Base(s.logPath), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600, statefile.NoLinks)
+	s.logFile, err = statefile.OpenLog(s.logPath)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the log file: %w", err)
 	}

@@ -174,12 +174,12 @@ func Start(f *cmdutil.Factory, home string) (daemonfile.Info, error) {
 	}
 }
 
-// openLog opens LogFile for appending as every file under SCV_HOME is
-// opened (statefile): never through a symbolic link, which would make the
-// daemon append to a file outside SCV_HOME, and only a regular file.
+// openLog opens LogFile for appending as every log under SCV_HOME is
+// opened (statefile.OpenLog): never through a symbolic link, which would
+// make the daemon append to a file outside SCV_HOME, only a regular file,
+// and moved to daemon.log.old at a start that finds it over 8 MiB.
 func openLog(home string) (*os.File, error) {
-	file := LogFile(home)
-	f, err := statefile.Open(filepath.Dir(file), filepath.Base(file), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600, statefile.NoLinks)
+	f, err := statefile.OpenLog(LogFile(home))
 	if err != nil {
 		return nil, fmt.Errorf("opening the daemon's log: %w", err)
 	}
