@@ -202,21 +202,28 @@ func BenchmarkSoakToolCalls(b *testing.B) {
 	}
 }
 
-// soak runs calls bash calls in one session and returns VmRSS (KiB) after
-// 50 calls and its growth from there to the end.
-func soak(b *testing.B, calls int, clear bool) (at50, growth float64) {
+// benchSession starts a server whose provider is a fake model (its
+// [providers.fake] table gets extra), and one auto-approving session in a
+// new workspace. The caller stops the server.
+func benchSession(b *testing.B, extra string) (*fo.Server, *benchServer, string) {
 	f := fo.Start(b)
 	home := b.TempDir()
-	cfg := fmt.Sprintf("[provider]\nactive = \"fake\"\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"k\"\nmodel = \"m\"\ncontext_max_tokens = 1000000\n", f.URL())
+	cfg := fmt.Sprintf("[provider]\nactive = \"fake\"\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"k\"\nmodel = \"m\"\n%s", f.URL(), extra)
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	s := startBench(b, home)
-	defer s.stop()
 	s.send(b, &protocol.Initialize{RequestID: "1", ProtocolVersion: 3, Client: protocol.ClientInfo{Name: "bench"}})
 	s.until(b, protocol.TypeInitialized)
 	s.send(b, &protocol.SessionStart{RequestID: "2", Cwd: b.TempDir(), AutoApprove: true})
-	sid := sessionID(s.until(b, protocol.TypeSessionStarted))
+	return f, s, sessionID(s.until(b, protocol.TypeSessionStarted))
+}
+
+// soak runs calls bash calls in one session and returns VmRSS (KiB) after
+// 50 calls and its growth from there to the end.
+func soak(b *testing.B, calls int, clear bool) (at50, growth float64) {
+	f, s, sid := benchSession(b, "context_max_tokens = 1000000\n")
+	defer s.stop()
 	for i := range calls {
 		if i == 50 {
 			at50 = vmRSS(b, s.cmd.Process.Pid)
@@ -242,18 +249,8 @@ func soak(b *testing.B, calls int, clear bool) (at50, growth float64) {
 // target: at most 10 ms). The session's first call, which takes the
 // login-shell snapshot, runs before the timing.
 func BenchmarkToolRoundTrip(b *testing.B) {
-	f := fo.Start(b)
-	home := b.TempDir()
-	cfg := fmt.Sprintf("[provider]\nactive = \"fake\"\n[providers.fake]\nkind = \"openai\"\nbase_url = %q\napi_key = \"k\"\nmodel = \"m\"\n", f.URL())
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	s := startBench(b, home)
+	f, s, sid := benchSession(b, "")
 	defer s.stop()
-	s.send(b, &protocol.Initialize{RequestID: "1", ProtocolVersion: 3, Client: protocol.ClientInfo{Name: "bench"}})
-	s.until(b, protocol.TypeInitialized)
-	s.send(b, &protocol.SessionStart{RequestID: "2", Cwd: b.TempDir(), AutoApprove: true})
-	sid := sessionID(s.until(b, protocol.TypeSessionStarted))
 	seq := 0
 	turn := func(steps ...fo.Reply) time.Duration {
 		f.Enqueue(steps...)

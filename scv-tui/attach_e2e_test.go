@@ -60,10 +60,7 @@ func TestE2EAttachToDaemonSession(t *testing.T) {
 		t.Fatalf("exec --continue on the attached session: %s", out)
 	}
 	tm.waitText("Third, from exec.")
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 	// Quitting detached the TUI; the session stays open in the daemon.
 	if st, err := client.QueryDaemonStatus(home, 5*time.Second); err != nil || len(st.Sessions) != 1 || st.Sessions[0].SessionID != sid {
 		t.Fatalf("after quitting: %+v, %v", st, err)
@@ -115,10 +112,7 @@ func TestE2ETUIThroughRestart(t *testing.T) {
 	if len(reqs) != 3 || !strings.Contains(string(reqs[2].Body), "The queued one ran.") {
 		t.Fatalf("the last turn did not run in the same session: %d requests", len(reqs))
 	}
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 	scv("stop")
 }
 

@@ -107,6 +107,13 @@ func startTerm(t *testing.T, dir, home string, env []string, program string) *te
 // of that colour does.
 func startTermStyled(t *testing.T, dir, home string, env []string, program, style string, progArgs ...string) *term {
 	t.Helper()
+	return startTermAt(t, 100, 30, dir, home, env, program, style, progArgs...)
+}
+
+// startTermAt is startTermStyled in a pane of cols x rows from the start,
+// so the program's first frame is drawn at that size.
+func startTermAt(t *testing.T, cols, rows int, dir, home string, env []string, program, style string, progArgs ...string) *term {
+	t.Helper()
 	socketSeq++
 	tm := &term{t: t, socket: fmt.Sprintf("scv-e2e-%d-%d", os.Getpid(), socketSeq), home: home, done: "scv-e2e-exit="}
 	script := `before=$(stty -g); "$0" "$@"; code=$?; after=$(stty -g)
@@ -117,7 +124,7 @@ exec sleep 3600`
 	if style != "" {
 		args = append(args, "start-server", ";", "set-option", "-g", "window-style", style, ";")
 	}
-	args = append(args, "new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", "-c", dir,
+	args = append(args, "new-session", "-d", "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows), "-s", "e2e", "-c", dir,
 		"env", "-i", "PATH="+os.Getenv("PATH"), "HOME="+home, "TERM=xterm-256color", "LANG=C.UTF-8", "SCV_HOME="+home)
 	args = append(args, env...)
 	args = append(append(args, "sh", "-c", script, program), progArgs...)
@@ -203,6 +210,16 @@ func (tm *term) waitText(texts ...string) string {
 // wrapped it: runs of white space, line ends included, match each other.
 func onScreen(s, text string) bool {
 	return strings.Contains(strings.Join(strings.Fields(s), " "), strings.Join(strings.Fields(text), " "))
+}
+
+// quit sends /quit and expects the program to end with status 0, the
+// terminal restored.
+func (tm *term) quit() {
+	tm.t.Helper()
+	tm.submit("/quit")
+	if code := tm.exitCode(); code != 0 {
+		tm.t.Errorf("exit code %d after /quit, want 0", code)
+	}
 }
 
 // waitGone waits until text is no longer on the screen.
@@ -433,10 +450,7 @@ func TestE2ETUI(t *testing.T) {
 	tm.waitGone("Server log:")
 
 	// /quit ends the UI, restores the terminal and shuts the server down.
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("scv exited %d, want 0", code)
-	}
+	tm.quit()
 	assertServerGone(t, home)
 
 	// The next scv in this workspace recalls the prompts with Up.
@@ -606,10 +620,7 @@ func TestE2EConfigFixedThenRestart(t *testing.T) {
 	tm.submit("hello again")
 	tm.waitText("Configured at last.")
 	tm.waitIdle()
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 	assertServerGone(t, home)
 }
 
@@ -694,10 +705,7 @@ func TestE2EApprovalDiffAndReason(t *testing.T) {
 	if !strings.Contains(tool, "x must stay 1") {
 		t.Errorf("the model read %q, want the user's reason", tool)
 	}
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 }
 
 func TestE2EMCPView(t *testing.T) {
@@ -738,10 +746,7 @@ command = "/nonexistent/scv-e2e-mcp-server"
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 }
 
 // TestE2EModelAndInit: /model lists the provider's models with the
@@ -775,10 +780,7 @@ func TestE2EModelAndInit(t *testing.T) {
 	}
 	tm.submit("/init")
 	tm.waitText("already exists")
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 }
 
 // TestE2EModelProvidersAndCost: /model lists every configured
@@ -843,10 +845,7 @@ output_price = 100
 	if reqs := first.Requests(); len(reqs) != 1 {
 		t.Errorf("the first provider got %d requests, want 1 (before the switch)", len(reqs))
 	}
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 }
 
 // TestE2ELightTheme: SCV_THEME=light draws the light palette (the status
@@ -866,10 +865,7 @@ func TestE2ELightTheme(t *testing.T) {
 	if !strings.Contains(string(styled), "48;2;213;216;227") || strings.Contains(string(styled), "48;2;36;40;59") {
 		t.Errorf("the status bar is not light:\n%q", styled)
 	}
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 	bad := startTerm(t, ws, home, []string{"SCV_THEME=blue"}, filepath.Join(bin, "scv"))
 	bad.waitText(`SCV_THEME is "blue": set it to dark or light`)
 	if code := bad.exitCode(); code == 0 {
@@ -910,10 +906,7 @@ func TestE2EBackgroundDetected(t *testing.T) {
 				tm.waitIdle()
 				screenshotPair(t, tm, "tui-light")
 			}
-			tm.submit("/quit")
-			if code := tm.exitCode(); code != 0 {
-				t.Errorf("exit code %d, want 0", code)
-			}
+			tm.quit()
 		})
 	}
 }
@@ -974,10 +967,7 @@ func TestE2EHelpScrollsWhenSmall(t *testing.T) {
 	}
 	tm.keys("Escape")
 	tm.waitGone(" of ")
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 }
 
 // TestE2EMissingKeyKeepsPrompt: scv "PROMPT" with the provider's key
@@ -1038,10 +1028,7 @@ func TestE2EWarningRulesAndMenus(t *testing.T) {
 	if p := promptsSent(srv); len(p) != 1 || !strings.Contains(p[0], `<attached path="internal/server/main_test.go">`) {
 		t.Errorf("prompts %q, want the file attached", p)
 	}
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 }
 
 // TestE2ERetryingShown: a model request the provider refuses with 429
@@ -1064,10 +1051,7 @@ func TestE2ERetryingShown(t *testing.T) {
 	tm.waitText("Retrying (2/3) in 2 s", "HTTP 429", "slow down please")
 	tm.waitText("Made it.")
 	tm.waitGone("Retrying (2/3)")
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 }
 
 // TestE2EFirstRunOffer: scv with no configuration asks once whether to set
@@ -1081,17 +1065,13 @@ func TestE2EFirstRunOffer(t *testing.T) {
 	tm.typeText("d")
 	tm.keys("Enter")
 	tm.waitText("scv-demo", "scv setup")
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 	again := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
 	s := again.waitText("scv-demo")
 	if strings.Contains(s, "No model provider is configured yet") {
 		t.Error("the offer was made twice")
 	}
-	again.submit("/quit")
-	again.exitCode()
+	again.quit()
 }
 
 // TestE2ERenderingKeepsLinesAndCounts: the model's single line breaks stay
@@ -1124,10 +1104,7 @@ func TestE2ERenderingKeepsLinesAndCounts(t *testing.T) {
 	if strings.Contains(screen, "1 more lines") {
 		t.Error(`the count says "1 more lines"`)
 	}
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 }
 
 // TestE2ERevokeRule: "a" on an approval grants the session rule the tool
@@ -1186,10 +1163,7 @@ func TestE2ERevokeRule(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "three.txt")); err != nil {
 		t.Errorf("the approved third touch did not run: %v", err)
 	}
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 }
 
 // TestE2EScvFlags: `scv -C DIR --model M "prompt"` from another directory
@@ -1257,8 +1231,5 @@ func TestE2EScvFlags(t *testing.T) {
 	if strings.Join(history, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the resumed request's history:\n%s\nwant:\n%s", strings.Join(history, "\n"), strings.Join(want, "\n"))
 	}
-	tm2.submit("/quit")
-	if code := tm2.exitCode(); code != 0 {
-		t.Errorf("the resumed scv exited %d, want 0", code)
-	}
+	tm2.quit()
 }

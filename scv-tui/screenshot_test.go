@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,10 +75,7 @@ func TestScreenshots(t *testing.T) {
 	capture(t, tm, fonts, 60, 20, filepath.Join(out, "tui-60x20.png"))
 	tm.keys("Escape")
 	tm.waitGone("Switch the session's model")
-	tm.submit("/quit")
-	if code := tm.exitCode(); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
+	tm.quit()
 }
 
 // capture renders the pane, cols x rows, to the PNG file path.
@@ -110,5 +108,103 @@ func captureWith(t *testing.T, tm *term, fonts *shot.Fonts, cols, rows int, path
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestScreenshotGallery drives the real scv in tmux to each feature of
+// issue 21 that changes the screen, in a pane of 120x40 and in one of
+// 60x20 (a new scv for each, so every frame is drawn at its size), and
+// renders them: the command menu, the @ file menu, a session rule in
+// /rules with /cost at configured prices, /help (scrolling at 60x20) and
+// the first-run offer. With -screenshots the images are written to
+// docs/screenshots/NAME-COLSxROWS.png (docs/tui.md shows them).
+func TestScreenshotGallery(t *testing.T) {
+	needTmux(t)
+	if _, err := os.Stat(fontRegular); err != nil {
+		t.Skip("DejaVu Sans Mono is not installed (apt-get install fonts-dejavu-core)")
+	}
+	fonts, err := shot.LoadFonts(fontRegular, fontBold, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if *writeScreenshots {
+		out = filepath.Join("..", "docs", "screenshots")
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := binaries(t)
+	for _, size := range []struct{ cols, rows int }{{120, 40}, {60, 20}} {
+		suffix := fmt.Sprintf("-%dx%d.png", size.cols, size.rows)
+		shoot := func(tm *term, name string) {
+			t.Helper()
+			capture(t, tm, fonts, size.cols, size.rows, filepath.Join(out, name+suffix))
+		}
+
+		srv := fakeopenai.Start(t)
+		srv.Enqueue(
+			fakeopenai.Script(fakeopenai.ToolCall("b1", "bash", `{"command":"make test"}`), fakeopenai.Usage(12000, 300)),
+			fakeopenai.Script(fakeopenai.Text("All tests pass."), fakeopenai.CachedUsage(12400, 40, 11800)),
+		)
+		home, ws := t.TempDir(), filepath.Join(t.TempDir(), "demo")
+		cfg := srv.Config("") + "\n[providers.fake.models.\"fake-model\"]\ninput_price = 2.00\noutput_price = 8.00\ncached_input_price = 0.50\n\n[tools]\nallow = [\"bash:git status\"]\n"
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "Makefile"), []byte("test:\n\t@echo 'ok   example.com/demo/internal/server  0.012s'\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"go.mod", "main.go", "internal/server/server.go", "internal/server/server_test.go"} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, f)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ws, f), []byte("package x\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tm := startTermAt(t, size.cols, size.rows, ws, home, []string{"COLORTERM=truecolor"}, filepath.Join(bin, "scv"), "")
+		tm.waitText("fake-model", "Ask anything")
+
+		tm.typeText("/")
+		tm.waitText("▸ /clear", "/compact")
+		shoot(tm, "commands")
+		tm.keys("C-u")
+		tm.waitGone("▸ /clear")
+
+		tm.typeText("look at @srv")
+		tm.waitText("internal/server/server.go", "internal/server/server_test.go")
+		shoot(tm, "mention")
+		tm.keys("C-u")
+		tm.waitGone("internal/server/server_test.go")
+
+		tm.submit("run the tests")
+		tm.waitText("Allow bash?")
+		tm.keys("a")
+		tm.waitText("All tests pass.")
+		tm.waitIdle()
+		tm.submit("/rules")
+		tm.waitText("bash:make test")
+		tm.submit("/cost")
+		tm.waitText("Cost: $")
+		shoot(tm, "rules-cost")
+
+		tm.submit("/help")
+		tm.waitText("Up/Down  prompt history")
+		shoot(tm, "help")
+		tm.keys("Escape")
+		tm.waitGone("Up/Down  prompt history")
+		tm.quit()
+
+		first := startTermAt(t, size.cols, size.rows, t.TempDir(), t.TempDir(), []string{"COLORTERM=truecolor"}, filepath.Join(bin, "scv"), "")
+		first.waitText("No model provider is configured yet")
+		shoot(first, "first-run")
+		first.typeText("d")
+		first.keys("Enter")
+		first.waitText("scv-demo")
+		first.quit()
 	}
 }

@@ -630,6 +630,28 @@ func TestCompletionAndMentions(t *testing.T) {
 	}
 }
 
+// TestCommandMenuInASmallTerminal: at 60x20 the full command menu does not
+// fit; it is cut from its end, so the first command (the one Tab takes)
+// shows with a line saying how many more there are.
+func TestCommandMenuInASmallTerminal(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.msg(tea.WindowSizeMsg{Width: 60, Height: 20})
+	h.connect("gpt-4.1-mini")
+	h.typeText("/")
+	s := h.screen()
+	if !strings.Contains(s, "▸ /clear") || !strings.Contains(s, "more: type to narrow") || strings.Contains(s, "/rules") {
+		t.Fatalf("the command menu at 60x20:\n%s", s)
+	}
+	if lines := strings.Count(s, "\n") + 1; lines != 20 {
+		t.Errorf("the frame has %d lines, want 20", lines)
+	}
+	h.key("tab")
+	if h.m.editor.Value() != "/clear " {
+		t.Errorf("Tab completed to %q", h.m.editor.Value())
+	}
+}
+
 // TestRevokeRule: /revoke sends rule.revoke with the key; the answer lists
 // the rules left.
 func TestRevokeRule(t *testing.T) {
@@ -1039,6 +1061,27 @@ func TestHelp(t *testing.T) {
 	if h.m.help {
 		t.Error("help still open")
 	}
+}
+
+// TestHelpWrapsUnderItsColumn: in a terminal narrower than the help, a
+// key's description goes on under the description's column, not at the
+// left edge.
+func TestHelpWrapsUnderItsColumn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.connect("gpt-4.1-mini")
+	h.msg(tea.WindowSizeMsg{Width: 50, Height: 60})
+	lines := strings.Split(h.m.helpText(), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "  Enter ") {
+			next := lines[i+1]
+			if col := len(next) - len(strings.TrimLeft(next, " ")); col != 19 || !strings.Contains(l, "send the prompt") {
+				t.Fatalf("the Enter line wraps as\n%s\n%s\nwant the rest at column 19", l, next)
+			}
+			return
+		}
+	}
+	t.Fatalf("no Enter line in the help:\n%s", strings.Join(lines, "\n"))
 }
 
 // TestOverlaysAtSmallSizes: the help scrolls when it does not fit, and

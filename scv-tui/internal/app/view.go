@@ -53,8 +53,22 @@ func (m *Model) messageLines() []string {
 			out = append(out, m.st.Warning.Render(l))
 		}
 	}
+	var flash []string
+	if m.flash != "" {
+		for _, l := range wrap.Lines(m.flash, m.width) {
+			flash = append(flash, m.st.Warning.Render(l))
+		}
+	}
+	// A tiny terminal keeps at least one transcript row.
+	limit := max(m.height/3, 1)
 	if words, hints := m.suggestions(); len(words) > 0 {
-		for i, w := range words {
+		// The menu is cut from its end, so the first suggestion (the one
+		// Tab takes) always shows, and a last line says how many more.
+		show := len(words)
+		if room := max(limit-len(out)-len(flash), 1); show > room {
+			show = max(room-1, 1)
+		}
+		for i, w := range words[:show] {
 			line := "  " + w
 			if hints[i] != "" {
 				line += "  " + m.st.Dim.Render(hints[i])
@@ -64,14 +78,12 @@ func (m *Model) messageLines() []string {
 			}
 			out = append(out, wrap.Truncate(line, m.width))
 		}
-	}
-	if m.flash != "" {
-		for _, l := range wrap.Lines(m.flash, m.width) {
-			out = append(out, m.st.Warning.Render(l))
+		if more := len(words) - show; more > 0 {
+			out = append(out, wrap.Truncate(m.st.Dim.Render(fmt.Sprintf("  … %d more: type to narrow", more)), m.width))
 		}
 	}
-	// A tiny terminal keeps at least one transcript row.
-	if limit := max(m.height/3, 1); len(out) > limit {
+	out = append(out, flash...)
+	if len(out) > limit {
 		out = out[len(out)-limit:]
 	}
 	return out
@@ -245,9 +257,53 @@ func (m *Model) helpText() string {
 	// whole (broken inside where it must) at any width.
 	out := make([]string, 0, 2*len(lines))
 	for _, l := range lines {
-		out = wrap.AppendLines(out, l, m.width)
+		out = appendHanging(out, l, m.width)
 	}
 	return strings.Join(out, "\n")
+}
+
+// appendHanging wraps one line of the help to width: an indented line
+// ("  Enter            send the prompt …") goes on under its description's
+// column when that leaves room, else four cells in, so a narrow terminal
+// still reads as a table; other lines wrap as text does.
+func appendHanging(dst []string, line string, width int) []string {
+	if wrap.Width(line) <= width || !strings.HasPrefix(line, "  ") {
+		return wrap.AppendLines(dst, line, width)
+	}
+	first := wrap.Lines(line, width)[0]
+	if !strings.HasPrefix(line, first) {
+		return wrap.AppendLines(dst, line, width)
+	}
+	indent := 4
+	if i := descColumn(line); i > 0 && width-i >= 16 {
+		indent = i
+	}
+	if width-indent < 8 {
+		return wrap.AppendLines(dst, line, width)
+	}
+	dst = append(dst, strings.TrimRight(first, " "))
+	pad := strings.Repeat(" ", indent)
+	for _, l := range wrap.Lines(strings.TrimLeft(line[len(first):], " "), width-indent) {
+		dst = append(dst, pad+l)
+	}
+	return dst
+}
+
+// descColumn is where a help line's description starts: after the key
+// and the run of two or more spaces that follows it; 0 when there is none.
+func descColumn(line string) int {
+	i := strings.Index(line[2:], "  ")
+	if i < 0 {
+		return 0
+	}
+	j := 2 + i
+	for j < len(line) && line[j] == ' ' {
+		j++
+	}
+	if j >= len(line) {
+		return 0
+	}
+	return wrap.Width(line[:j])
 }
 
 // ExitSummary is what the TUI prints when it has quit, so the session can
