@@ -77,6 +77,9 @@ Exit codes: 0 ok, 1 error or failed turn, 2 usage error, 130 interrupted.`,
 	fl.BoolVar(&o.daemon, "daemon", false, "run the terminal UI on the running daemon (scv daemon start), whose sessions outlive it (daemon.use = \"auto\")")
 	fl.BoolVar(&o.noDaemon, "no-daemon", false, "run the terminal UI on a server of its own even when a daemon runs (daemon.use = \"never\")")
 	fl.StringVar(&o.attach, "attach", "", "run the terminal UI on the session `ID` open in the daemon (scv status lists them), with its recent events; a session not open there is resumed")
+	_ = root.RegisterFlagCompletionFunc("model", completeModels)
+	_ = root.RegisterFlagCompletionFunc("resume", completeSessions(f))
+	_ = root.MarkFlagDirname("cd")
 	root.MarkFlagsMutuallyExclusive("daemon", "no-daemon")
 	root.MarkFlagsMutuallyExclusive("attach", "resume")
 	root.SuggestionsMinimumDistance = 2
