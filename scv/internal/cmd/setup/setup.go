@@ -14,7 +14,9 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
@@ -220,6 +222,13 @@ func testConnection(ctx context.Context, c *http.Client, a answers, out io.Write
 		req.Header.Set("Authorization", "Bearer "+a.testKey)
 	}
 	resp, err := c.Do(req)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		hint := "check the address, or start the provider's server"
+		if a.p.name == "local" {
+			hint = "start Ollama (ollama serve), or check its port"
+		}
+		return fmt.Errorf("nothing listens at %s (connection refused); %s", req.URL.Host, hint)
+	}
 	if err != nil {
 		return err
 	}
@@ -235,6 +244,24 @@ func testConnection(ctx context.Context, c *http.Client, a answers, out io.Write
 	}
 	_ = json.Unmarshal(body, &list)
 	fmt.Fprintf(out, "Connection OK: the provider lists %d models.\n", len(list.Data))
+	// A model the provider does not list fails at the first prompt; say
+	// so now, while the name can still be fixed.
+	ids := make([]string, 0, len(list.Data))
+	for _, m := range list.Data {
+		ids = append(ids, m.ID)
+	}
+	if len(ids) > 0 && a.p.model != "" && !slices.Contains(ids, a.p.model) {
+		shown := ids[:min(len(ids), 8)]
+		more := ""
+		if len(ids) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(ids)-len(shown))
+		}
+		fix := "change model in the file written below, or run scv setup again"
+		if a.p.name == "local" {
+			fix = "ollama pull " + a.p.model + " fetches it"
+		}
+		fmt.Fprintf(out, "Note: %s is not among them (%s%s); %s.\n", a.p.model, strings.Join(shown, ", "), more, fix)
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package setup
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -49,7 +50,7 @@ func TestSetupEnvVariable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(out, "Connection OK: the provider lists 2 models.") {
+	if !strings.Contains(out, "Connection OK: the provider lists 2 models.") || strings.Contains(out, "is not among them") {
 		t.Errorf("output:\n%s", out)
 	}
 	path := filepath.Join(home, "config.toml")
@@ -141,5 +142,30 @@ func TestOffer(t *testing.T) {
 	out.Reset()
 	if err := Offer(context.Background(), &Options{IO: &cmdutil.IOStreams{In: strings.NewReader("d\n"), Out: &out}, Env: paths.MapEnv(map[string]string{"SCV_HOME": fresh})}); err != nil || strings.Contains(out.String(), "Which model provider") {
 		t.Fatalf("d: %v %q", err, out.String())
+	}
+}
+
+// TestSetupModelNotListedAndNothingListening: a model the provider does
+// not list is named with the ones it does (the file is still written, as
+// the user chose); an endpoint where nothing listens says so, with what
+// to start for Ollama.
+func TestSetupModelNotListedAndNothingListening(t *testing.T) {
+	t.Parallel()
+	srv := provider(t)
+	out, err := run(t, t.TempDir(), map[string]string{}, "4\n"+srv.URL+"/v1\nsk-good\nm3\n")
+	if err != nil || !strings.Contains(out, "Note: m3 is not among them (m1, m2); change model in the file written below, or run scv setup again.") {
+		t.Fatalf("err %v, output:\n%s", err, out)
+	}
+
+	// A port that was open a moment ago and is closed now: refused.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	out, err = run(t, t.TempDir(), map[string]string{}, "4\nhttp://"+addr+"/v1\nsk-good\nm1\nn\n")
+	if err == nil || !strings.Contains(out, "nothing listens at "+addr+" (connection refused); check the address, or start the provider's server") {
+		t.Fatalf("err %v, output:\n%s", err, out)
 	}
 }
