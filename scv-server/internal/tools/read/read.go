@@ -257,7 +257,11 @@ func list(f *os.File, rel string) (tools.Result, error) {
 	}
 	sort.Strings(names)
 	var b strings.Builder
-	fmt.Fprintf(&b, "[%s: directory, %d entries", rel, len(names))
+	noun := "entries"
+	if len(names) == 1 {
+		noun = "entry"
+	}
+	fmt.Fprintf(&b, "[%s: directory, %d %s", rel, len(names), noun)
 	if more {
 		fmt.Fprintf(&b, " shown (more not listed)")
 	}

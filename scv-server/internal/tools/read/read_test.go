@@ -388,13 +388,13 @@ func TestReadDirectory(t *testing.T) {
 		want string
 	}{
 		{".", "[.: directory, 9 entries]\n.hidden\na.txt\nb.go\ndangling@\ndirlink@\nempty/\nlink@\nsub/\nzeta/\n"},
-		{"sub", "[sub: directory, 1 entries]\nin.txt\n"},
-		{"sub/", "[sub: directory, 1 entries]\nin.txt\n"},
+		{"sub", "[sub: directory, 1 entry]\nin.txt\n"},
+		{"sub/", "[sub: directory, 1 entry]\nin.txt\n"},
 		{"empty", "[empty: directory, 0 entries]\n"},
-		{"zeta", "[zeta: directory, 1 entries]\ndeeper/\n"},
+		{"zeta", "[zeta: directory, 1 entry]\ndeeper/\n"},
 		{env.Workspace, "[.: directory, 9 entries]\n.hidden\na.txt\nb.go\ndangling@\ndirlink@\nempty/\nlink@\nsub/\nzeta/\n"},
 		// A symlink to a directory inside is followed.
-		{"dirlink", "[dirlink: directory, 1 entries]\nin.txt\n"},
+		{"dirlink", "[dirlink: directory, 1 entry]\nin.txt\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
