@@ -37,7 +37,8 @@ func (*Provider) Model() string { return Model }
 // ContextMaxTokens implements provider.Provider.
 func (*Provider) ContextMaxTokens() int64 { return 32000 }
 
-const configureHint = "To use a real model, create $SCV_HOME/config.toml (~/.scv/config.toml by default; `scv config path` prints it) with\n\n" +
+const configureHint = "To use a real model, quit and run `scv setup` (it asks for the provider, the key and the model, and tests the connection), " +
+	"or create $SCV_HOME/config.toml (~/.scv/config.toml by default; `scv config path` prints it) with\n\n" +
 	"    [provider]\n    active = \"openai\"\n\n" +
 	"    [providers.openai]\n    kind = \"openai\"\n    base_url = \"https://api.openai.com/v1\"\n" +
 	"    api_key_env = \"OPENAI_API_KEY\"\n    model = \"gpt-4.1-mini\"\n\n" +
