@@ -102,13 +102,15 @@ func (m *Model) markLive(e *protocol.SessionListed) []protocol.SessionSummary {
 	}
 	var out []protocol.SessionSummary
 	for _, l := range e.Live {
-		if !stored[l.SessionID] {
+		if !stored[l.SessionID] && l.SessionID != m.sessionID {
 			out = append(out, protocol.SessionSummary{SessionID: l.SessionID, Cwd: l.Cwd,
 				Title: fmt.Sprintf("[open in the daemon] %s, %d client(s), nothing stored yet", l.SessionID, l.Clients)})
 		}
 	}
 	for _, s := range e.Sessions {
-		if m.live[s.SessionID] {
+		// The session on screen is marked "(open now)" by the picker; only
+		// the others open elsewhere are the daemon's.
+		if m.live[s.SessionID] && s.SessionID != m.sessionID {
 			s.Title = "[open in the daemon] " + s.Title
 		}
 		out = append(out, s)

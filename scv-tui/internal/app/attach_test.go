@@ -73,9 +73,14 @@ func TestResumePickerAttachesLive(t *testing.T) {
 	h.key("enter")
 	sl := last[*protocol.SessionList](h)
 	other := "11111111-2222-4333-8444-555555555555"
-	h.event(`{"type":"session.listed","request_id":"` + sl.RequestID + `","sessions":[{"session_id":"` + sid + `","cwd":"` + ws + `","title":"This one","created_at":"2026-12-01T08:00:00Z","updated_at":"2026-12-01T09:00:00Z","turns":1,"bytes":10},{"session_id":"` + other + `","cwd":"` + ws + `","title":"Fix the failing test.","created_at":"2026-12-01T08:00:00Z","updated_at":"2026-12-01T08:05:00Z","turns":2,"bytes":18432}],"live":[{"session_id":"` + other + `","cwd":"` + ws + `","model":"m","clients":1,"queued":0,"paused":false,"pending_approvals":0}]}`)
-	if !strings.Contains(h.m.render(), "[open in the daemon] Fix the failing test.") {
-		t.Errorf("the live session is not marked:\n%s", h.m.render())
+	h.event(`{"type":"session.listed","request_id":"` + sl.RequestID + `","sessions":[{"session_id":"` + sid + `","cwd":"` + ws + `","title":"This one","created_at":"2026-12-01T08:00:00Z","updated_at":"2026-12-01T09:00:00Z","turns":1,"bytes":10},{"session_id":"` + other + `","cwd":"` + ws + `","title":"Fix the failing test.","created_at":"2026-12-01T08:00:00Z","updated_at":"2026-12-01T08:05:00Z","turns":2,"bytes":18432}],"live":[{"session_id":"` + other + `","cwd":"` + ws + `","model":"m","clients":1,"queued":0,"paused":false,"pending_approvals":0},{"session_id":"` + sid + `","cwd":"` + ws + `","model":"m","clients":1,"queued":0,"paused":false,"pending_approvals":0}]}`)
+	if s := h.m.render(); !strings.Contains(s, "[open in the daemon] Fix the failing test.") {
+		t.Errorf("the live session is not marked:\n%s", s)
+	}
+	// The session on screen is live too (the server holds it for this
+	// client): it is the one "open now", not one of the daemon's.
+	if s := h.m.render(); !strings.Contains(s, "1 turn · This one (open now)") || strings.Count(s, "[open in the daemon]") != 1 {
+		t.Errorf("the session on screen is marked as another's:\n%s", s)
 	}
 	if got := len(newHarness(t).m.markLive(&protocol.SessionListed{Live: []protocol.LiveSession{{SessionID: "fresh", Clients: 1}}})); got != 1 {
 		t.Errorf("a live session with nothing stored is not listed: %d entries", got)

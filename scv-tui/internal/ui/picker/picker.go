@@ -66,7 +66,11 @@ func (p *Picker) View(st styles.Styles, width, height int) string {
 		if title == "" {
 			title = "(untitled)"
 		}
-		line := fmt.Sprintf("%s · %d turns · %s", when, s.Turns, title)
+		turns := "turns"
+		if s.Turns == 1 {
+			turns = "turn"
+		}
+		line := fmt.Sprintf("%s · %d %s · %s", when, s.Turns, turns, title)
 		if s.SessionID == p.current {
 			line += " (open now)"
 		}
