@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/scv-cli/scv/scv-server/internal/delegate"
 	"github.com/scv-cli/scv/scv-server/internal/delegate/agenttool"
@@ -39,18 +40,34 @@ type extensions struct {
 	// configured: the App Server reconciles it with the configuration at
 	// each turn/start (appHost.tools).
 	mcp *mcp.Manager
+	// mcpServers is the [mcp_servers] the runtime last reconciled mcp
+	// with (reconcileMCP): what the NDJSON sessions' live views offer.
+	mcpServers atomic.Pointer[map[string]config.MCPServer]
+}
+
+// reconcileMCP makes the running MCP servers those of servers, a newer
+// configuration's, and the live views of NDJSON sessions follow them.
+func (e *extensions) reconcileMCP(servers map[string]config.MCPServer) {
+	e.mcpServers.Store(&servers)
+	e.mcp.Reconcile(servers)
 }
 
 // withMCP adds the MCP servers' tools to the registries fn builds: those
 // of the running servers that servers (the [mcp_servers] of the
 // configuration the registry is built from) offers. A server removed or
 // disabled in servers, or a tool turned off there, is not offered; nor is
-// a server added there that the runtime does not run (yet).
-func (e *extensions) withMCP(fn session.ToolsFunc, servers map[string]config.MCPServer) session.ToolsFunc {
-	if e.mcp == nil || fn == nil || len(servers) == 0 {
+// a server added there that the runtime does not run (yet). With live
+// (the NDJSON protocol's sessions, which do not rebuild their tools per
+// turn as App Server threads do) the view follows the configuration the
+// runtime last reconciled with instead (configwatch.go).
+func (e *extensions) withMCP(fn session.ToolsFunc, servers map[string]config.MCPServer, live bool) session.ToolsFunc {
+	if e.mcp == nil || fn == nil || (len(servers) == 0 && !live) {
 		return fn
 	}
 	src := mcpView{m: e.mcp, servers: servers}
+	if live {
+		src = mcpView{m: e.mcp, live: &e.mcpServers}
+	}
 	return func(ws string) (*tools.Registry, error) {
 		reg, err := fn(ws)
 		if reg != nil {
@@ -68,29 +85,37 @@ func (e *extensions) withMCP(fn session.ToolsFunc, servers map[string]config.MCP
 type mcpView struct {
 	m       *mcp.Manager
 	servers map[string]config.MCPServer
+	// live, when set, replaces servers with the runtime's latest.
+	live *atomic.Pointer[map[string]config.MCPServer]
 }
 
 // Tools is the tools.Source list, filtered.
 func (v mcpView) Tools() []tools.SourceTool {
+	servers := v.servers
+	if v.live != nil {
+		if p := v.live.Load(); p != nil {
+			servers = *p
+		}
+	}
 	var out []tools.SourceTool
 	for _, t := range v.m.Tools() {
-		if v.offers(t.Spec.Name) {
+		if offers(servers, t.Spec.Name) {
 			out = append(out, t)
 		}
 	}
 	return out
 }
 
-// offers reports whether the configured server whose prefix is the
-// longest match of the tool name is enabled and allows the tool.
-func (v mcpView) offers(name string) bool {
+// offers reports whether the configured server of servers whose prefix
+// is the longest match of the tool name is enabled and allows the tool.
+func offers(servers map[string]config.MCPServer, name string) bool {
 	best, tool := "", ""
-	for server := range v.servers {
+	for server := range servers {
 		if rest, ok := strings.CutPrefix(name, mcp.ToolName(server, "")); ok && len(server) >= len(best) {
 			best, tool = server, rest
 		}
 	}
-	sc, ok := v.servers[best]
+	sc, ok := servers[best]
 	return ok && tool != "" && sc.Enabled && sc.ToolAllowed(tool)
 }
 

@@ -115,8 +115,8 @@ func (h appHost) tools(cfg *config.Config, policy approval.Policy) (*session.Wor
 	// The MCP servers follow the configuration live: added ones start,
 	// changed ones start again, removed ones stop. The turn's first
 	// model request waits for those still starting (Settle).
-	r.ext.mcp.Reconcile(cfg.MCPServers)
-	wc := r.sk.withSkills(workspaceConfig(r.home, cfg, policy, r.opts, r.ext), cfg.Skills, r.opts.Tools != nil)
+	r.ext.reconcileMCP(cfg.MCPServers)
+	wc := r.sk.withSkills(workspaceConfig(r.home, cfg, policy, r.opts, r.ext, false), cfg.Skills, r.opts.Tools != nil)
 	key, err := json.Marshal(struct {
 		Tools  config.ToolsConfig
 		Web    config.WebConfig

@@ -16,7 +16,7 @@ func TestMCPViewOffers(t *testing.T) {
 	narrowed.DisabledTools = []string{"x"}
 	off := on
 	off.Enabled = false
-	v := mcpView{servers: map[string]config.MCPServer{"a": on, "a__b": narrowed, "c": off}}
+	servers := map[string]config.MCPServer{"a": on, "a__b": narrowed, "c": off}
 	for name, want := range map[string]bool{
 		mcp.ToolName("a", "x"):    true,
 		mcp.ToolName("a__b", "x"): false, // a__b disables x; a's match is shorter
@@ -25,7 +25,7 @@ func TestMCPViewOffers(t *testing.T) {
 		mcp.ToolName("gone", "x"): false, // removed server
 		"bash":                    false,
 	} {
-		if got := v.offers(name); got != want {
+		if got := offers(servers, name); got != want {
 			t.Errorf("offers(%q) = %v, want %v", name, got, want)
 		}
 	}

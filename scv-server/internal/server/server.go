@@ -124,6 +124,9 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	// Stamped before it is read: a change in between is seen at the first
+	// turn (configwatch.go).
+	watch := newConfigWatch(home, opts.Env, nil, log)
 	cfg, diags, err := config.Load(config.LoadOptions{Home: home, Env: opts.Env})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -169,7 +172,9 @@ func New(opts Options) (*Runtime, error) {
 	ext.mcp = mcp.New(mcp.Options{Servers: cfg.MCPServers, Environ: opts.AgentEnv, Env: opts.Env, Dir: cwd, SpillMaxBytes: cfg.Tools.SpillMaxBytes,
 		Logger: log.With("component", "mcp")})
 	ext.mcp.Start(context.Background())
-	base := sk.withSkills(workspaceConfig(home, cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil)
+	ext.mcpServers.Store(&cfg.MCPServers)
+	watch.reconcile = ext.reconcileMCP
+	base := sk.withSkills(workspaceConfig(home, cfg, policy, opts, ext, true), cfg.Skills, opts.Tools != nil)
 	base.Warnings = warnings
 	cat := newCatalog(cfg, opts.Env, log, prov)
 	mgr := session.NewManager(session.Options{
@@ -190,6 +195,7 @@ func New(opts Options) (*Runtime, error) {
 		ToolTimeout:     base.ToolTimeout,
 		MaxToolTimeout:  base.MaxToolTimeout,
 		ToolOutputLimit: base.ToolOutputLimit,
+		BeforeTurn:      watch.check,
 		Logger:          log,
 	})
 	return &Runtime{Config: cfg, Provider: prov, Manager: mgr, MCP: ext.mcp, log: log, opts: opts, home: home, sk: sk, ext: ext, catalog: cat}, nil
@@ -233,7 +239,7 @@ func projectConfig(home, ws string, opts Options, base session.WorkspaceConfig, 
 	if policy == approval.Auto {
 		warnings = append(warnings, autoPolicyWarning)
 	}
-	wc := sk.withSkills(workspaceConfig(home, cfg, policy, opts, ext), cfg.Skills, opts.Tools != nil)
+	wc := sk.withSkills(workspaceConfig(home, cfg, policy, opts, ext, true), cfg.Skills, opts.Tools != nil)
 	wc.Warnings = warnings
 	return wc, nil
 }
@@ -253,7 +259,7 @@ func strictness(p approval.Policy) int {
 
 // workspaceConfig is the session configuration of cfg and policy;
 // opts.Tools, when not nil, replaces the built-in tools (tests).
-func workspaceConfig(home string, cfg *config.Config, policy approval.Policy, opts Options, ext *extensions) session.WorkspaceConfig {
+func workspaceConfig(home string, cfg *config.Config, policy approval.Policy, opts Options, ext *extensions, liveMCP bool) session.WorkspaceConfig {
 	tc := cfg.Tools
 	toolsFn := opts.Tools
 	if toolsFn == nil {
@@ -265,7 +271,7 @@ func workspaceConfig(home string, cfg *config.Config, policy approval.Policy, op
 		MaxToolTimeout:  tc.MaxTimeout(),
 		ToolOutputLimit: int(tc.OutputLimitBytes),
 		Extend:          combineExtend(ext.extendFunc(cfg), chatExtend(home, cfg, opts)),
-		Tools:           ext.withMCP(toolsFn, cfg.MCPServers),
+		Tools:           ext.withMCP(toolsFn, cfg.MCPServers, liveMCP),
 		HostedWebSearch: cfg.Web.Search == config.SearchProvider,
 		Allow:           allowRules(cfg),
 	}

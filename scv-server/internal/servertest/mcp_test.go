@@ -2,12 +2,16 @@ package servertest_test
 
 import (
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	st "github.com/scv-cli/scv/scv-server/internal/servertest"
+	"github.com/scv-cli/scv/shared/atomicfile"
 	fo "github.com/scv-cli/scv/shared/fakeopenai"
 	"github.com/scv-cli/scv/shared/protocol"
 	"github.com/scv-cli/scv/shared/testkit/nodepkg"
@@ -245,4 +249,68 @@ func TestMCPProgressAndCancel(t *testing.T) {
 	if sum == nil || !sum.Success || !strings.Contains(sum.Output, "5") {
 		t.Fatalf("the call after the cancelled turn: %+v (events %s)", sum, st.Kinds(evs))
 	}
+}
+
+// TestMCPFollowsTheConfigFile: a running server (the daemon's, a TUI's)
+// applies a changed config.toml's [mcp_servers] at the next turn: a server
+// added there offers its tools to that turn's first request, a file that
+// no longer loads changes nothing (the log says why), and a server removed
+// stops offering its tools.
+func TestMCPFollowsTheConfigFile(t *testing.T) {
+	t.Parallel()
+	bin := nodepkg.Bin(t, "mcp-server-everything")
+	f := fo.Start(t)
+	base := st.FakeProviderConfig(f.URL(), "")
+	var logs strings.Builder
+	var logMu sync.Mutex
+	s := st.Start(t, st.Options{Config: base, Logger: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))})
+	sid, _ := session(t, s, 3)
+	c := s.Client
+	offered := func(prompt string) bool {
+		t.Helper()
+		n := len(f.Requests())
+		f.Enqueue(fo.Script(fo.Text("ok")))
+		c.Turn(sid, prompt)
+		st.Until[*protocol.TurnCompleted](c)
+		return strings.Contains(string(f.Requests()[n].Body), `"name":"mcp__everything__echo"`)
+	}
+	write := func(text string) {
+		t.Helper()
+		if err := atomicfile.WriteFile(filepath.Join(s.Home, "config.toml"), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if offered("before") {
+		t.Fatal("MCP tools offered before any server was configured")
+	}
+	write(base + fmt.Sprintf("\n[mcp_servers.everything]\ncommand = %q\n", bin))
+	if !offered("after adding") {
+		t.Fatal("the server added to config.toml did not offer its tools at the next turn")
+	}
+	write(base + "\n[mcp_servers.everything\n")
+	if !offered("with a broken file") {
+		t.Fatal("a file that does not load stopped the running server")
+	}
+	logMu.Lock()
+	logged := logs.String()
+	logMu.Unlock()
+	if !strings.Contains(logged, "no longer loads; the MCP servers stay as they were") {
+		t.Errorf("the log does not say the changed file was not applied:\n%s", logged)
+	}
+	write(base)
+	if offered("after removing") {
+		t.Fatal("the server removed from config.toml still offers its tools")
+	}
+}
+
+// lockedWriter serialises a log's writes into a builder the test reads.
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }

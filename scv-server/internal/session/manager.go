@@ -142,6 +142,11 @@ type Options struct {
 	// for the session's workspace.
 	Workspace WorkspaceFunc
 
+	// BeforeTurn, when not nil, is called as each turn starts, before the
+	// turn reads the session's tools: the server follows changes of the
+	// configuration file there (its MCP servers). It must return at once.
+	BeforeTurn func()
+
 	Logger *slog.Logger
 }
 

@@ -444,6 +444,9 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 	if closed {
 		return errorf(protocol.ErrSessionNotFound, "session %s is closed; no new turn starts in it", s.id)
 	}
+	if m.opts.BeforeTurn != nil {
+		m.opts.BeforeTurn()
+	}
 	turnCtx, cancel := context.WithCancel(m.ctx)
 	t := &turn{id: uuid.NewString(), requestID: requestID, origin: origin, ctx: turnCtx, cancel: cancel, done: make(chan struct{})}
 	started := &protocol.TurnStarted{TurnHeader: protocol.TurnHeader{RequestID: requestID, SessionID: s.id, TurnID: t.id}, Origin: origin}
