@@ -105,7 +105,7 @@ server starts; they are never printed.`,
 			if err := config.AddMCPServer(home, name, s, env); err != nil {
 				return err
 			}
-			fmt.Fprintf(f.IO.Out, "Added MCP server %s to %s; `scv mcp list` starts it and shows its tools.\n", name, paths.ConfigFile(home))
+			fmt.Fprintf(f.IO.Out, "Added MCP server %s to %s; `scv mcp list` starts it and shows its tools, and running sessions (the daemon's, a TUI's) offer them from their next prompt.\n", name, paths.ConfigFile(home))
 			return nil
 		},
 	}
@@ -132,7 +132,7 @@ func newCmdMCPRemove(f *cmdutil.Factory, env paths.Env) *cobra.Command {
 			if err := config.RemoveMCPServer(home, args[0], env); err != nil {
 				return err
 			}
-			fmt.Fprintf(f.IO.Out, "Removed MCP server %s from %s.\n", args[0], paths.ConfigFile(home))
+			fmt.Fprintf(f.IO.Out, "Removed MCP server %s from %s; running sessions stop offering its tools at their next prompt.\n", args[0], paths.ConfigFile(home))
 			return nil
 		},
 	}
