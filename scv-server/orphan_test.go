@@ -47,9 +47,18 @@ func TestOrphanReconciledAtStart(t *testing.T) {
 	p.send(&protocol.TurnStart{RequestID: "t", SessionID: sid, Prompt: "go"})
 	nextOf[*protocol.TurnCompleted](p)
 	agentPid, childPid := readPids(t, pids)
+	// The record is written once the agent's leader has started, which
+	// the agent's own pids file may precede: wait for it.
 	records := filepath.Join(home, "state", "delegations")
-	if ents, _ := os.ReadDir(records); len(ents) != 1 {
-		t.Fatalf("%d records while the job runs, want 1", len(ents))
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		recs, _ := filepath.Glob(filepath.Join(records, "*.json"))
+		if len(recs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records after 30 s while the job runs, want 1", len(recs))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	kill(t, p)
 	for _, pid := range []int{agentPid, childPid} {
