@@ -49,7 +49,14 @@ type Config struct {
 	// request (web.search = "provider"); never for a tool-free turn.
 	HostedWebSearch bool
 	ToolEnv         tools.Env
-	Policy          approval.Policy
+	// WarmAfter, when above 0, starts the warm-ups of the turn's tools
+	// (tools.Warmer) once a model request has gone that long unanswered,
+	// so a model's latency hides what their first call would pay (bash:
+	// the login profile); a faster answer starts none. Whatever it is, a
+	// call that waits for approval warms its tool. DefaultWarmAfter is
+	// the sessions'.
+	WarmAfter time.Duration
+	Policy    approval.Policy
 	// PolicyNow, when set, gives the policy at each call instead of
 	// Policy, so a client's mode switch applies within the running turn
 	// (session.Session.SetPolicy).
@@ -143,7 +150,8 @@ const progressInterval = 500 * time.Millisecond
 // Run runs one turn for prompt on top of history.
 func Run(ctx context.Context, cfg Config, history []provider.Message, prompt string, sink Sink) Outcome {
 	l := newLoop(cfg, sink)
-	defer l.stopWarming()
+	l.warm = newWarmups(ctx)
+	defer l.warm.stop()
 	l.add(provider.Message{Role: provider.RoleUser, Content: prompt})
 	l.out.Err = l.run(ctx, history)
 	return l.out
@@ -194,49 +202,8 @@ type loop struct {
 	calibTokens   int64 // its input tokens
 	calibMsgs     int   // how many of the turn's messages it held
 
-	// Warm-ups (tools.Warmer) started while calls wait for approval: at
-	// most one per tool a turn, cancelled and joined when the turn ends.
-	warmed     map[string]bool
-	warmCancel context.CancelFunc
-	warms      sync.WaitGroup
-}
-
-// warm starts the warm-up of the named tool, if it has one and it was not
-// started in this turn yet. Its context is the turn's, cancelled when the
-// turn ends (stopWarming): a warm-up the turn no longer needs is dropped.
-func (l *loop) warm(ctx context.Context, name string) {
-	if l.warmed[name] || l.cfg.Tools == nil {
-		return
-	}
-	t, ok := l.cfg.Tools.Lookup(name)
-	w, warms := t.(tools.Warmer)
-	if !ok || !warms {
-		return
-	}
-	if l.warmed == nil {
-		l.warmed = map[string]bool{}
-	}
-	l.warmed[name] = true
-	wctx, cancel := context.WithCancel(ctx)
-	if prev := l.warmCancel; prev != nil {
-		l.warmCancel = func() { prev(); cancel() }
-	} else {
-		l.warmCancel = cancel
-	}
-	env := l.cfg.ToolEnv
-	l.warms.Add(1)
-	go func() {
-		defer l.warms.Done()
-		w.Warm(wctx, env)
-	}()
-}
-
-// stopWarming cancels the turn's warm-ups and waits for them.
-func (l *loop) stopWarming() {
-	if l.warmCancel != nil {
-		l.warmCancel()
-	}
-	l.warms.Wait()
+	// warm are the turn's warm-ups (warm.go); nil outside Run.
+	warm *warmups
 }
 
 // Target is where a model request goes: the provider, the model and the
@@ -279,7 +246,11 @@ func (l *loop) run(ctx context.Context, history []provider.Message) error {
 		if l.cfg.OnReasoning != nil {
 			h = reasoningHandler{deltaHandler: deltaHandler{l: l, ctx: ctx}, on: l.cfg.OnReasoning}
 		}
+		// A model slow to answer lends its time to the warm-ups of the
+		// tools it may call (WarmAfter).
+		stopTimer := l.warm.after(l.cfg.WarmAfter, l.cfg.Tools, l.cfg.ToolEnv, l.warmCandidates())
 		resp, err := tg.Provider.Stream(ctx, req, h)
+		stopTimer()
 		if err != nil {
 			return l.classify(ctx, err)
 		}
@@ -523,7 +494,7 @@ func (l *loop) gateAndRun(ctx context.Context, call provider.ToolCall, plan *too
 		}
 		// The user's reading time prepares the call (bash: the login
 		// profile's snapshot); the call waits for a warm-up in progress.
-		l.warm(ctx, call.Name)
+		l.warm.start(l.cfg.Tools, l.cfg.ToolEnv, call.Name)
 		id := l.cfg.Approvals.OpenWithRules(proposed, wider)
 		ev := &protocol.ApprovalRequested{ApprovalID: id, CallID: call.ID, Name: call.Name,
 			Risk: plan.Risk, Cwd: l.cfg.ToolEnv.Workspace, Summary: plan.Summary, Rule: proposed, WiderRule: wider}

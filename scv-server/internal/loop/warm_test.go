@@ -134,3 +134,65 @@ func TestWarmWhileAsking(t *testing.T) {
 		}
 	}
 }
+
+// blockingProvider holds its first answer until the tool's warm-up began
+// (or a bound passes), as a model slow to answer; later answers come at
+// once.
+type blockingProvider struct {
+	scripted
+	began <-chan struct{}
+	calls int
+}
+
+func (p *blockingProvider) Stream(ctx context.Context, req provider.Request, h provider.Handler) (*provider.Response, error) {
+	p.calls++
+	if p.calls == 1 {
+		select {
+		case <-p.began:
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("no warm-up began while the model request was outstanding")
+		}
+	}
+	return p.scripted.Stream(ctx, req, h)
+}
+
+// TestWarmWhileTheModelIsSlow: a model request still unanswered after
+// WarmAfter starts the warm-up of the tools offered (once a turn), with
+// the turn's environment, and the turn's end joins it; a model that
+// answers before WarmAfter starts none.
+func TestWarmWhileTheModelIsSlow(t *testing.T) {
+	t.Parallel()
+	w := &warmingTool{began: make(chan struct{}, 4)}
+	reg := tools.NewRegistry()
+	if err := reg.Register(w); err != nil {
+		t.Fatal(err)
+	}
+	prov := &blockingProvider{scripted: scripted{replies: []provider.Response{
+		{ToolCalls: []provider.ToolCall{{ID: "c1", Name: "slowstart", Arguments: "{}"}}}, {Content: "done"}}}, began: w.began}
+	sink := &approvingSink{approvals: approval.NewPending()}
+	out := Run(context.Background(), Config{Provider: prov, Policy: approval.Auto, Tools: reg, Approvals: sink.approvals,
+		ToolEnv: tools.Env{Workspace: "/slow"}, WarmAfter: time.Millisecond}, nil, "go", sink)
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	w.mu.Lock()
+	started, ended, dir := w.started, w.ended, w.workdir
+	w.mu.Unlock()
+	if started != 1 || ended != 1 || dir != "/slow" {
+		t.Errorf("slow model: %d warm-ups started, %d ended, in %q; want one, ended with the turn, in the turn's workspace", started, ended, dir)
+	}
+
+	fast := &warmingTool{began: make(chan struct{}, 4)}
+	reg = tools.NewRegistry()
+	if err := reg.Register(fast); err != nil {
+		t.Fatal(err)
+	}
+	quick := &scripted{replies: []provider.Response{{Content: "at once"}}}
+	if out := Run(context.Background(), Config{Provider: quick, Policy: approval.Auto, Tools: reg, Approvals: sink.approvals,
+		WarmAfter: time.Hour}, nil, "go", sink); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if fast.started != 0 {
+		t.Errorf("a model that answered before WarmAfter started %d warm-ups", fast.started)
+	}
+}

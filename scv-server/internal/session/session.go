@@ -499,6 +499,7 @@ func (s *Session) launchTurnLocked(ctx context.Context, requestID string, origin
 		CompactShare:     m.opts.CompactShare,
 		KeepTurns:        m.opts.KeepTurns,
 		HistoryTokens:    historyTokens,
+		WarmAfter:        loop.DefaultWarmAfter,
 		ToolEnv: tools.Env{
 			StateDir:    s.stateDir(),
 			TurnID:      t.id,
