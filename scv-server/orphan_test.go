@@ -47,6 +47,15 @@ func TestOrphanReconciledAtStart(t *testing.T) {
 	p.send(&protocol.TurnStart{RequestID: "t", SessionID: sid, Prompt: "go"})
 	nextOf[*protocol.TurnCompleted](p)
 	agentPid, childPid := readPids(t, pids)
+	// A failure below must not leave the agent's tree behind (it would
+	// hold whatever descriptors the test process had, for ten minutes).
+	// On success they are gone and their pids may be another's by then.
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = syscall.Kill(agentPid, syscall.SIGKILL)
+			_ = syscall.Kill(childPid, syscall.SIGKILL)
+		}
+	})
 	// The record is written once the agent's leader has started, which
 	// the agent's own pids file may precede: wait for it.
 	records := filepath.Join(home, "state", "delegations")
