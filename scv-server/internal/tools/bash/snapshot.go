@@ -225,6 +225,11 @@ type snapshot struct {
 	// warning says why the last attempt failed, for the next call's
 	// result (a warm-up has no result of its own to carry it).
 	warning string
+	// warmCut is set when a warm-up was cut short (its turn ended before
+	// the profile did): later warm-ups are skipped, so a profile slower
+	// than the session's turns is not started and killed at every turn;
+	// the first call takes the snapshot.
+	warmCut bool
 	// runs counts login shells started for snapshots (tests).
 	runs int
 }
@@ -260,14 +265,19 @@ func (s *snapshot) prepare(ctx context.Context, env []string, dir, stateDir, com
 // warm takes the snapshot ahead of the first call (Tool.Warm). A call
 // arriving meanwhile waits for it on the lock rather than running the
 // profile a second time; a warm-up cut short by ctx leaves the snapshot to
-// be taken by the call.
+// be taken by the call, and no other warm-up starts in the session.
 func (s *snapshot) warm(ctx context.Context, env []string, dir, stateDir string, lim *procgroup.ProcessLimit) {
 	if s.timeout < 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_ = s.ensureLocked(ctx, env, dir, stateDir, lim)
+	if s.warmCut {
+		return
+	}
+	if err := s.ensureLocked(ctx, env, dir, stateDir, lim); err != nil {
+		s.warmCut = true
+	}
 }
 
 // ensureLocked takes the snapshot when there is none yet or the profile

@@ -171,6 +171,12 @@ func TestSnapshotWarmCancelled(t *testing.T) {
 	if tool.snap.made || tool.snap.warning != "" {
 		t.Fatalf("after a cancelled warm-up: made %v, warning %q", tool.snap.made, tool.snap.warning)
 	}
+	// A second warm-up of the session is skipped: the profile is slower
+	// than its turns.
+	tool.Warm(context.Background(), env)
+	if tool.snap.made || tool.snap.runs != 1 {
+		t.Fatalf("a warm-up after one was cut short ran (%d attempts)", tool.snap.runs)
+	}
 	o := await(t, call(context.Background(), t, tool, env, map[string]any{"command": `echo "$PLAIN_VAR"`}))
 	if o.err != nil || o.res.Output != "exit 0\nplain\n" || tool.snap.runs != 2 {
 		t.Fatalf("the call: %+v %v (%d snapshot attempts, want 2)", o.res, o.err, tool.snap.runs)
