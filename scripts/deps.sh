@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests need and the machine may lack: tmux
-# (the scv-tui end-to-end test drives the TUI in it) and Node.js with npm,
+# (the scv-tui end-to-end test drives the TUI in it), the DejaVu fonts (its
+# screenshots are rendered with them) and Node.js with npm,
 # then the pinned npm packages the tests drive SCV with (scripts/node-deps.sh).
 # Idempotent and quiet when everything is present; uses apt-get (through
 # sudo when not root), never prompting. Run it before scripts/test.sh.
@@ -10,6 +11,8 @@ missing=()
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# The TUI's screenshot tests render with DejaVu Sans Mono.
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ] || missing+=(fonts-dejavu-core)
 if [ ${#missing[@]} -eq 0 ]; then
 	exec "$(dirname "$0")/node-deps.sh"
 fi

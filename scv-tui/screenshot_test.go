@@ -26,18 +26,7 @@ const (
 // waiting for approval (at 120x40) and the /model picker (at 60x20), and
 // renders each captured screen, colours included, to a PNG.
 func TestScreenshots(t *testing.T) {
-	needTmux(t)
-	if _, err := os.Stat(fontRegular); err != nil {
-		t.Skip("DejaVu Sans Mono is not installed (apt-get install fonts-dejavu-core)")
-	}
-	fonts, err := shot.LoadFonts(fontRegular, fontBold, 15)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := t.TempDir()
-	if *writeScreenshots {
-		out = filepath.Join("..", "docs")
-	}
+	fonts, out := screenshotSetup(t, filepath.Join("..", "docs"))
 	bin := binaries(t)
 	srv := fakeopenai.Start(t)
 	srv.SetModels("fake-model", "fake-large", "fake-mini")
@@ -76,6 +65,33 @@ func TestScreenshots(t *testing.T) {
 	tm.keys("Escape")
 	tm.waitGone("Switch the session's model")
 	tm.quit()
+}
+
+// screenshotSetup is what a screenshot test needs: tmux and the fonts
+// (missing, the test is skipped, except under CI, where scripts/deps.sh
+// installs them and their absence fails), and where the images go: docs,
+// created if need be, with -screenshots, else a temporary directory (the
+// rendering is exercised either way).
+func screenshotSetup(t *testing.T, docs string) (*shot.Fonts, string) {
+	t.Helper()
+	needTmux(t)
+	if _, err := os.Stat(fontRegular); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("DejaVu Sans Mono is not installed; CI must run scripts/deps.sh before the tests")
+		}
+		t.Skip("DejaVu Sans Mono is not installed (scripts/deps.sh installs fonts-dejavu-core)")
+	}
+	fonts, err := shot.LoadFonts(fontRegular, fontBold, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !*writeScreenshots {
+		return fonts, t.TempDir()
+	}
+	if err := os.MkdirAll(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return fonts, docs
 }
 
 // capture renders the pane, cols x rows, to the PNG file path.
@@ -119,21 +135,7 @@ func captureWith(t *testing.T, tm *term, fonts *shot.Fonts, cols, rows int, path
 // the first-run offer. With -screenshots the images are written to
 // docs/screenshots/NAME-COLSxROWS.png (docs/tui.md shows them).
 func TestScreenshotGallery(t *testing.T) {
-	needTmux(t)
-	if _, err := os.Stat(fontRegular); err != nil {
-		t.Skip("DejaVu Sans Mono is not installed (apt-get install fonts-dejavu-core)")
-	}
-	fonts, err := shot.LoadFonts(fontRegular, fontBold, 15)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := t.TempDir()
-	if *writeScreenshots {
-		out = filepath.Join("..", "docs", "screenshots")
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fonts, out := screenshotSetup(t, filepath.Join("..", "docs", "screenshots"))
 	bin := binaries(t)
 	for _, size := range []struct{ cols, rows int }{{120, 40}, {60, 20}} {
 		suffix := fmt.Sprintf("-%dx%d.png", size.cols, size.rows)
