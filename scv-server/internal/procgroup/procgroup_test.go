@@ -361,6 +361,26 @@ echo "pid $p"`)
 	}
 }
 
+// TestOrphanAdoptedBeforeTheTreeIsFollowed: a leader that double-forks an
+// escapee (env -i, setsid) before Run follows its tree (the caller was
+// descheduled after starting it, as on a loaded machine) still has the
+// escapee, already adopted by the server, killed as its own: the server's
+// children from before the run are listed before the leader starts.
+func TestOrphanAdoptedBeforeTheTreeIsFollowed(t *testing.T) {
+	testHookStarted = func() { time.Sleep(300 * time.Millisecond) }
+	defer func() { testHookStarted = nil }()
+	st, out := run(t, Command{PipeGrace: 100 * time.Millisecond}, `p=$(setsid env -i /bin/bash -c '/bin/sleep 300 >/dev/null 2>&1 & echo $!')
+echo "pid $p"`)
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(out, "pid ")))
+	if err != nil {
+		t.Fatalf("output %q", out)
+	}
+	if st.Swept != 1 || !gone(pid) {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		t.Fatalf("status = %+v; the escapee %d gone: %v", st, pid, gone(pid))
+	}
+}
+
 func TestNestedTagIsFoundByOuterRun(t *testing.T) {
 	// A run started inside a run (its environment holds the outer tag)
 	// carries both tags; the outer sweep finds it.

@@ -91,6 +91,10 @@ func clean(tag string, pid int, tr *tree) (swept, survivors int) {
 	return swept + k, survivors + s
 }
 
+// testHookStarted, when set (tests only), runs between starting the
+// leader and following its tree: a caller descheduled there.
+var testHookStarted func()
+
 func Run(ctx context.Context, c Command) (Status, error) {
 	tag := c.Tag
 	if tag == "" {
@@ -114,15 +118,19 @@ func Run(ctx context.Context, c Command) (Status, error) {
 		pipeGrace = DefaultPipeGrace
 	}
 
+	before := serverChildren()
 	p, err := startWatched(c, tag)
 	if err != nil {
 		return st, err
 	}
 	st.Pid = p.pid
+	if testHookStarted != nil {
+		testHookStarted()
+	}
 	// The tree is followed by ancestry from the start, so a process that
 	// drops the marker and leaves the group (env -i, setsid) is still
 	// known, by its parent or as an orphan the server adopts.
-	tr := newTree(p.pid)
+	tr := newTree(p.pid, before)
 	defer tr.close()
 	over, endScan := scan(tr, c.Limit)
 	defer endScan()

@@ -10,7 +10,7 @@ import (
 // BenchmarkTreeScan is one full scan, as at a call's end: every
 // process's stat, then the ancestry walk (docs/performance.md).
 func BenchmarkTreeScan(b *testing.B) {
-	t := newTree(os.Getpid())
+	t := newTree(os.Getpid(), serverChildren())
 	defer t.close()
 	b.ReportAllocs()
 	var sc scanner
@@ -26,7 +26,7 @@ func BenchmarkTreeScan(b *testing.B) {
 // monitor does every 50 ms: only the tree's and the server's children's
 // files.
 func BenchmarkTreeScanPartial(b *testing.B) {
-	t := newTree(os.Getpid())
+	t := newTree(os.Getpid(), serverChildren())
 	defer t.close()
 	var sc scanner
 	t.update(sc.snapshot())

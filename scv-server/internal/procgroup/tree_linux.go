@@ -69,9 +69,9 @@ type tree struct {
 	leader  int
 	since   uint64         // the leader's start time, in clock ticks
 	members map[int]uint64 // pid → start time; guarded by treesMu
-	// before are the server's other children when the run started: start
-	// times are in clock ticks (10 ms), too coarse to tell them from an
-	// orphan adopted later, so they are excluded by name.
+	// before are the server's children from before the run started:
+	// start times are in clock ticks (10 ms), too coarse to tell them from
+	// an orphan adopted later, so they are excluded by name.
 	before map[int]struct{}
 }
 
@@ -82,14 +82,24 @@ var (
 	trees = map[*tree]struct{}{}
 )
 
-// newTree starts following the tree of the leader pid.
-func newTree(pid int) *tree {
-	t := &tree{self: os.Getpid(), leader: pid, members: map[int]uint64{}, before: map[int]struct{}{}}
+// serverChildren lists the server's children now, for newTree's before:
+// taken before the leader starts, since by the time newTree runs (a
+// loaded machine may deschedule the caller for milliseconds) the leader
+// may have double-forked, and its orphan, already adopted, would be
+// taken for a child the server had before the run.
+func serverChildren() map[int]struct{} {
+	out := map[int]struct{}{}
 	for _, c := range children() {
-		if c != pid {
-			t.before[c] = struct{}{}
-		}
+		out[c] = struct{}{}
 	}
+	return out
+}
+
+// newTree starts following the tree of the leader pid; before are the
+// server's children before the leader started (serverChildren).
+func newTree(pid int, before map[int]struct{}) *tree {
+	delete(before, pid)
+	t := &tree{self: os.Getpid(), leader: pid, members: map[int]uint64{}, before: before}
 	if st, ok := proctag.ReadStat(pid); ok {
 		t.since = st.StartTime
 		t.members[pid] = st.StartTime
