@@ -21,10 +21,7 @@ import (
 func TestOrphanReconciledAtStart(t *testing.T) {
 	f := fo.Start(t)
 	home, dir, userHome := t.TempDir(), t.TempDir(), t.TempDir()
-	config := f.Config("")
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFakeConfig(t, home, f.URL())
 	// The fake claude starts a setsid grandchild, writes both pids, and
 	// waits forever. The file is complete and closed before any process
 	// starts.

@@ -19,9 +19,7 @@ func TestProfileRunsWhileTheModelThinks(t *testing.T) {
 	t.Parallel()
 	f := fo.Start(t)
 	home, dir, userHome := t.TempDir(), t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(f.Config("")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFakeConfig(t, home, f.URL())
 	marker := filepath.Join(userHome, "profile-ran")
 	profile := "sleep 1\nexport FROM_PROFILE=yes\n: >" + marker + "\n"
 	if err := os.WriteFile(filepath.Join(userHome, ".bash_profile"), []byte(profile), 0o600); err != nil {

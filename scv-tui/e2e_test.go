@@ -72,6 +72,22 @@ func needTmux(t *testing.T) {
 	}
 }
 
+// scvAgainst starts the fake model with replies queued and `scv` in a new
+// workspace against it, in a tmux pane whose environment gains env, and
+// waits until the UI is connected. It returns the pane, the model, the
+// SCV_HOME and the workspace.
+func scvAgainst(t *testing.T, env []string, replies ...fakeopenai.Reply) (*term, *fakeopenai.Server, string, string) {
+	t.Helper()
+	needTmux(t)
+	bin := binaries(t)
+	srv := fakeopenai.Start(t)
+	srv.Enqueue(replies...)
+	home, ws := fakeHome(t, srv), t.TempDir()
+	tm := startTerm(t, ws, home, env, filepath.Join(bin, "scv"))
+	tm.waitText("fake-model", "Ask anything")
+	return tm, srv, home, ws
+}
+
 // fakeHome writes a config.toml pointing scv-server at srv.
 func fakeHome(t *testing.T, srv *fakeopenai.Server) string {
 	t.Helper()
@@ -338,10 +354,7 @@ func (tm *term) waitIdle() {
 // and a denied bash call, two prompts queued behind a slow turn and
 // reordered, the slow turn cancelled with Esc, /clear, and /quit.
 func TestE2ETUI(t *testing.T) {
-	needTmux(t)
-	bin := binaries(t)
-	srv := fakeopenai.Start(t)
-	srv.Enqueue(
+	tm, srv, home, ws := scvAgainst(t, nil,
 		// 1: a streamed reply.
 		fakeopenai.Script(fakeopenai.Text("Hello", " from", " the fake."), fakeopenai.Usage(20, 5)),
 		// 2, 3: a bash call the user approves, then the answer.
@@ -358,11 +371,7 @@ func TestE2ETUI(t *testing.T) {
 		// 9: after /clear.
 		fakeopenai.Script(fakeopenai.Text("A fresh start.")),
 	)
-	home, ws := fakeHome(t, srv), t.TempDir()
-	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
-
-	// The UI is up and connected to the fake model.
-	tm.waitText("fake-model", "Ask anything")
+	bin := binaries(t)
 
 	tm.submit("say hello")
 	tm.waitText("Hello from the fake.")
@@ -631,16 +640,10 @@ func TestE2EConfigFixedThenRestart(t *testing.T) {
 // lines; Ctrl+C interrupts a running turn, pausing the queue, and a second
 // Ctrl+C quits.
 func TestE2EPasteAndCtrlC(t *testing.T) {
-	needTmux(t)
-	bin := binaries(t)
-	srv := fakeopenai.Start(t)
-	srv.Enqueue(
+	tm, srv, _, ws := scvAgainst(t, nil,
 		fakeopenai.Script(fakeopenai.Text("Got three lines.")),
 		fakeopenai.Script(fakeopenai.Text("Thinking hard"), fakeopenai.Hang()),
 	)
-	home, ws := fakeHome(t, srv), t.TempDir()
-	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
-	tm.waitText("fake-model", "Ask anything")
 
 	// -r: paste the bytes as they are (tmux otherwise turns LF into CR);
 	// -p: bracketed, as a terminal pastes when the program asks.
@@ -852,12 +855,8 @@ output_price = 100
 // bar's light surface, #d5d8e3) in a real terminal; an unknown value is
 // refused at start with what to set.
 func TestE2ELightTheme(t *testing.T) {
-	needTmux(t)
+	tm, _, home, ws := scvAgainst(t, []string{"COLORTERM=truecolor", "SCV_THEME=light"})
 	bin := binaries(t)
-	srv := fakeopenai.Start(t)
-	home, ws := fakeHome(t, srv), t.TempDir()
-	tm := startTerm(t, ws, home, []string{"COLORTERM=truecolor", "SCV_THEME=light"}, filepath.Join(bin, "scv"))
-	tm.waitText("fake-model", "Ask anything")
 	styled, err := exec.Command("tmux", "-L", tm.socket, "capture-pane", "-e", "-p", "-t", "e2e").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -1079,16 +1078,10 @@ func TestE2EFirstRunOffer(t *testing.T) {
 // to its first lines says "1 more line" (issue 21, item 10; the goldens
 // that keep colour are in ui/markdown and ui/toolcard).
 func TestE2ERenderingKeepsLinesAndCounts(t *testing.T) {
-	needTmux(t)
-	bin := binaries(t)
-	srv := fakeopenai.Start(t)
-	srv.Enqueue(
+	tm, _, _, _ := scvAgainst(t, nil,
 		fakeopenai.Script(fakeopenai.ToolCall("call_s", "bash", `{"command":"printf '1\\n2\\n3\\n4\\n'"}`)),
 		fakeopenai.Script(fakeopenai.Text("alpha-row\nbeta-row\ngamma-row\n\n```go\nfunc f() {\n    indented := true\n}\n```\n")),
 	)
-	home, ws := fakeHome(t, srv), t.TempDir()
-	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
-	tm.waitText("fake-model", "Ask anything")
 	tm.submit("count to four")
 	tm.waitText("Allow bash?")
 	tm.keys("y")
@@ -1112,10 +1105,7 @@ func TestE2ERenderingKeepsLinesAndCounts(t *testing.T) {
 // /revoke removes it, and the call after that asks again (issue 21,
 // item 15).
 func TestE2ERevokeRule(t *testing.T) {
-	needTmux(t)
-	bin := binaries(t)
-	srv := fakeopenai.Start(t)
-	srv.Enqueue(
+	tm, _, _, ws := scvAgainst(t, nil,
 		fakeopenai.Script(fakeopenai.ToolCall("c1", "bash", `{"command":"touch one.txt"}`)),
 		fakeopenai.Script(fakeopenai.Text("Made one.")),
 		fakeopenai.Script(fakeopenai.ToolCall("c2", "bash", `{"command":"touch two.txt"}`)),
@@ -1123,9 +1113,6 @@ func TestE2ERevokeRule(t *testing.T) {
 		fakeopenai.Script(fakeopenai.ToolCall("c3", "bash", `{"command":"touch three.txt"}`)),
 		fakeopenai.Script(fakeopenai.Text("Made three.")),
 	)
-	home, ws := fakeHome(t, srv), t.TempDir()
-	tm := startTerm(t, ws, home, nil, filepath.Join(bin, "scv"))
-	tm.waitText("fake-model", "Ask anything")
 
 	tm.submit("make one")
 	tm.waitText("Allow bash?", "touch one.txt")

@@ -27,7 +27,7 @@ func TestExecContinue(t *testing.T) {
 		t.Fatalf("first run: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = runSCV(t, home, "exec", "--cd", ws, "--continue", "What did you say?")
-	if r.code != 0 || r.stdout != "I said 42.\n" || !strings.Contains(r.stderr, "(1 turns): What is the answer?") {
+	if r.code != 0 || r.stdout != "I said 42.\n" || !strings.Contains(r.stderr, "(1 turn): What is the answer?") {
 		t.Fatalf("continued run: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	reqs := srv.Requests()

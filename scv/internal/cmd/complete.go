@@ -74,11 +74,7 @@ func completeSessions(f *cmdutil.Factory) cobra.CompletionFunc {
 		var out []cobra.Completion
 		for _, s := range sessions {
 			if strings.HasPrefix(s.SessionID, toComplete) {
-				turns := "turns"
-				if s.Turns == 1 {
-					turns = "turn"
-				}
-				out = append(out, cobra.CompletionWithDesc(s.SessionID, fmt.Sprintf("%s, %d %s: %s", s.UpdatedAt, s.Turns, turns, s.Title)))
+				out = append(out, cobra.CompletionWithDesc(s.SessionID, fmt.Sprintf("%s, %s: %s", s.UpdatedAt, cmdutil.Turns(s.Turns), s.Title)))
 			}
 		}
 		// The newest first, as listed: the shell must not sort the ids.

@@ -7,6 +7,7 @@ package cmdutil
 
 import (
 	"os"
+	"strconv"
 
 	"github.com/scv-cli/scv/scv/internal/launch"
 	"github.com/scv-cli/scv/shared/cli"
@@ -40,4 +41,13 @@ func New() *Factory {
 		Exec:            launch.Exec,
 		StdinIsTerminal: func() bool { return term.IsTerminal(int(os.Stdin.Fd())) },
 	}
+}
+
+// Turns says how many turns a session has, as people write it: "1 turn",
+// "3 turns" (session listings in completions and in exec --continue).
+func Turns(n int) string {
+	if n == 1 {
+		return "1 turn"
+	}
+	return strconv.Itoa(n) + " turns"
 }

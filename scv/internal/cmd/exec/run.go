@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/scv-cli/scv/scv/internal/cmdutil"
 	"github.com/scv-cli/scv/shared/cli"
 	"github.com/scv-cli/scv/shared/client"
 	"github.com/scv-cli/scv/shared/paths"
@@ -503,10 +504,10 @@ func (r *run) continueSession(ev *protocol.SessionListed) error {
 		if r.opts.ApprovalPolicy != "" {
 			return fmt.Errorf("session %s is open in the daemon under its own approval policy, which --approval-policy may not change for the other clients it may have: continue it without --approval-policy", last.SessionID)
 		}
-		fmt.Fprintf(r.opts.IO.ErrOut, "scv: continuing the session of %s (%d turns), open in the daemon: %s\n", last.UpdatedAt, last.Turns, last.Title)
+		fmt.Fprintf(r.opts.IO.ErrOut, "scv: continuing the session of %s (%s), open in the daemon: %s\n", last.UpdatedAt, cmdutil.Turns(last.Turns), last.Title)
 		return r.send(&protocol.SessionAttach{RequestID: r.id(protocol.TypeSessionAttach), SessionID: last.SessionID})
 	}
-	fmt.Fprintf(r.opts.IO.ErrOut, "scv: continuing the session of %s (%d turns): %s\n", last.UpdatedAt, last.Turns, last.Title)
+	fmt.Fprintf(r.opts.IO.ErrOut, "scv: continuing the session of %s (%s): %s\n", last.UpdatedAt, cmdutil.Turns(last.Turns), last.Title)
 	return r.send(r.sessionStart(last.SessionID))
 }
 
